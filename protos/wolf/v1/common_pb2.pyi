@@ -1,0 +1,190 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ModelType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MODEL_TYPE_UNSPECIFIED: _ClassVar[ModelType]
+    RAG: _ClassVar[ModelType]
+    LLM: _ClassVar[ModelType]
+
+class SearchMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEARCH_MODE_UNSPECIFIED: _ClassVar[SearchMode]
+    SEARCH_MODE_DENSE: _ClassVar[SearchMode]
+    SEARCH_MODE_SPARSE: _ClassVar[SearchMode]
+    SEARCH_MODE_HYBRID: _ClassVar[SearchMode]
+MODEL_TYPE_UNSPECIFIED: ModelType
+RAG: ModelType
+LLM: ModelType
+SEARCH_MODE_UNSPECIFIED: SearchMode
+SEARCH_MODE_DENSE: SearchMode
+SEARCH_MODE_SPARSE: SearchMode
+SEARCH_MODE_HYBRID: SearchMode
+
+class RequestMetadata(_message.Message):
+    __slots__ = ("session_id", "max_tokens", "temperature", "language")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    max_tokens: int
+    temperature: float
+    language: str
+    def __init__(self, session_id: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., language: _Optional[str] = ...) -> None: ...
+
+class RetrievedDocument(_message.Message):
+    __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_SCORE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    content: str
+    relevance_score: float
+    metadata: _containers.ScalarMap[str, str]
+    chunk_id: str
+    chunk_index: int
+    source: str
+    def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ...) -> None: ...
+
+class RAGContext(_message.Message):
+    __slots__ = ("documents", "retrieval_score")
+    DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    RETRIEVAL_SCORE_FIELD_NUMBER: _ClassVar[int]
+    documents: _containers.RepeatedCompositeFieldContainer[RetrievedDocument]
+    retrieval_score: float
+    def __init__(self, documents: _Optional[_Iterable[_Union[RetrievedDocument, _Mapping]]] = ..., retrieval_score: _Optional[float] = ...) -> None: ...
+
+class LLMResponse(_message.Message):
+    __slots__ = ("text", "tokens_used", "latency_ms", "cost", "model_used", "prompt_tokens", "completion_tokens", "thinking", "finish_reason")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_USED_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    MODEL_USED_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    THINKING_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    tokens_used: int
+    latency_ms: int
+    cost: float
+    model_used: str
+    prompt_tokens: int
+    completion_tokens: int
+    thinking: str
+    finish_reason: str
+    def __init__(self, text: _Optional[str] = ..., tokens_used: _Optional[int] = ..., latency_ms: _Optional[int] = ..., cost: _Optional[float] = ..., model_used: _Optional[str] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., thinking: _Optional[str] = ..., finish_reason: _Optional[str] = ...) -> None: ...
+
+class ResponseMetadata(_message.Message):
+    __slots__ = ("timestamp", "error", "warnings", "dropped_document_ids", "duration_ms")
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    timestamp: _timestamp_pb2.Timestamp
+    error: str
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    dropped_document_ids: _containers.RepeatedScalarFieldContainer[str]
+    duration_ms: int
+    def __init__(self, timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., error: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ..., dropped_document_ids: _Optional[_Iterable[str]] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
+class MetadataFilter(_message.Message):
+    __slots__ = ("key", "values", "exclude")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    values: _containers.RepeatedScalarFieldContainer[str]
+    exclude: bool
+    def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., exclude: _Optional[bool] = ...) -> None: ...
+
+class RetrievalOptions(_message.Message):
+    __slots__ = ("top_k", "score_threshold", "filters", "mode", "query_variants", "document_ids", "mmr_diversity", "rerank")
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    SCORE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    QUERY_VARIANTS_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    MMR_DIVERSITY_FIELD_NUMBER: _ClassVar[int]
+    RERANK_FIELD_NUMBER: _ClassVar[int]
+    top_k: int
+    score_threshold: float
+    filters: _containers.RepeatedCompositeFieldContainer[MetadataFilter]
+    mode: SearchMode
+    query_variants: _containers.RepeatedScalarFieldContainer[str]
+    document_ids: _containers.RepeatedScalarFieldContainer[str]
+    mmr_diversity: float
+    rerank: bool
+    def __init__(self, top_k: _Optional[int] = ..., score_threshold: _Optional[float] = ..., filters: _Optional[_Iterable[_Union[MetadataFilter, _Mapping]]] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., query_variants: _Optional[_Iterable[str]] = ..., document_ids: _Optional[_Iterable[str]] = ..., mmr_diversity: _Optional[float] = ..., rerank: _Optional[bool] = ...) -> None: ...
+
+class GenerationOptions(_message.Message):
+    __slots__ = ("model", "system_prompt", "stop", "top_p", "seed")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    TOP_P_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    system_prompt: str
+    stop: _containers.RepeatedScalarFieldContainer[str]
+    top_p: float
+    seed: int
+    def __init__(self, model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., stop: _Optional[_Iterable[str]] = ..., top_p: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class WolfRequest(_message.Message):
+    __slots__ = ("request_id", "model_type", "prompt", "context", "metadata", "tenant_id", "retrieval", "generation")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    RETRIEVAL_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    model_type: ModelType
+    prompt: str
+    context: RAGContext
+    metadata: RequestMetadata
+    tenant_id: str
+    retrieval: RetrievalOptions
+    generation: GenerationOptions
+    def __init__(self, request_id: _Optional[str] = ..., model_type: _Optional[_Union[ModelType, str]] = ..., prompt: _Optional[str] = ..., context: _Optional[_Union[RAGContext, _Mapping]] = ..., metadata: _Optional[_Union[RequestMetadata, _Mapping]] = ..., tenant_id: _Optional[str] = ..., retrieval: _Optional[_Union[RetrievalOptions, _Mapping]] = ..., generation: _Optional[_Union[GenerationOptions, _Mapping]] = ...) -> None: ...
+
+class WolfResponse(_message.Message):
+    __slots__ = ("request_id", "model_type", "rag_context", "llm_response", "metadata")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    MODEL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RAG_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    LLM_RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    model_type: ModelType
+    rag_context: RAGContext
+    llm_response: LLMResponse
+    metadata: ResponseMetadata
+    def __init__(self, request_id: _Optional[str] = ..., model_type: _Optional[_Union[ModelType, str]] = ..., rag_context: _Optional[_Union[RAGContext, _Mapping]] = ..., llm_response: _Optional[_Union[LLMResponse, _Mapping]] = ..., metadata: _Optional[_Union[ResponseMetadata, _Mapping]] = ...) -> None: ...

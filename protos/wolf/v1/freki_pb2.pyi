@@ -1,0 +1,292 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from wolf.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class IndexOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INDEX_OUTCOME_UNSPECIFIED: _ClassVar[IndexOutcome]
+    INDEX_OUTCOME_CREATED: _ClassVar[IndexOutcome]
+    INDEX_OUTCOME_UPDATED: _ClassVar[IndexOutcome]
+    INDEX_OUTCOME_UNCHANGED: _ClassVar[IndexOutcome]
+INDEX_OUTCOME_UNSPECIFIED: IndexOutcome
+INDEX_OUTCOME_CREATED: IndexOutcome
+INDEX_OUTCOME_UPDATED: IndexOutcome
+INDEX_OUTCOME_UNCHANGED: IndexOutcome
+
+class IndexDocumentRequest(_message.Message):
+    __slots__ = ("request_id", "tenant_id", "document_id", "source", "content", "content_type", "metadata", "content_bytes", "owner_id", "force_full_reindex")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    OWNER_ID_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FULL_REINDEX_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    tenant_id: str
+    document_id: str
+    source: str
+    content: str
+    content_type: str
+    metadata: _containers.ScalarMap[str, str]
+    content_bytes: bytes
+    owner_id: str
+    force_full_reindex: bool
+    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ..., source: _Optional[str] = ..., content: _Optional[str] = ..., content_type: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., content_bytes: _Optional[bytes] = ..., owner_id: _Optional[str] = ..., force_full_reindex: _Optional[bool] = ...) -> None: ...
+
+class IndexDocumentResponse(_message.Message):
+    __slots__ = ("request_id", "document_id", "chunk_count", "chunks_embedded", "chunks_unchanged", "chunks_deleted", "duration_ms", "changed", "outcome", "full_reindex", "content_hash")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_EMBEDDED_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_UNCHANGED_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_DELETED_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    FULL_REINDEX_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    document_id: str
+    chunk_count: int
+    chunks_embedded: int
+    chunks_unchanged: int
+    chunks_deleted: int
+    duration_ms: int
+    changed: bool
+    outcome: IndexOutcome
+    full_reindex: bool
+    content_hash: str
+    def __init__(self, request_id: _Optional[str] = ..., document_id: _Optional[str] = ..., chunk_count: _Optional[int] = ..., chunks_embedded: _Optional[int] = ..., chunks_unchanged: _Optional[int] = ..., chunks_deleted: _Optional[int] = ..., duration_ms: _Optional[int] = ..., changed: _Optional[bool] = ..., outcome: _Optional[_Union[IndexOutcome, str]] = ..., full_reindex: _Optional[bool] = ..., content_hash: _Optional[str] = ...) -> None: ...
+
+class DeleteDocumentRequest(_message.Message):
+    __slots__ = ("request_id", "tenant_id", "document_id")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    tenant_id: str
+    document_id: str
+    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ...) -> None: ...
+
+class DeleteDocumentResponse(_message.Message):
+    __slots__ = ("request_id", "document_id", "chunks_deleted")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_DELETED_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    document_id: str
+    chunks_deleted: int
+    def __init__(self, request_id: _Optional[str] = ..., document_id: _Optional[str] = ..., chunks_deleted: _Optional[int] = ...) -> None: ...
+
+class GetDocumentRequest(_message.Message):
+    __slots__ = ("tenant_id", "document_id")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    document_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ...) -> None: ...
+
+class DocumentInfo(_message.Message):
+    __slots__ = ("document_id", "tenant_id", "owner_id", "source", "content_type", "content_hash", "chunk_count", "metadata", "indexed_at", "embedding_model")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    OWNER_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    INDEXED_AT_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    tenant_id: str
+    owner_id: str
+    source: str
+    content_type: str
+    content_hash: str
+    chunk_count: int
+    metadata: _containers.ScalarMap[str, str]
+    indexed_at: _timestamp_pb2.Timestamp
+    embedding_model: str
+    def __init__(self, document_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., source: _Optional[str] = ..., content_type: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_count: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., indexed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., embedding_model: _Optional[str] = ...) -> None: ...
+
+class ListDocumentsRequest(_message.Message):
+    __slots__ = ("tenant_id", "page_size", "page_token", "owner_id")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    OWNER_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    page_size: int
+    page_token: str
+    owner_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., owner_id: _Optional[str] = ...) -> None: ...
+
+class ListDocumentsResponse(_message.Message):
+    __slots__ = ("documents", "next_page_token")
+    DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    documents: _containers.RepeatedCompositeFieldContainer[DocumentInfo]
+    next_page_token: str
+    def __init__(self, documents: _Optional[_Iterable[_Union[DocumentInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetIndexStatusRequest(_message.Message):
+    __slots__ = ("tenant_id",)
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+
+class SkippedFile(_message.Message):
+    __slots__ = ("path", "reason", "at")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    reason: str
+    at: _timestamp_pb2.Timestamp
+    def __init__(self, path: _Optional[str] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class WatchFolderStatus(_message.Message):
+    __slots__ = ("path", "files_indexed", "files_pending", "skipped")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    FILES_INDEXED_FIELD_NUMBER: _ClassVar[int]
+    FILES_PENDING_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    files_indexed: int
+    files_pending: int
+    skipped: _containers.RepeatedCompositeFieldContainer[SkippedFile]
+    def __init__(self, path: _Optional[str] = ..., files_indexed: _Optional[int] = ..., files_pending: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ...) -> None: ...
+
+class IndexStatus(_message.Message):
+    __slots__ = ("document_count", "chunk_count", "embedding_model", "embedding_dimension", "store_backend", "collection", "watch_folders", "queue_depth")
+    DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    STORE_BACKEND_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    WATCH_FOLDERS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    document_count: int
+    chunk_count: int
+    embedding_model: str
+    embedding_dimension: int
+    store_backend: str
+    collection: str
+    watch_folders: _containers.RepeatedCompositeFieldContainer[WatchFolderStatus]
+    queue_depth: int
+    def __init__(self, document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dimension: _Optional[int] = ..., store_backend: _Optional[str] = ..., collection: _Optional[str] = ..., watch_folders: _Optional[_Iterable[_Union[WatchFolderStatus, _Mapping]]] = ..., queue_depth: _Optional[int] = ...) -> None: ...
+
+class FullReindexRequest(_message.Message):
+    __slots__ = ("request_id", "tenant_id", "document_id")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    tenant_id: str
+    document_id: str
+    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ...) -> None: ...
+
+class FullReindexResponse(_message.Message):
+    __slots__ = ("request_id", "documents_reindexed", "chunks_embedded", "duration_ms")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_REINDEXED_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_EMBEDDED_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    documents_reindexed: int
+    chunks_embedded: int
+    duration_ms: int
+    def __init__(self, request_id: _Optional[str] = ..., documents_reindexed: _Optional[int] = ..., chunks_embedded: _Optional[int] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
+class DeleteOwnerDataRequest(_message.Message):
+    __slots__ = ("request_id", "tenant_id", "owner_id")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    OWNER_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    tenant_id: str
+    owner_id: str
+    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ...) -> None: ...
+
+class DeleteOwnerDataResponse(_message.Message):
+    __slots__ = ("request_id", "documents_deleted", "chunks_deleted")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_DELETED_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_DELETED_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    documents_deleted: int
+    chunks_deleted: int
+    def __init__(self, request_id: _Optional[str] = ..., documents_deleted: _Optional[int] = ..., chunks_deleted: _Optional[int] = ...) -> None: ...
+
+class ExportOwnerDataRequest(_message.Message):
+    __slots__ = ("request_id", "tenant_id", "owner_id", "include_vectors")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    OWNER_ID_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_VECTORS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    tenant_id: str
+    owner_id: str
+    include_vectors: bool
+    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., include_vectors: _Optional[bool] = ...) -> None: ...
+
+class ExportedChunk(_message.Message):
+    __slots__ = ("chunk_id", "document_id", "chunk_index", "content", "metadata", "vector")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_FIELD_NUMBER: _ClassVar[int]
+    chunk_id: str
+    document_id: str
+    chunk_index: int
+    content: str
+    metadata: _containers.ScalarMap[str, str]
+    vector: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, chunk_id: _Optional[str] = ..., document_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., content: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., vector: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class ExportRecord(_message.Message):
+    __slots__ = ("document", "chunk")
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    document: DocumentInfo
+    chunk: ExportedChunk
+    def __init__(self, document: _Optional[_Union[DocumentInfo, _Mapping]] = ..., chunk: _Optional[_Union[ExportedChunk, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""wolf_service package."""
