@@ -1,0 +1,180 @@
+"""The vector store contract of Freki: value types and the ``VectorStore`` protocol.
+
+Two engines implement it (``EdgeStore``: Qdrant's engine in-process; ``RemoteStore``: a Qdrant server through
+qdrant-client), chosen by ``freki.store.make_store``. A store instance serves one collection, opened with
+``ensure_collection``; the collection holds a cosine dense vector named ``dense`` and an optional IDF-weighted
+sparse vector named ``sparse`` per point.
+
+Conventions shared by both engines:
+  * Point ids are UUID strings; they are returned in canonical form (lower-case, hyphenated).
+  * A filter is a sequence of ``FieldMatch`` that are ANDed; an empty filter matches every point.
+  * Dense vectors are stored normalised (cosine), so ``StoredPoint.dense`` is the unit-length vector.
+  * Scores are what Qdrant returns: cosine in [-1, 1] for dense, dot product of IDF-weighted sparse vectors
+    for sparse, reciprocal-rank-fusion sums for hybrid. The retrieval layer normalises them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+DENSE_VECTOR = "dense"
+SPARSE_VECTOR = "sparse"
+# Payload fields every collection indexes as keywords: the filters Freki always applies (tenant isolation,
+# document replacement, GDPR deletion) and the dedup lookup by chunk hash.
+INDEXED_KEYWORD_FIELDS: tuple[str, ...] = (
+    "tenant_id",
+    "document_id",
+    "owner_id",
+    "source_type",
+    "chunk_hash",
+)
+
+MatchValue = str | int | bool
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """A sparse vector: parallel lists of non-negative term indices and their weights."""
+
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class ChunkPoint:
+    """One chunk to write: its UUID id, dense embedding, optional sparse vector and payload."""
+
+    id: str
+    dense: Sequence[float]
+    sparse: SparseVector | None
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StoredPoint:
+    """A point read back by ``scroll`` or ``retrieve``; ``dense`` is set only when vectors were requested."""
+
+    id: str
+    payload: dict[str, Any]
+    dense: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class ScoredPoint:
+    """A search hit."""
+
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FieldMatch:
+    """Matches points whose payload value at ``key`` equals any of ``values`` (``exclude`` negates).
+
+    ``key`` may be a dotted path into a nested object, e.g. ``"metadata.lang"``. With ``exclude=True`` a point
+    that lacks the key matches too (Qdrant ``must_not`` semantics).
+    """
+
+    key: str
+    values: tuple[MatchValue, ...]
+    exclude: bool = False
+
+
+Filter = Sequence[FieldMatch]
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """What a collection must look like: its name, dense vector size and the model that made the vectors."""
+
+    name: str
+    dense_dim: int
+    embedding_model: str
+    sparse: bool = True
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """A chunk store with filtered dense, sparse and hybrid search; safe to call from many threads."""
+
+    backend: str
+
+    @property
+    def collection(self) -> str | None:
+        """Name of the collection opened by ``ensure_collection``, or None before that."""
+        ...
+
+    def ensure_collection(self, spec: CollectionSpec) -> None:
+        """Create the collection if missing, else check it was built for ``spec`` and open it.
+
+        Raises:
+            EmbeddingModelMismatch: the collection exists with another embedding model or dense size.
+            StoreUnavailable: the engine cannot be reached or the data dir is in use.
+        """
+        ...
+
+    def upsert(self, points: Sequence[ChunkPoint]) -> None:
+        """Insert or replace points (all or nothing: input is validated before anything is written)."""
+        ...
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        """Delete points by id; ids that do not exist are ignored."""
+        ...
+
+    def delete_where(self, filter: Filter) -> int:
+        """Delete every point matching a non-empty filter and return how many matched."""
+        ...
+
+    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        """Merge top-level ``payload`` keys into existing points (a nested dict replaces the old one)."""
+        ...
+
+    def apply(
+        self,
+        upserts: Sequence[ChunkPoint],
+        delete_ids: Sequence[str],
+        payload_updates: Sequence[tuple[Sequence[str], dict[str, Any]]],
+    ) -> None:
+        """Apply one logical batch (upserts, then payload updates, then deletes) that readers see whole."""
+        ...
+
+    def search_dense(
+        self, vector: Sequence[float], filter: Filter, limit: int, score_threshold: float | None = None
+    ) -> list[ScoredPoint]:
+        """Nearest points by cosine similarity, best first, optionally only those scoring >= threshold."""
+        ...
+
+    def search_sparse(self, vector: SparseVector, filter: Filter, limit: int) -> list[ScoredPoint]:
+        """Best points by IDF-weighted sparse dot product, best first."""
+        ...
+
+    def search_hybrid(
+        self, dense: Sequence[float], sparse: SparseVector, filter: Filter, limit: int, prefetch_limit: int
+    ) -> list[ScoredPoint]:
+        """Dense and sparse candidates (``prefetch_limit`` each) fused by reciprocal rank fusion."""
+        ...
+
+    def scroll(
+        self, filter: Filter, limit: int, offset: str | None = None, with_vectors: bool = False
+    ) -> tuple[list[StoredPoint], str | None]:
+        """One page of matching points in id order, plus the offset of the next page (None at the end)."""
+        ...
+
+    def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
+        """The points with these ids that exist, in the order of ``ids``."""
+        ...
+
+    def count(self, filter: Filter) -> int:
+        """Exact number of points matching the filter."""
+        ...
+
+    def optimize(self) -> None:
+        """Build search indexes (HNSW) now; blocks, so call it after bulk loads, not per write."""
+        ...
+
+    def close(self) -> None:
+        """Release the engine after in-flight calls finish; later calls raise ``CollectionNotReady``."""
+        ...

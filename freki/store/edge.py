@@ -1,0 +1,329 @@
+"""``EdgeStore``: the Qdrant engine in-process via qdrant-edge-py, persistent under a data dir.
+
+One ``EdgeShard`` per collection (layout in ``edge_layout``). Every write batch is flushed before it is
+acknowledged, so a killed process loses nothing the caller saw succeed. If the engine fails part-way through a
+batch, the points the batch touched are put back as they were (before-image rollback). A ``kill -9`` in the
+middle of a batch can still leave it partly applied: upserts run first, so a document being replaced is then
+present twice rather than missing, and the indexer's next pass cleans up.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import IO, Any, cast
+
+import numpy
+import qdrant_edge as qe
+
+from freki.store.base import (
+    DENSE_VECTOR,
+    INDEXED_KEYWORD_FIELDS,
+    SPARSE_VECTOR,
+    ChunkPoint,
+    CollectionSpec,
+    ScoredPoint,
+    SparseVector,
+    StoredPoint,
+)
+from freki.store.edge_layout import (
+    CollectionPaths,
+    acquire_lock,
+    read_registry,
+    release_lock,
+    write_registry,
+)
+from freki.store.errors import StoreError, StoreUnavailable
+from freki.store.guarded import Conditions, GuardedStore, PayloadUpdates
+from freki.store.validation import check_recorded_spec
+
+log = logging.getLogger(__name__)
+
+
+def _match_value(value: str | int | bool) -> qe.MatchValue:
+    # qdrant-edge 0.9 reads a Python bool as the integer 0/1 (bool subclasses int), so MatchValue(True) never
+    # matches a boolean payload. numpy.bool_ is not an int subclass and arrives as a real bool.
+    return qe.MatchValue(numpy.bool_(value) if isinstance(value, bool) else value)  # type: ignore[arg-type]
+
+
+def edge_filter(conditions: Conditions) -> qe.Filter | None:
+    """Translate ANDed FieldMatch conditions into a qdrant-edge Filter (None = match everything)."""
+    must: list[Any] = []
+    must_not: list[Any] = []
+    for cond in conditions:
+        values = list(cond.values)
+        clause: Any
+        if len(values) == 1:
+            clause = qe.FieldCondition(cond.key, match=_match_value(values[0]))
+        elif all(type(v) is str for v in values) or all(type(v) is int for v in values):
+            clause = qe.FieldCondition(cond.key, match=qe.MatchAny(cast(list[str], values)))
+        else:  # MatchAny takes only all-str or all-int lists; bools and mixes become an OR of exact matches
+            clause = qe.Filter(should=[qe.FieldCondition(cond.key, match=_match_value(v)) for v in values])
+        (must_not if cond.exclude else must).append(clause)
+    if not must and not must_not:
+        return None
+    return qe.Filter(must=must or None, must_not=must_not or None)
+
+
+def _ids(ids: list[str]) -> list[qe.PointId]:
+    """Widen str ids to the engine's PointId type (the stub's list is invariant)."""
+    return cast("list[qe.PointId]", ids)
+
+
+def _engine_error(exc: Exception, action: str) -> StoreError:
+    text = str(exc)
+    if "WouldBlock" in text:
+        return StoreUnavailable(f"cannot {action}: the shard is in use by another process ({text})")
+    return StoreError(f"qdrant-edge failed to {action}: {text}")
+
+
+class EdgeStore(GuardedStore):
+    """Embedded Qdrant store; one process per data dir. See the module docstring."""
+
+    backend = "edge"
+
+    def __init__(self, data_dir: str | Path, rrf_k: int = 60) -> None:
+        """Prepare a store under ``data_dir``; the collection is opened by ``ensure_collection``.
+
+        Args:
+            data_dir: Directory holding one sub-directory per collection; created if missing.
+            rrf_k: Rank constant of reciprocal rank fusion in hybrid search.
+        """
+        super().__init__()
+        self.data_dir = Path(data_dir)
+        self.rrf_k = rrf_k
+        self._shard: qe.EdgeShard | None = None
+        self._lock_file: IO[bytes] | None = None
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def _engine_open(self, spec: CollectionSpec) -> None:
+        if self._shard is not None:  # already open: only re-check the request against the registry
+            check_recorded_spec(read_registry(self._paths(spec)), spec, f"data dir {self.data_dir}")
+            return
+        paths = self._paths(spec)
+        lock = acquire_lock(paths, self.data_dir)
+        try:
+            self._shard = self._open_shard(paths, spec)
+            self._ensure_indexes(self._shard)
+        except BaseException:
+            if self._shard is not None:
+                self._shard.close()
+                self._shard = None
+            release_lock(lock)
+            raise
+        self._lock_file = lock
+
+    def _paths(self, spec: CollectionSpec) -> CollectionPaths:
+        return CollectionPaths(self.data_dir / spec.name)
+
+    def _open_shard(self, paths: CollectionPaths, spec: CollectionSpec) -> qe.EdgeShard:
+        where = f"data dir {self.data_dir}"
+        if paths.registry.exists():
+            check_recorded_spec(read_registry(paths), spec, where)
+        elif paths.shard_exists():
+            raise StoreError(
+                f"collection {spec.name!r} in {where} has a shard but no collection.json, so its embedding "
+                "model is unknown; re-index into a new collection or restore collection.json"
+            )
+        else:
+            write_registry(paths, spec)
+        config = self._config(spec)
+        try:
+            if paths.shard_exists():
+                return qe.EdgeShard.load(str(paths.shard), config)
+            return qe.EdgeShard.create(str(paths.shard), config)
+        except Exception as exc:
+            raise _engine_error(exc, f"open collection {spec.name!r} in {where}") from exc
+
+    @staticmethod
+    def _config(spec: CollectionSpec) -> qe.EdgeConfig:
+        sparse = {SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if spec.sparse else None
+        return qe.EdgeConfig(
+            vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=spec.dense_dim, distance=qe.Distance.Cosine)},
+            sparse_vectors=sparse,
+        )
+
+    @staticmethod
+    def _ensure_indexes(shard: qe.EdgeShard) -> None:
+        # Checked on every open, not only at creation, so a crash between creating the shard and its indexes
+        # heals itself.
+        existing = set(shard.info().payload_schema)
+        for name in INDEXED_KEYWORD_FIELDS:
+            if name not in existing:
+                shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+        shard.flush()
+
+    def _engine_optimize(self) -> None:
+        try:
+            self._require_shard().optimize()
+            self._require_shard().flush()
+        except Exception as exc:
+            raise _engine_error(exc, "optimize") from exc
+
+    def _engine_close(self) -> None:
+        try:
+            if self._shard is not None:
+                self._shard.flush()
+                self._shard.close()
+        finally:
+            self._shard = None
+            if self._lock_file is not None:
+                release_lock(self._lock_file)
+                self._lock_file = None
+
+    def _require_shard(self) -> qe.EdgeShard:
+        if self._shard is None:
+            raise StoreError("edge shard is not open")
+        return self._shard
+
+    # --------------------------------------------------------------------------------------------- writes
+    def _engine_write(self, upserts: list[ChunkPoint], updates: PayloadUpdates, deletes: list[str]) -> None:
+        shard = self._require_shard()
+        touched = list(
+            dict.fromkeys([p.id for p in upserts] + [i for ids, _ in updates for i in ids] + deletes)
+        )
+        before = shard.retrieve(_ids(touched), with_payload=True, with_vector=True)
+        try:
+            if upserts:
+                shard.update(qe.UpdateOperation.upsert_points([self._point(p) for p in upserts]))
+            for ids, payload in updates:
+                shard.update(qe.UpdateOperation.set_payload(_ids(ids), payload))
+            if deletes:
+                shard.update(qe.UpdateOperation.delete_points(_ids(deletes)))
+            shard.flush()
+        except Exception as exc:
+            self._rollback(shard, touched, before)
+            raise _engine_error(exc, "write the batch (it was rolled back)") from exc
+
+    @staticmethod
+    def _rollback(shard: qe.EdgeShard, touched: list[str], before: list[qe.Record]) -> None:
+        try:
+            shard.update(qe.UpdateOperation.delete_points(_ids(touched)))
+            if before:
+                shard.update(
+                    qe.UpdateOperation.upsert_points(
+                        [qe.Point(r.id, r.vector or {}, r.payload or {}) for r in before]
+                    )
+                )
+            shard.flush()
+        except Exception:
+            log.exception(
+                "rollback of a failed write batch failed; %d points may be inconsistent", len(touched)
+            )
+
+    @staticmethod
+    def _point(point: ChunkPoint) -> qe.Point:
+        vector: dict[str, Any] = {DENSE_VECTOR: list(point.dense)}
+        if point.sparse is not None:
+            vector[SPARSE_VECTOR] = qe.SparseVector(point.sparse.indices, point.sparse.values)
+        return qe.Point(point.id, vector, point.payload)
+
+    def _engine_delete_where(self, conditions: Conditions) -> None:
+        shard = self._require_shard()
+        try:
+            shard.update(qe.UpdateOperation.delete_points_by_filter(edge_filter(conditions) or qe.Filter()))
+            shard.flush()
+        except Exception as exc:
+            raise _engine_error(exc, "delete points by filter") from exc
+
+    # ---------------------------------------------------------------------------------------------- reads
+    def _query(self, request: qe.QueryRequest, action: str) -> list[ScoredPoint]:
+        try:
+            hits = self._require_shard().query(request)
+        except Exception as exc:
+            raise _engine_error(exc, action) from exc
+        return [ScoredPoint(str(h.id), float(h.score), dict(h.payload or {})) for h in hits]
+
+    def _engine_search_dense(
+        self, vector: list[float], conditions: Conditions, limit: int, score_threshold: float | None
+    ) -> list[ScoredPoint]:
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(vector, using=DENSE_VECTOR),
+            filter=edge_filter(conditions),
+            score_threshold=score_threshold,
+            with_payload=True,
+            with_vector=False,
+        )
+        return self._query(request, "run a dense search")
+
+    def _engine_search_sparse(
+        self, vector: SparseVector, conditions: Conditions, limit: int
+    ) -> list[ScoredPoint]:
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(qe.SparseVector(vector.indices, vector.values), using=SPARSE_VECTOR),
+            filter=edge_filter(conditions),
+            with_payload=True,
+            with_vector=False,
+        )
+        return self._query(request, "run a sparse search")
+
+    def _engine_search_hybrid(
+        self,
+        dense: list[float],
+        sparse: SparseVector | None,
+        conditions: Conditions,
+        limit: int,
+        prefetch_limit: int,
+    ) -> list[ScoredPoint]:
+        flt = edge_filter(conditions)
+        prefetches = [
+            qe.Prefetch(limit=prefetch_limit, query=qe.Query.Nearest(dense, using=DENSE_VECTOR), filter=flt)
+        ]
+        if sparse is not None:
+            sparse_query = qe.Query.Nearest(
+                qe.SparseVector(sparse.indices, sparse.values), using=SPARSE_VECTOR
+            )
+            prefetches.append(qe.Prefetch(limit=prefetch_limit, query=sparse_query, filter=flt))
+        request = qe.QueryRequest(
+            limit=limit,
+            prefetches=prefetches,
+            query=qe.Fusion.Rrf(k=self.rrf_k),  # type: ignore[arg-type]  # stub omits nested Rrf
+            filter=flt,
+            with_payload=True,
+            with_vector=False,
+        )
+        return self._query(request, "run a hybrid search")
+
+    @staticmethod
+    def _stored(record: qe.Record, with_vectors: bool) -> StoredPoint:
+        dense = None
+        if with_vectors and isinstance(record.vector, dict) and DENSE_VECTOR in record.vector:
+            dense = [float(x) for x in cast(list[float], record.vector[DENSE_VECTOR])]
+        return StoredPoint(str(record.id), dict(record.payload or {}), dense)
+
+    def _engine_scroll(
+        self, conditions: Conditions, limit: int, offset: str | None, with_vectors: bool
+    ) -> tuple[list[StoredPoint], str | None]:
+        request = qe.ScrollRequest(
+            offset=offset,
+            limit=limit,
+            filter=edge_filter(conditions),
+            with_payload=True,
+            with_vector=[DENSE_VECTOR] if with_vectors else False,
+        )
+        try:
+            records, next_offset = self._require_shard().scroll(request)
+        except Exception as exc:
+            raise _engine_error(exc, "scroll points") from exc
+        return [self._stored(r, with_vectors) for r in records], (
+            str(next_offset) if next_offset is not None else None
+        )
+
+    def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
+        try:
+            records = self._require_shard().retrieve(
+                _ids(ids), with_payload=True, with_vector=[DENSE_VECTOR] if with_vectors else False
+            )
+        except Exception as exc:
+            raise _engine_error(exc, "retrieve points") from exc
+        return [self._stored(r, with_vectors) for r in records]
+
+    def _engine_count(self, conditions: Conditions) -> int:
+        try:
+            return int(
+                self._require_shard().count(qe.CountRequest(exact=True, filter=edge_filter(conditions)))
+            )
+        except Exception as exc:
+            raise _engine_error(exc, "count points") from exc

@@ -1,0 +1,328 @@
+"""``RemoteStore``: a Qdrant server through qdrant-client (or qdrant-client's local mode, used by the tests).
+
+The collection's embedding model and dense size are kept in Qdrant's collection metadata. A write batch
+goes to the server as one ``batch_update_points`` request with ``wait=True``; an in-process readers-writer
+lock keeps this process's readers from seeing half of it.
+
+Limits: the server applies the operations of a batch one after another, so *other* processes (e.g. a second
+Freki replica on the same Qdrant) can observe intermediate states; and a batch that fails part-way on the
+server is not rolled back (input is validated up front, so that takes a server-side failure). ``optimize``
+is a no-op: a Qdrant server builds its indexes in the background.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections.abc import Iterator
+from typing import Any, cast
+
+import grpc
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from freki.store.base import (
+    DENSE_VECTOR,
+    INDEXED_KEYWORD_FIELDS,
+    SPARSE_VECTOR,
+    ChunkPoint,
+    CollectionSpec,
+    ScoredPoint,
+    SparseVector,
+    StoredPoint,
+)
+from freki.store.errors import StoreError, StoreUnavailable
+from freki.store.guarded import Conditions, GuardedStore, PayloadUpdates
+from freki.store.validation import check_recorded_spec
+
+METADATA_FORMAT = 1
+_UNAVAILABLE_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+
+
+def remote_filter(conditions: Conditions) -> models.Filter | None:
+    """Translate ANDed FieldMatch conditions into a qdrant-client Filter (None = match everything)."""
+    must: list[Any] = []
+    must_not: list[Any] = []
+    for cond in conditions:
+        values = list(cond.values)
+        clause: Any
+        if len(values) == 1:
+            clause = models.FieldCondition(key=cond.key, match=models.MatchValue(value=values[0]))
+        elif all(type(v) is str for v in values) or all(type(v) is int for v in values):
+            clause = models.FieldCondition(key=cond.key, match=models.MatchAny(any=cast(list[str], values)))
+        else:  # MatchAny takes only all-str or all-int lists; bools and mixes become an OR of exact matches
+            clause = models.Filter(
+                should=[models.FieldCondition(key=cond.key, match=models.MatchValue(value=v)) for v in values]
+            )
+        (must_not if cond.exclude else must).append(clause)
+    if not must and not must_not:
+        return None
+    return models.Filter(must=must or None, must_not=must_not or None)
+
+
+class RemoteStore(GuardedStore):
+    """Qdrant-server store; several processes may share one server. See the module docstring."""
+
+    backend = "remote"
+
+    def __init__(
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 10.0,
+        prefer_grpc: bool = False,
+        location: str | None = None,
+        path: str | None = None,
+        rrf_k: int = 60,
+    ) -> None:
+        """Connect lazily to a Qdrant server at ``url``, or use qdrant-client local mode.
+
+        Args:
+            url: Server URL, e.g. ``http://localhost:6333``.
+            api_key: Server API key, if it requires one.
+            timeout_s: Per-request timeout in seconds (qdrant-client takes whole seconds; rounded up).
+            prefer_grpc: Talk gRPC (port 6334) instead of REST.
+            location: ``":memory:"`` for qdrant-client's in-memory local mode (tests only).
+            path: Directory for qdrant-client's on-disk local mode (tests only; brute-force search).
+            rrf_k: Rank constant of reciprocal rank fusion in hybrid search.
+        """
+        super().__init__()
+        if sum(x is not None for x in (url, location, path)) != 1:
+            raise StoreError("RemoteStore needs exactly one of url, location=':memory:' or path")
+        self.target = url or location or path or ""
+        self.rrf_k = rrf_k
+        self._local = url is None
+        try:
+            self._client = QdrantClient(
+                url=url,
+                api_key=api_key,
+                timeout=max(1, math.ceil(timeout_s)),
+                prefer_grpc=prefer_grpc,
+                location=location,
+                path=path,
+                # on-disk local mode keeps a sqlite handle; our locks serialise its use across threads
+                force_disable_check_same_thread=path is not None,
+            )
+        except Exception as exc:
+            raise StoreUnavailable(f"cannot open Qdrant at {self.target}: {exc}") from exc
+        # qdrant-client's local mode is plain Python state, not built for concurrent calls: serialise them.
+        self._local_mutex: contextlib.AbstractContextManager[Any] = (
+            threading.Lock() if self._local else contextlib.nullcontext()
+        )
+        self._name = ""
+
+    @contextlib.contextmanager
+    def _calling(self, action: str) -> Iterator[None]:
+        """Run one client call, turning client and transport errors into store errors."""
+        try:
+            with self._local_mutex:
+                yield
+        except StoreError:
+            raise
+        except ResponseHandlingException as exc:
+            raise StoreUnavailable(
+                f"Qdrant at {self.target} did not answer while trying to {action}: "
+                f"{exc.source}; check that the server is up"
+            ) from exc
+        except UnexpectedResponse as exc:
+            detail = exc.content.decode("utf-8", "replace")[:500]
+            error = StoreUnavailable if (exc.status_code or 500) >= 500 else StoreError
+            raise error(
+                f"Qdrant at {self.target} refused to {action}: HTTP {exc.status_code} {detail}"
+            ) from exc
+        except grpc.RpcError as exc:
+            code = exc.code() if hasattr(exc, "code") else None
+            error = StoreUnavailable if code in _UNAVAILABLE_GRPC else StoreError
+            raise error(f"Qdrant at {self.target} failed to {action}: {exc}") from exc
+        except (ConnectionError, TimeoutError) as exc:
+            raise StoreUnavailable(f"Qdrant at {self.target} is unreachable ({action}): {exc}") from exc
+        except Exception as exc:
+            raise StoreError(f"Qdrant failed to {action}: {exc}") from exc
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def _engine_open(self, spec: CollectionSpec) -> None:
+        where = f"Qdrant at {self.target}"
+        with self._calling(f"open collection {spec.name!r}"):
+            if not self._client.collection_exists(spec.name):
+                try:
+                    self._create(spec)
+                except UnexpectedResponse as exc:
+                    if exc.status_code != 409:  # 409: another replica created it first; verify theirs below
+                        raise
+            check_recorded_spec(self._recorded(spec.name), spec, where)
+            self._ensure_indexes(spec.name)
+        self._name = spec.name
+
+    def _ensure_indexes(self, name: str) -> None:
+        # Checked on every open so a crash between creating the collection and its indexes heals itself.
+        # Local mode ignores payload indexes (and warns about them); a server needs them for fast filters.
+        if self._local:
+            return
+        existing = set(self._client.get_collection(name).payload_schema or {})
+        for field in INDEXED_KEYWORD_FIELDS:
+            if field not in existing:
+                self._client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD, wait=True)
+
+    def _create(self, spec: CollectionSpec) -> None:
+        sparse = (
+            {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)} if spec.sparse else None
+        )
+        self._client.create_collection(
+            spec.name,
+            vectors_config={
+                DENSE_VECTOR: models.VectorParams(size=spec.dense_dim, distance=models.Distance.COSINE)
+            },
+            sparse_vectors_config=sparse,
+            metadata={
+                "format": METADATA_FORMAT,
+                "embedding_model": spec.embedding_model,
+                "dense_dim": spec.dense_dim,
+                "sparse": spec.sparse,
+            },
+        )
+
+    def _recorded(self, name: str) -> dict[str, object]:
+        config = self._client.get_collection(name).config
+        meta = dict(config.metadata or {})
+        vectors = config.params.vectors
+        dense = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else None
+        if dense is None:
+            return {"embedding_model": "<not a Freki collection: no 'dense' vector>", "dense_dim": None}
+        return {
+            "embedding_model": meta.get("embedding_model", "<not recorded>"),
+            "dense_dim": dense.size,
+            "sparse": SPARSE_VECTOR in (config.params.sparse_vectors or {}),
+        }
+
+    def _engine_optimize(self) -> None:
+        return None  # a Qdrant server runs its optimisers in the background
+
+    def _engine_close(self) -> None:
+        with self._calling("close the client"):
+            self._client.close()
+
+    # --------------------------------------------------------------------------------------------- writes
+    def _engine_write(self, upserts: list[ChunkPoint], updates: PayloadUpdates, deletes: list[str]) -> None:
+        operations: list[Any] = []
+        if upserts:
+            operations.append(
+                models.UpsertOperation(upsert=models.PointsList(points=[self._point(p) for p in upserts]))
+            )
+        for ids, payload in updates:
+            operations.append(
+                models.SetPayloadOperation(set_payload=models.SetPayload(payload=payload, points=list(ids)))
+            )
+        if deletes:
+            operations.append(models.DeleteOperation(delete=models.PointIdsList(points=list(deletes))))
+        with self._calling("write the batch"):
+            self._client.batch_update_points(self._name, operations, wait=True)
+
+    @staticmethod
+    def _point(point: ChunkPoint) -> models.PointStruct:
+        vector: dict[str, Any] = {DENSE_VECTOR: list(point.dense)}
+        if point.sparse is not None:
+            vector[SPARSE_VECTOR] = models.SparseVector(
+                indices=point.sparse.indices, values=point.sparse.values
+            )
+        return models.PointStruct(id=point.id, vector=vector, payload=point.payload)
+
+    def _engine_delete_where(self, conditions: Conditions) -> None:
+        selector = models.FilterSelector(filter=remote_filter(conditions) or models.Filter())
+        with self._calling("delete points by filter"):
+            self._client.delete(self._name, points_selector=selector, wait=True)
+
+    # ---------------------------------------------------------------------------------------------- reads
+    def _query(self, action: str, **kwargs: Any) -> list[ScoredPoint]:
+        with self._calling(action):
+            hits = self._client.query_points(
+                self._name, with_payload=True, with_vectors=False, **kwargs
+            ).points
+        return [ScoredPoint(str(h.id), float(h.score), dict(h.payload or {})) for h in hits]
+
+    def _engine_search_dense(
+        self, vector: list[float], conditions: Conditions, limit: int, score_threshold: float | None
+    ) -> list[ScoredPoint]:
+        return self._query(
+            "run a dense search",
+            query=vector,
+            using=DENSE_VECTOR,
+            query_filter=remote_filter(conditions),
+            limit=limit,
+            score_threshold=score_threshold,
+        )
+
+    def _engine_search_sparse(
+        self, vector: SparseVector, conditions: Conditions, limit: int
+    ) -> list[ScoredPoint]:
+        query = models.SparseVector(indices=vector.indices, values=vector.values)
+        return self._query(
+            "run a sparse search",
+            query=query,
+            using=SPARSE_VECTOR,
+            query_filter=remote_filter(conditions),
+            limit=limit,
+        )
+
+    def _engine_search_hybrid(
+        self,
+        dense: list[float],
+        sparse: SparseVector | None,
+        conditions: Conditions,
+        limit: int,
+        prefetch_limit: int,
+    ) -> list[ScoredPoint]:
+        flt = remote_filter(conditions)
+        prefetch = [models.Prefetch(query=dense, using=DENSE_VECTOR, limit=prefetch_limit, filter=flt)]
+        if sparse is not None:
+            prefetch.append(
+                models.Prefetch(
+                    query=models.SparseVector(indices=sparse.indices, values=sparse.values),
+                    using=SPARSE_VECTOR,
+                    limit=prefetch_limit,
+                    filter=flt,
+                )
+            )
+        return self._query(
+            "run a hybrid search",
+            prefetch=prefetch,
+            query=models.RrfQuery(rrf=models.Rrf(k=self.rrf_k)),
+            query_filter=flt,
+            limit=limit,
+        )
+
+    @staticmethod
+    def _stored(record: models.Record, with_vectors: bool) -> StoredPoint:
+        dense = None
+        if with_vectors and isinstance(record.vector, dict) and DENSE_VECTOR in record.vector:
+            dense = [float(x) for x in cast(list[float], record.vector[DENSE_VECTOR])]
+        return StoredPoint(str(record.id), dict(record.payload or {}), dense)
+
+    def _engine_scroll(
+        self, conditions: Conditions, limit: int, offset: str | None, with_vectors: bool
+    ) -> tuple[list[StoredPoint], str | None]:
+        with self._calling("scroll points"):
+            records, next_offset = self._client.scroll(
+                self._name,
+                scroll_filter=remote_filter(conditions),
+                limit=limit,
+                offset=offset,
+                with_payload=True,
+                with_vectors=[DENSE_VECTOR] if with_vectors else False,
+            )
+        return [self._stored(r, with_vectors) for r in records], (
+            str(next_offset) if next_offset is not None else None
+        )
+
+    def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
+        with self._calling("retrieve points"):
+            records = self._client.retrieve(
+                self._name, ids, with_payload=True, with_vectors=[DENSE_VECTOR] if with_vectors else False
+            )
+        return [self._stored(r, with_vectors) for r in records]
+
+    def _engine_count(self, conditions: Conditions) -> int:
+        with self._calling("count points"):
+            return int(
+                self._client.count(self._name, count_filter=remote_filter(conditions), exact=True).count
+            )
