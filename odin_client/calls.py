@@ -1,0 +1,159 @@
+"""Run one logical call (unary or server-streaming) with retries, a deadline and error conversion.
+
+The policy lives in :mod:`odin_client.retry`; this module applies it to blocking grpc calls and is
+the only place (with its asyncio twin in :mod:`odin_client.aio`) where ``grpc.RpcError`` is caught.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import grpc
+
+from odin_client.errors import DeadlineExceeded, raise_from_rpc_error, status_of
+from odin_client.retry import Clock, RetryPolicy, SystemClock, attempt_timeout
+
+log = logging.getLogger("odin_client.calls")
+
+T = TypeVar("T")
+
+
+def deadline_error(service: str, method: str, budget: float, attempts: int) -> DeadlineExceeded:
+    """Error for a budget spent before an attempt could start."""
+    return DeadlineExceeded(
+        f"{service} {method}: deadline of {budget:.1f}s passed after {attempts} attempt(s)",
+        service=service,
+        code=grpc.StatusCode.DEADLINE_EXCEEDED,
+        attempts=attempts,
+    )
+
+
+class CallRunner:
+    """Executes calls under a :class:`RetryPolicy`, with an injectable clock and random source."""
+
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        *,
+        attempt_timeout_s: float | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.policy = policy
+        self.attempt_timeout_s = attempt_timeout_s
+        self.clock: Clock = clock or SystemClock()
+        self.rng = rng or random.Random()
+
+    def _retry_delay(
+        self, exc: grpc.RpcError, *, attempts: int, retryable: frozenset[grpc.StatusCode], deadline: float
+    ) -> float | None:
+        code, details = status_of(exc)
+        delay = self.policy.next_delay(
+            attempts=attempts,
+            code=code,
+            retryable=retryable,
+            now=self.clock.monotonic(),
+            deadline=deadline,
+            rng=self.rng,
+        )
+        if delay is not None:
+            log.info("attempt %d failed with %s (%s); retrying in %.2fs", attempts, code.name, details, delay)
+        return delay
+
+    def unary(
+        self,
+        invoke: Callable[[float], T],
+        *,
+        service: str,
+        method: str,
+        budget_s: float,
+        retryable: frozenset[grpc.StatusCode],
+    ) -> tuple[T, int]:
+        """Call ``invoke(timeout)`` until it succeeds, fails for good, or the budget is spent.
+
+        Returns:
+            The response and the number of attempts it took.
+
+        Raises:
+            OdinError: a subclass naming ``service``, the status and the attempts made.
+        """
+        deadline = self.clock.monotonic() + budget_s
+        attempts = 0
+        while True:
+            remaining = deadline - self.clock.monotonic()
+            if remaining <= 0:
+                raise deadline_error(service, method, budget_s, attempts)
+            attempts += 1
+            try:
+                return invoke(attempt_timeout(remaining, self.attempt_timeout_s)), attempts
+            except grpc.RpcError as exc:
+                delay = self._retry_delay(exc, attempts=attempts, retryable=retryable, deadline=deadline)
+                if delay is None:
+                    raise_from_rpc_error(exc, service=service, method=method, attempts=attempts)
+            self.clock.sleep(delay)
+
+    def stream(
+        self,
+        open_stream: Callable[[float], Any],
+        *,
+        service: str,
+        method: str,
+        budget_s: float,
+        retryable: frozenset[grpc.StatusCode],
+        on_attempt: Callable[[int], None] | None = None,
+    ) -> Iterator[Any]:
+        """Iterate a server stream, retrying the call only until its first message arrived.
+
+        ``open_stream(timeout)`` must return a grpc streaming call (an iterator with ``cancel()``).
+        The deadline starts now, not at the first ``next()``; the whole stream shares it.
+        ``on_attempt(n)`` is called as attempt ``n`` starts.
+        """
+        deadline = self.clock.monotonic() + budget_s
+        return self._stream(open_stream, service, method, budget_s, deadline, retryable, on_attempt)
+
+    def _stream(
+        self,
+        open_stream: Callable[[float], Any],
+        service: str,
+        method: str,
+        budget_s: float,
+        deadline: float,
+        retryable: frozenset[grpc.StatusCode],
+        on_attempt: Callable[[int], None] | None,
+    ) -> Iterator[Any]:
+        attempts = 0
+        while True:
+            remaining = deadline - self.clock.monotonic()
+            if remaining <= 0:
+                raise deadline_error(service, method, budget_s, attempts)
+            attempts += 1
+            if on_attempt is not None:
+                on_attempt(attempts)
+            try:
+                # The whole remaining budget: a per-attempt cap would cut long generations short.
+                call = open_stream(remaining)
+                first = next(call)
+                break
+            except StopIteration:
+                return
+            except grpc.RpcError as exc:
+                delay = self._retry_delay(exc, attempts=attempts, retryable=retryable, deadline=deadline)
+                if delay is None:
+                    raise_from_rpc_error(exc, service=service, method=method, attempts=attempts)
+            self.clock.sleep(delay)
+        received = 1
+        try:
+            yield first
+            for message in call:
+                received += 1
+                yield message
+        except grpc.RpcError as exc:
+            raise_from_rpc_error(
+                exc, service=service, method=method, attempts=attempts, after_messages=received
+            )
+        finally:
+            # A consumer that stops early must not leave the server generating for nobody.
+            call.cancel()

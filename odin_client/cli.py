@@ -1,0 +1,232 @@
+"""The ``odin`` command line: ask, index, retrieve, status.
+
+Exit codes: 0 ok, 2 usage error or invalid argument, 3 a service is unavailable, 1 anything else.
+Errors go to stderr and name the failing service; ``--json`` prints machine-readable results on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from odin_client.client import OdinClient
+from odin_client.documents import DocumentFile, discover
+from odin_client.errors import InvalidRequest, OdinError, ServiceUnavailable
+from odin_client.messages import SEARCH_MODES
+from odin_client.render import (
+    render_answer,
+    render_index_line,
+    render_retrieval,
+    render_status,
+)
+from odin_client.results import IndexResult
+from odin_client.settings import OdinSettings
+from wolf_service.settings import SettingsError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
+
+
+def _pairs(values: Sequence[str] | None, flag: str) -> dict[str, list[str]]:
+    """``["a=1", "a=2", "b=3"]`` → ``{"a": ["1", "2"], "b": ["3"]}``."""
+    result: dict[str, list[str]] = {}
+    for item in values or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidRequest(f"{flag} expects key=value (got {item!r})")
+        result.setdefault(key.strip(), []).append(value.strip())
+    return result
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and docs)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--freki", metavar="HOST:PORT", help="Freki target (default 127.0.0.1:50051)")
+    common.add_argument("--geri", metavar="HOST:PORT", help="Geri target (default 127.0.0.1:50052)")
+    common.add_argument("--tenant", help="tenant id (default: settings, empty = 'default')")
+    common.add_argument("--settings", metavar="FILE", help="JSON settings file (else ODIN_SETTINGS_FILE)")
+    common.add_argument("--deadline", type=float, metavar="SECONDS", help="overall deadline per call")
+    common.add_argument("--json", action="store_true", help="print JSON on stdout")
+
+    retrieval = argparse.ArgumentParser(add_help=False)
+    retrieval.add_argument("--top-k", type=int, default=0, help="chunks to retrieve (0 = server default)")
+    retrieval.add_argument("--filter", action="append", metavar="KEY=VALUE",
+                           help="metadata filter; repeat a key to allow several values")
+    retrieval.add_argument("--mode", choices=[m for m in SEARCH_MODES if m], default="",
+                           help="search mode (default: server's)")
+
+    parser = argparse.ArgumentParser(prog="odin", description="Client for Wolfpack RAG (Freki + Geri).")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ask = sub.add_parser("ask", parents=[common, retrieval], help="answer a question from the index")
+    ask.add_argument("question")
+    ask.add_argument("--stream", action="store_true", help="print the answer as it is generated")
+    ask.add_argument("--allow-no-context", action="store_true",
+                     help="if Freki is unavailable, answer without context (and say so)")
+    ask.add_argument("--model", default="", help="Geri model (default: server's)")
+    ask.add_argument("--max-tokens", type=int, help="maximum tokens to generate")
+    ask.add_argument("--temperature", type=float, help="sampling temperature, 0 = greedy")
+
+    ret = sub.add_parser("retrieve", parents=[common, retrieval], help="show chunks retrieved for a query")
+    ret.add_argument("query")
+
+    idx = sub.add_parser("index", parents=[common], help="index files and folders (recursively)")
+    idx.add_argument("paths", nargs="+", metavar="PATH")
+    idx.add_argument("--metadata", action="append", metavar="KEY=VALUE", help="metadata for every document")
+    idx.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    sub.add_parser("status", parents=[common], help="show Freki's index and Geri's models")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> OdinSettings:
+    overrides: dict[str, Any] = {}
+    if args.freki:
+        overrides["freki_target"] = args.freki
+    if args.geri:
+        overrides["geri_target"] = args.geri
+    if args.tenant is not None:
+        overrides["tenant_id"] = args.tenant
+    if args.deadline is not None:
+        overrides.update(deadline_s=args.deadline, generate_deadline_s=args.deadline,
+                         index_deadline_s=args.deadline)
+    return OdinSettings.load(args.settings, **overrides)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _ask(client: OdinClient, args: argparse.Namespace) -> int:
+    # With --json the answer is still streamed from Geri (if asked) but only the final JSON is printed.
+    show_deltas = args.stream and not args.json
+
+    def on_text(delta: str) -> None:
+        if show_deltas:
+            sys.stdout.write(delta)
+            sys.stdout.flush()
+
+    answer = client.ask(
+        args.question, top_k=args.top_k, filters=_pairs(args.filter, "--filter"), mode=args.mode,
+        allow_no_context=args.allow_no_context, model=args.model, max_tokens=args.max_tokens,
+        temperature=args.temperature, on_text=on_text if args.stream else None,
+    )
+    if args.json:
+        _print_json(answer.to_dict())
+    else:
+        if show_deltas:
+            print()
+        print(render_answer(answer, include_text=not show_deltas))
+    return EXIT_OK
+
+
+def _retrieve(client: OdinClient, args: argparse.Namespace) -> int:
+    result = client.retrieve(args.query, top_k=args.top_k, filters=_pairs(args.filter, "--filter"),
+                             mode=args.mode)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(render_retrieval(result))
+    return EXIT_OK
+
+
+def _index(client: OdinClient, args: argparse.Namespace) -> int:
+    from tqdm import tqdm  # imported here: only `odin index` needs it
+
+    metadata = {k: v[-1] for k, v in _pairs(args.metadata, "--metadata").items()}
+    failures = 0
+    # The bar goes to stderr so stdout stays clean for --json; tqdm hides it when not a terminal.
+    hide_bar = True if args.no_progress else None
+    with tqdm(desc="indexing", unit="doc", file=sys.stderr, disable=hide_bar) as bar:
+
+        def progress(doc: DocumentFile, outcome: IndexResult | OdinError) -> None:
+            nonlocal failures
+            bar.update(1)
+            if isinstance(outcome, OdinError):
+                failures += 1
+                bar.write(f"FAILED    {doc.source}: {outcome}", file=sys.stderr)
+            elif not args.json:
+                bar.write(render_index_line(outcome), file=sys.stdout)
+        docs, skipped = discover(args.paths)
+        bar.total = len(docs)
+        for path, reason in skipped:
+            bar.write(f"skipped   {path}: {reason}", file=sys.stderr)
+        results = client.index_documents(docs, metadata=metadata, on_progress=progress)
+    if args.json:
+        _print_json({
+            "documents": [r.to_dict() for r in results if isinstance(r, IndexResult)],
+            "errors": [{"source": d.source, "error": str(r)} for d, r in zip(docs, results, strict=True)
+                       if isinstance(r, OdinError)],
+            "skipped": [{"path": str(p), "reason": why} for p, why in skipped],
+        })
+    else:
+        print(f"{len(results) - failures} of {len(docs)} document(s) indexed, {failures} failed, "
+              f"{len(skipped)} skipped")
+    return EXIT_ERROR if failures else EXIT_OK
+
+
+def _status(client: OdinClient, args: argparse.Namespace) -> int:
+    errors: list[OdinError] = []
+    freki: Any
+    geri: Any
+    try:
+        freki = client.status()
+    except OdinError as exc:
+        errors.append(exc)
+        freki = str(exc)
+    try:
+        geri = client.models()
+    except OdinError as exc:
+        errors.append(exc)
+        geri = str(exc)
+    if args.json:
+        _print_json({
+            "freki": {"error": freki} if isinstance(freki, str) else freki.to_dict(),
+            "geri": {"error": geri} if isinstance(geri, str) else geri.to_dict(),
+        })
+    else:
+        print(render_status(freki, geri))
+    if any(isinstance(e, ServiceUnavailable) for e in errors):
+        return EXIT_UNAVAILABLE
+    return EXIT_ERROR if errors else EXIT_OK
+
+
+COMMANDS = {"ask": _ask, "retrieve": _retrieve, "index": _index, "status": _status}
+
+
+def exit_code_for(exc: OdinError) -> int:
+    """Map an error to the CLI's exit code."""
+    if isinstance(exc, ServiceUnavailable):
+        return EXIT_UNAVAILABLE
+    if isinstance(exc, InvalidRequest):
+        return EXIT_USAGE
+    return EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (the console script exits with it)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help (0) and usage errors (2)
+        return int(exc.code or 0)
+    try:
+        settings = _settings(args)
+    except (SettingsError, ValueError) as exc:
+        print(f"odin: invalid settings: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        with OdinClient(settings) as client:
+            return COMMANDS[args.command](client, args)
+    except OdinError as exc:
+        print(f"odin {args.command}: {exc}", file=sys.stderr)
+        return exit_code_for(exc)
+    except KeyboardInterrupt:
+        print("odin: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

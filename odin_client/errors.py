@@ -1,0 +1,125 @@
+"""The Odin client's exception tree and the one place a ``grpc.RpcError`` becomes one of them.
+
+Callers catch :class:`OdinError` (or a subclass) and never see grpc types. Every error names the
+service that failed, the gRPC status code, the server's details and how many attempts were made,
+so "Freki unavailable after 7 attempts" can be told apart from "Geri rejected the prompt".
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+import grpc
+
+
+class OdinError(Exception):
+    """Base class of every error the Odin client raises.
+
+    Attributes:
+        service: "freki" or "geri" (or "odin" for client-side errors).
+        code: gRPC status code, when the error came from a call.
+        details: The server's (or transport's) error message.
+        attempts: How many attempts were made before giving up.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        service: str = "odin",
+        code: grpc.StatusCode | None = None,
+        details: str = "",
+        attempts: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.service = service
+        self.code = code
+        self.details = details
+        self.attempts = attempts
+
+
+class ServiceUnavailable(OdinError):
+    """The service could not be reached (or dropped the connection), even after retrying."""
+
+
+class StreamInterrupted(ServiceUnavailable):
+    """A stream broke after some messages arrived; the partial result was not returned as complete."""
+
+
+class DeadlineExceeded(OdinError):
+    """The call's overall deadline passed before the service answered."""
+
+
+class InvalidRequest(OdinError):
+    """The service rejected the request as malformed; sending it again unchanged will fail again."""
+
+
+class NotFound(OdinError):
+    """The named document or model does not exist."""
+
+
+class PermissionDenied(OdinError):
+    """Missing or wrong credentials (API key, tenant)."""
+
+
+class ClientClosed(OdinError):
+    """The client was closed; create a new one."""
+
+
+_CLASS_BY_CODE: dict[grpc.StatusCode, type[OdinError]] = {
+    grpc.StatusCode.UNAVAILABLE: ServiceUnavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequest,
+    grpc.StatusCode.OUT_OF_RANGE: InvalidRequest,
+    grpc.StatusCode.FAILED_PRECONDITION: InvalidRequest,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.UNAUTHENTICATED: PermissionDenied,
+}
+
+SERVICE_TITLES = {"freki": "Freki (retrieval)", "geri": "Geri (generation)", "odin": "Odin client"}
+
+
+def status_of(exc: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
+    """Return (code, details) of an RpcError; sync and aio errors both implement ``grpc.Call``."""
+    code_fn = getattr(exc, "code", None)
+    details_fn = getattr(exc, "details", None)
+    code = code_fn() if callable(code_fn) else grpc.StatusCode.UNKNOWN
+    details = details_fn() if callable(details_fn) else str(exc)
+    return (code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.UNKNOWN), str(details or "")
+
+
+def from_rpc_error(
+    exc: grpc.RpcError, *, service: str, method: str, attempts: int, after_messages: int = 0
+) -> OdinError:
+    """Build the OdinError for a failed call (see :func:`raise_from_rpc_error`).
+
+    Args:
+        exc: The last RpcError seen.
+        service: "freki" or "geri".
+        method: RPC name, e.g. "RetrieveContext", for the message.
+        attempts: Attempts made, the failing one included.
+        after_messages: Stream messages received before the failure; > 0 means a broken stream.
+    """
+    code, details = status_of(exc)
+    title = SERVICE_TITLES.get(service, service)
+    tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts > 1 else ""
+    if after_messages and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
+                                   grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL):
+        message = (f"{title} {method} stream broke after {after_messages} message(s) "
+                   f"({code.name}: {details}); the result is incomplete")
+        return StreamInterrupted(message, service=service, code=code, details=details, attempts=attempts)
+    cls = _CLASS_BY_CODE.get(code, OdinError)
+    message = f"{title} {method} failed{tries}: {code.name}: {details or 'no details'}"
+    if cls is ServiceUnavailable:
+        message += f" — is the {service} service running and reachable?"
+    return cls(message, service=service, code=code, details=details, attempts=attempts)
+
+
+def raise_from_rpc_error(
+    exc: grpc.RpcError, *, service: str, method: str, attempts: int, after_messages: int = 0
+) -> NoReturn:
+    """The single place an RpcError leaves the client: raise its OdinError, chained ``from exc``."""
+    raise from_rpc_error(
+        exc, service=service, method=method, attempts=attempts, after_messages=after_messages
+    ) from exc

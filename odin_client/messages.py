@@ -1,0 +1,141 @@
+"""Build the request messages for Freki and Geri from plain Python arguments.
+
+Shared by the blocking and the asyncio client so both send exactly the same requests.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+
+from wolf.v1 import common_pb2, freki_pb2
+
+from odin_client.documents import DocumentFile, read_document
+from odin_client.errors import InvalidRequest
+
+Filters = Mapping[str, str | Sequence[str]]
+
+SEARCH_MODES = {
+    "": common_pb2.SEARCH_MODE_UNSPECIFIED,
+    "dense": common_pb2.SEARCH_MODE_DENSE,
+    "sparse": common_pb2.SEARCH_MODE_SPARSE,
+    "hybrid": common_pb2.SEARCH_MODE_HYBRID,
+}
+
+
+def new_request_id() -> str:
+    """A request id the services log, so a client error can be found in their logs."""
+    return f"odin-{uuid.uuid4().hex[:16]}"
+
+
+def metadata_filters(filters: Filters | None) -> list[common_pb2.MetadataFilter]:
+    """``{"product": "x", "tag": ["a", "b"]}`` → MetadataFilter messages (values ORed, keys ANDed)."""
+    result = []
+    for key, value in (filters or {}).items():
+        values = [value] if isinstance(value, str) else list(value)
+        if not key or not values:
+            raise InvalidRequest(f"filter {key!r} needs a key and at least one value (got {value!r})")
+        result.append(common_pb2.MetadataFilter(key=key, values=values))
+    return result
+
+
+def retrieve_request(
+    query: str,
+    *,
+    tenant_id: str,
+    top_k: int = 0,
+    filters: Filters | None = None,
+    mode: str = "",
+    score_threshold: float | None = None,
+    document_ids: Sequence[str] = (),
+) -> common_pb2.WolfRequest:
+    """RetrieveContext request for ``query``."""
+    if mode not in SEARCH_MODES:
+        raise InvalidRequest(f"search mode must be one of dense, sparse, hybrid (got {mode!r})")
+    options = common_pb2.RetrievalOptions(
+        top_k=top_k,
+        filters=metadata_filters(filters),
+        mode=SEARCH_MODES[mode],
+        document_ids=list(document_ids),
+    )
+    if score_threshold is not None:
+        options.score_threshold = score_threshold
+    return common_pb2.WolfRequest(
+        request_id=new_request_id(),
+        model_type=common_pb2.RAG,
+        prompt=query,
+        tenant_id=tenant_id,
+        retrieval=options,
+    )
+
+
+def generate_request(
+    prompt: str,
+    *,
+    tenant_id: str,
+    context: common_pb2.RAGContext | None = None,
+    model: str = "",
+    system_prompt: str = "",
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    request_id: str = "",
+) -> common_pb2.WolfRequest:
+    """Generate / GenerateStream request, optionally grounded in a RAG context."""
+    meta = common_pb2.RequestMetadata()
+    if max_tokens is not None:
+        meta.max_tokens = max_tokens
+    if temperature is not None:
+        meta.temperature = temperature
+    request = common_pb2.WolfRequest(
+        request_id=request_id or new_request_id(),
+        model_type=common_pb2.LLM,
+        prompt=prompt,
+        tenant_id=tenant_id,
+        metadata=meta,
+        generation=common_pb2.GenerationOptions(model=model, system_prompt=system_prompt),
+    )
+    if context is not None:
+        request.context.CopyFrom(context)
+    return request
+
+
+def index_text_request(
+    text: str,
+    *,
+    tenant_id: str,
+    source: str,
+    document_id: str = "",
+    content_type: str = "",
+    metadata: Mapping[str, str] | None = None,
+    owner_id: str = "",
+    content_bytes: bytes = b"",
+) -> freki_pb2.IndexDocumentRequest:
+    """IndexDocument request for text (or, with ``content_bytes``, a binary document)."""
+    if not text and not content_bytes:
+        raise InvalidRequest(f"document {source or document_id or '?'} is empty; nothing to index")
+    return freki_pb2.IndexDocumentRequest(
+        request_id=new_request_id(),
+        tenant_id=tenant_id,
+        document_id=document_id,
+        source=source,
+        content=text,
+        content_bytes=content_bytes,
+        content_type=content_type,
+        metadata=dict(metadata or {}),
+        owner_id=owner_id,
+    )
+
+
+def index_file_request(
+    doc: DocumentFile, *, tenant_id: str, metadata: Mapping[str, str] | None = None
+) -> freki_pb2.IndexDocumentRequest:
+    """IndexDocument request for a file found by :func:`odin_client.documents.discover`."""
+    text, data = read_document(doc)
+    return index_text_request(
+        text,
+        content_bytes=data,
+        tenant_id=tenant_id,
+        source=doc.source,
+        content_type=doc.content_type,
+        metadata=metadata,
+    )

@@ -1,0 +1,77 @@
+"""Human-readable rendering of client results for the ``odin`` CLI (``--json`` bypasses this)."""
+
+from __future__ import annotations
+
+from odin_client.results import Answer, IndexResult, Retrieval, Source, Timings
+from odin_client.status import IndexStatusInfo, ModelList
+
+
+def render_sources(sources: list[Source]) -> str:
+    """Numbered list of sources with score and snippet."""
+    if not sources:
+        return "Sources: none"
+    lines = ["Sources:"]
+    for i, src in enumerate(sources, 1):
+        where = f"  ({src.source})" if src.source and src.source != src.document_id else ""
+        lines.append(f"  [{i}] {src.document_id}{where}  score {src.score:.3f}  chunk {src.chunk_index}")
+        lines.append(f"      {src.snippet}")
+    return "\n".join(lines)
+
+
+def render_timings(timings: Timings, model: str = "") -> str:
+    """One line with the time of each leg."""
+    line = (f"Timings: retrieve {timings.retrieve_ms:.0f} ms · generate {timings.generate_ms:.0f} ms"
+            f" · total {timings.total_ms:.0f} ms")
+    return f"{line}  (model: {model})" if model else line
+
+
+def render_answer(answer: Answer, *, include_text: bool = True) -> str:
+    """Answer text (unless already streamed), a no-context warning, sources and timings."""
+    parts = []
+    if answer.note:
+        parts.append(f"NOTE: {answer.note}")
+    if include_text:
+        parts.append(answer.text.strip() or "(empty answer)")
+    parts.append("")
+    parts.append(render_sources(answer.sources))
+    for warning in answer.generation.warnings:
+        parts.append(f"Warning from Geri: {warning}")
+    parts.append(render_timings(answer.timings, answer.generation.model))
+    return "\n".join(parts)
+
+
+def render_retrieval(result: Retrieval) -> str:
+    """Sources with the retrieval's timing."""
+    return (f"{render_sources(result.sources)}\n"
+            f"{len(result.sources)} chunk(s), mean score {result.retrieval_score:.3f}, "
+            f"{result.elapsed_ms:.0f} ms")
+
+
+def render_index_line(result: IndexResult) -> str:
+    """One line per indexed document."""
+    return (f"{result.outcome:<9} {result.source or result.document_id}  -> {result.document_id}  "
+            f"({result.chunk_count} chunks, {result.chunks_embedded} embedded, {result.server_ms} ms)")
+
+
+def render_status(freki: IndexStatusInfo | str, geri: ModelList | str) -> str:
+    """Both services' status; a string stands for the error that service returned."""
+    lines = ["Freki (retrieval):"]
+    if isinstance(freki, str):
+        lines.append(f"  ERROR {freki}")
+    else:
+        lines += [
+            f"  documents {freki.document_count}, chunks {freki.chunk_count}, queue {freki.queue_depth}",
+            f"  embedding {freki.embedding_model} ({freki.embedding_dimension} dims)",
+            f"  store {freki.store_backend}, collection {freki.collection}",
+        ]
+        for folder in freki.watch_folders:
+            lines.append(f"  watching {folder['path']}: {folder['files_indexed']} indexed, "
+                         f"{folder['files_pending']} pending, {len(folder['skipped'])} skipped")
+    lines.append("Geri (generation):")
+    if isinstance(geri, str):
+        lines.append(f"  ERROR {geri}")
+    else:
+        lines.append(f"  default model {geri.default_model or '(none)'}")
+        for model in geri.models:
+            lines.append(f"  - {model['name']} [{model['backend']}]")
+    return "\n".join(lines)

@@ -1,0 +1,98 @@
+"""The ``odin`` CLI run in-process (``main([...])``) against real in-process servers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import grpc
+import pytest
+
+from odin_client.cli import main
+from tests.odin.servicers import free_port
+
+
+def _targets(freki, geri) -> list[str]:
+    return ["--freki", freki[1].address, "--geri", geri[1].address]
+
+
+def test_ask_json_parses_and_carries_answer_sources_timings(freki, geri, capsys):
+    code = main(["ask", "Which port?", "--top-k", "3", "--filter", "product=skadi", "--filter",
+                 "product=other", "--json", *_targets(freki, geri)])
+    out = capsys.readouterr().out
+    assert code == 0
+    data = json.loads(out)
+    assert "port 7443" in data["answer"]
+    assert [s["document_id"] for s in data["sources"]] == ["gateway-ports", "gateway-errors"]
+    assert set(data["timings_ms"]) == {"retrieve_ms", "generate_ms", "total_ms"}
+    req = freki[0].rec.calls[0].request
+    assert req.retrieval.top_k == 3
+    assert [(f.key, list(f.values)) for f in req.retrieval.filters] == [("product", ["skadi", "other"])]
+
+
+def test_ask_human_output_with_stream(freki, geri, capsys):
+    assert main(["ask", "Which port?", "--stream", *_targets(freki, geri)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("The gateway listens on port 7443.\n")
+    assert "[1] gateway-ports  (corpus/ports.md)  score 0.910" in out
+    assert "Timings: retrieve" in out
+
+
+def test_retrieve_and_status_json(freki, geri, capsys):
+    assert main(["retrieve", "port", "--json", *_targets(freki, geri)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["sources"][0]["snippet"].startswith("The Skadi gateway")
+    assert main(["status", "--json", *_targets(freki, geri)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["freki"]["document_count"] == 2 and data["geri"]["default_model"] == "test-model"
+
+
+def test_index_folder_json_and_progress(freki, geri, tmp_path: Path, capsys):
+    (tmp_path / "a.md").write_text("# A\nport 7443\n", encoding="utf-8")
+    (tmp_path / "b.docx").write_bytes(b"PK\x03\x04 not really a docx")
+    (tmp_path / "c.bin").write_bytes(b"\x00")
+    code = main(["index", str(tmp_path), "--metadata", "team=x", "--json", *_targets(freki, geri)])
+    captured = capsys.readouterr()
+    assert code == 0
+    data = json.loads(captured.out)
+    assert sorted(Path(d["source"]).name for d in data["documents"]) == ["a.md", "b.docx"]
+    assert [Path(s["path"]).name for s in data["skipped"]] == ["c.bin"]
+    docx = next(c.request for c in freki[0].rec.calls if c.request.source.endswith("b.docx"))
+    assert docx.content_type == "docx" and docx.content_bytes.startswith(b"PK")
+
+
+def test_unavailable_service_exits_3_naming_it(geri, capsys):
+    code = main(["ask", "q", "--freki", f"127.0.0.1:{free_port()}", "--geri", geri[1].address,
+                 "--deadline", "1"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "Freki (retrieval)" in err and "UNAVAILABLE" in err
+
+
+def test_invalid_argument_exits_2(freki, geri, capsys):
+    freki[0].rec.faults.code = grpc.StatusCode.INVALID_ARGUMENT
+    freki[0].rec.faults.details = "prompt must be non-empty"
+    freki[0].rec.faults.fail_times = -1
+    assert main(["retrieve", "", *_targets(freki, geri)]) == 2
+    assert "prompt must be non-empty" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(capsys):
+    assert main(["ask"]) == 2
+    assert main(["ask", "q", "--filter", "novalue"]) == 2
+    assert "--filter expects key=value" in capsys.readouterr().err
+    assert main(["index", "/does/not/exist", "--freki", f"127.0.0.1:{free_port()}"]) == 2
+
+
+def test_other_errors_exit_1(freki, geri, capsys):
+    freki[0].rec.faults.code = grpc.StatusCode.INTERNAL
+    freki[0].rec.faults.fail_times = -1
+    assert main(["status", *_targets(freki, geri)]) == 1
+    out = capsys.readouterr().out
+    assert "ERROR" in out and "default model test-model" in out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["ask", "--help"]])
+def test_help_exits_0(argv, capsys):
+    assert main(argv) == 0
+    assert "usage: odin" in capsys.readouterr().out
