@@ -103,6 +103,8 @@ class RemoteStore(GuardedStore):
                 path=path,
                 # on-disk local mode keeps a sqlite handle; our locks serialise its use across threads
                 force_disable_check_same_thread=path is not None,
+                # the version probe is a blocking request at construction; connect lazily instead
+                check_compatibility=False,
             )
         except Exception as exc:
             raise StoreUnavailable(f"cannot open Qdrant at {self.target}: {exc}") from exc

@@ -2,57 +2,14 @@
 
 from __future__ import annotations
 
-import random
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from freki.store import ChunkPoint, CollectionSpec, EdgeStore, RemoteStore, SparseVector
+from freki.store import EdgeStore, RemoteStore
 from freki.store.guarded import GuardedStore
-
-DIM = 16
-MODEL = "test-model-v1"
-TENANTS = ("acme", "globex")
-LANGS = ("en", "de", "fr")
-
-
-def spec(name: str = "chunks", dim: int = DIM, model: str = MODEL, sparse: bool = True) -> CollectionSpec:
-    """A collection spec with test defaults."""
-    return CollectionSpec(name=name, dense_dim=dim, embedding_model=model, sparse=sparse)
-
-
-def random_dense(rng: random.Random, dim: int = DIM) -> list[float]:
-    """A random non-zero dense vector."""
-    return [rng.uniform(-1.0, 1.0) for _ in range(dim)]
-
-
-def random_sparse(rng: random.Random, vocab: int = 40, terms: int = 5) -> SparseVector:
-    """A random sparse vector over a small vocabulary, so terms are shared between points (IDF matters)."""
-    indices = sorted(rng.sample(range(vocab), terms))
-    return SparseVector(indices=indices, values=[round(rng.uniform(0.1, 2.0), 3) for _ in indices])
-
-
-def make_points(n: int, seed: int = 7, document_id: str | None = None, tenant: str | None = None) -> list[ChunkPoint]:
-    """``n`` deterministic points spread over tenants, documents, owners and languages."""
-    rng = random.Random(seed)
-    points = []
-    for i in range(n):
-        payload = {
-            "tenant_id": tenant or TENANTS[i % 2],
-            "document_id": document_id or f"doc-{i % 5}",
-            "owner_id": f"owner-{i % 3}",
-            "source_type": "pdf" if i % 4 == 0 else "markdown",
-            "chunk_hash": f"h{i}",
-            "chunk_index": i,
-            "is_public": i % 3 == 0,
-            "score_hint": i / 10,
-            "metadata": {"lang": LANGS[i % 3], "title": f"T{i}"},
-        }
-        pid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-        points.append(ChunkPoint(pid, random_dense(rng), random_sparse(rng), payload))
-    return points
+from tests.store.points import spec
 
 
 @pytest.fixture
@@ -76,7 +33,9 @@ def remote_store() -> Iterator[RemoteStore]:
 @pytest.fixture(params=["edge", "remote"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[GuardedStore]:
     """Each test using this runs once per engine, with the collection already open."""
-    made: GuardedStore = EdgeStore(tmp_path / "edge") if request.param == "edge" else RemoteStore(location=":memory:")
+    made: GuardedStore = (
+        EdgeStore(tmp_path / "edge") if request.param == "edge" else RemoteStore(location=":memory:")
+    )
     made.ensure_collection(spec())
     try:
         yield made

@@ -1,5 +1,5 @@
-"""Congruence suite: the same calls against EdgeStore (real Qdrant engine) and RemoteStore (qdrant-client local
-mode) must give the same answers (the pattern of qdrant-client's ``tests/congruence_tests``)."""
+"""Congruence suite: the same calls against EdgeStore (real Qdrant engine) and RemoteStore (qdrant-client
+local mode) must give the same answers (the pattern of qdrant-client's ``tests/congruence_tests``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from freki.store import (
     SparseVector,
     StoredPoint,
 )
-from tests.store.conftest import DIM, make_points, random_dense, random_sparse, spec
+from tests.store.points import DIM, make_points, random_dense, random_sparse, spec
 
 pytestmark = pytest.mark.integration
 
@@ -94,8 +94,12 @@ def test_ids_are_returned_in_canonical_form(pair: Pair) -> None:
     assert [p.id for p in edge] == [p.id for p in remote] == [point.id]
 
 
-@pytest.mark.parametrize("flt", FILTERS, ids=lambda f: " & ".join(f"{c.key}{'!=' if c.exclude else '='}" for c in f))
-def test_count_and_scroll_agree_for_filter(loaded: tuple[Pair, list[ChunkPoint]], flt: list[FieldMatch]) -> None:
+@pytest.mark.parametrize(
+    "flt", FILTERS, ids=lambda f: " & ".join(f"{c.key}{'!=' if c.exclude else '='}" for c in f)
+)
+def test_count_and_scroll_agree_for_filter(
+    loaded: tuple[Pair, list[ChunkPoint]], flt: list[FieldMatch]
+) -> None:
     pair, points = loaded
     edge_n, remote_n = both(pair, "count", flt)
     assert edge_n == remote_n == len([p for p in points if matches(p.payload, flt)])
@@ -224,7 +228,9 @@ def test_tenant_filter_isolates_tenants_in_every_search(loaded: tuple[Pair, list
     for store in pair:
         hits = store.search_dense(list(globex_point.dense), acme, 60)
         hits += store.search_sparse(globex_point.sparse or SparseVector([], []), acme, 60)
-        hits += store.search_hybrid(list(globex_point.dense), globex_point.sparse or SparseVector([], []), acme, 60, 60)
+        hits += store.search_hybrid(
+            list(globex_point.dense), globex_point.sparse or SparseVector([], []), acme, 60, 60
+        )
         assert hits and {h.payload["tenant_id"] for h in hits} == {"acme"}
         assert globex_point.id not in {h.id for h in hits}
 
