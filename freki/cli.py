@@ -1,0 +1,46 @@
+"""``freki`` command line: ``freki serve [--config FILE] [--host H] [--port N] [--data-dir DIR]``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from freki.settings import FrekiSettings
+from wolf_service.settings import SettingsError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="freki", description="Freki retrieval service")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the gRPC server until SIGTERM/SIGINT")
+    serve.add_argument("--config", help="JSON settings file (FREKI_SETTINGS_FILE also works)")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--data-dir")
+    serve.add_argument("--log-level", default="INFO")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``freki`` console script."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides: dict[str, Any] = {
+        k: v for k, v in (("host", args.host), ("port", args.port), ("data_dir", args.data_dir)) if v is not None
+    }
+    try:
+        settings = FrekiSettings.load(args.config, **overrides)
+    except SettingsError as exc:
+        print(f"freki: {exc}", file=sys.stderr)
+        return 2
+    from freki.server import serve
+
+    serve(settings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

