@@ -55,6 +55,28 @@ class RetrievalSettings(BaseModel):
     max_top_k: int = Field(1000, ge=1, le=10_000)
     score_threshold: float = Field(0.0, ge=0.0, le=1.0)
     query_cache_size: int = Field(4096, ge=0)
+    # Mode used when a request leaves SearchMode unspecified (see freki/retrieval.py for what each does).
+    default_mode: Literal["dense", "sparse", "hybrid"] = "dense"
+    # How hybrid mode fuses: "rrf" = Qdrant prefetch + reciprocal rank fusion in the store; "convex" =
+    # confidence-weighted sum of calibrated dense and lexical relevance (freki/fusion.py).
+    fusion: Literal["rrf", "convex"] = "convex"
+    # Convex fusion: weight of lexical relevance (dense gets 1 - weight).
+    sparse_weight: float = Field(0.3, ge=0.0, le=1.0)
+    # BM25 score at which lexical relevance is 0.5 (relevance = s / (s + half)).
+    sparse_half_score: float = Field(8.0, gt=0.0)
+    # Candidates each retriever contributes to fusion, MMR and re-ranking (at least top_k is used).
+    candidates: int = Field(100, ge=1, le=10_000)
+    rrf_k: int = Field(60, ge=1)
+    # BM25 passage weights; changing them needs a full re-index (weights are stored with each chunk).
+    bm25_k1: float = Field(1.2, ge=0.0)
+    bm25_b: float = Field(0.75, ge=0.0, le=1.0)
+    bm25_avgdl: float = Field(100.0, gt=0.0)
+    # Path of a sentence-transformers CrossEncoder directory; None disables re-ranking.
+    reranker_model: str | None = None
+    rerank_candidates: int = Field(30, ge=1, le=1000)
+    # Micro-batch concurrent query embeddings: wait at most this long for company (0 = off).
+    query_batch_wait_ms: float = Field(2.0, ge=0.0, le=100.0)
+    query_batch_max: int = Field(64, ge=1, le=4096)
 
 
 class FrekiSettings(FileSettings):
