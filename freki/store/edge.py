@@ -13,7 +13,6 @@ import logging
 from pathlib import Path
 from typing import IO, Any, cast
 
-import numpy
 import qdrant_edge as qe
 
 from freki.store.base import (
@@ -34,35 +33,11 @@ from freki.store.edge_layout import (
     write_registry,
 )
 from freki.store.errors import StoreError, StoreUnavailable
+from freki.store.filters import edge_filter
 from freki.store.guarded import Conditions, GuardedStore, PayloadUpdates
 from freki.store.validation import check_recorded_spec
 
 log = logging.getLogger(__name__)
-
-
-def _match_value(value: str | int | bool) -> qe.MatchValue:
-    # qdrant-edge 0.9 reads a Python bool as the integer 0/1 (bool subclasses int), so MatchValue(True) never
-    # matches a boolean payload. numpy.bool_ is not an int subclass and arrives as a real bool.
-    return qe.MatchValue(numpy.bool_(value) if isinstance(value, bool) else value)  # type: ignore[arg-type]
-
-
-def edge_filter(conditions: Conditions) -> qe.Filter | None:
-    """Translate ANDed FieldMatch conditions into a qdrant-edge Filter (None = match everything)."""
-    must: list[Any] = []
-    must_not: list[Any] = []
-    for cond in conditions:
-        values = list(cond.values)
-        clause: Any
-        if len(values) == 1:
-            clause = qe.FieldCondition(cond.key, match=_match_value(values[0]))
-        elif all(type(v) is str for v in values) or all(type(v) is int for v in values):
-            clause = qe.FieldCondition(cond.key, match=qe.MatchAny(cast(list[str], values)))
-        else:  # MatchAny takes only all-str or all-int lists; bools and mixes become an OR of exact matches
-            clause = qe.Filter(should=[qe.FieldCondition(cond.key, match=_match_value(v)) for v in values])
-        (must_not if cond.exclude else must).append(clause)
-    if not must and not must_not:
-        return None
-    return qe.Filter(must=must or None, must_not=must_not or None)
 
 
 def _ids(ids: list[str]) -> list[qe.PointId]:
@@ -179,9 +154,7 @@ class EdgeStore(GuardedStore):
     # --------------------------------------------------------------------------------------------- writes
     def _engine_write(self, upserts: list[ChunkPoint], updates: PayloadUpdates, deletes: list[str]) -> None:
         shard = self._require_shard()
-        touched = list(
-            dict.fromkeys([p.id for p in upserts] + [i for ids, _ in updates for i in ids] + deletes)
-        )
+        touched = list(dict.fromkeys([p.id for p in upserts] + [i for ids, _ in updates for i in ids] + deletes))
         before = shard.retrieve(_ids(touched), with_payload=True, with_vector=True)
         try:
             if upserts:
@@ -201,15 +174,11 @@ class EdgeStore(GuardedStore):
             shard.update(qe.UpdateOperation.delete_points(_ids(touched)))
             if before:
                 shard.update(
-                    qe.UpdateOperation.upsert_points(
-                        [qe.Point(r.id, r.vector or {}, r.payload or {}) for r in before]
-                    )
+                    qe.UpdateOperation.upsert_points([qe.Point(r.id, r.vector or {}, r.payload or {}) for r in before])
                 )
             shard.flush()
         except Exception:
-            log.exception(
-                "rollback of a failed write batch failed; %d points may be inconsistent", len(touched)
-            )
+            log.exception("rollback of a failed write batch failed; %d points may be inconsistent", len(touched))
 
     @staticmethod
     def _point(point: ChunkPoint) -> qe.Point:
@@ -247,9 +216,7 @@ class EdgeStore(GuardedStore):
         )
         return self._query(request, "run a dense search")
 
-    def _engine_search_sparse(
-        self, vector: SparseVector, conditions: Conditions, limit: int
-    ) -> list[ScoredPoint]:
+    def _engine_search_sparse(self, vector: SparseVector, conditions: Conditions, limit: int) -> list[ScoredPoint]:
         request = qe.QueryRequest(
             limit=limit,
             query=qe.Query.Nearest(qe.SparseVector(vector.indices, vector.values), using=SPARSE_VECTOR),
@@ -268,13 +235,9 @@ class EdgeStore(GuardedStore):
         prefetch_limit: int,
     ) -> list[ScoredPoint]:
         flt = edge_filter(conditions)
-        prefetches = [
-            qe.Prefetch(limit=prefetch_limit, query=qe.Query.Nearest(dense, using=DENSE_VECTOR), filter=flt)
-        ]
+        prefetches = [qe.Prefetch(limit=prefetch_limit, query=qe.Query.Nearest(dense, using=DENSE_VECTOR), filter=flt)]
         if sparse is not None:
-            sparse_query = qe.Query.Nearest(
-                qe.SparseVector(sparse.indices, sparse.values), using=SPARSE_VECTOR
-            )
+            sparse_query = qe.Query.Nearest(qe.SparseVector(sparse.indices, sparse.values), using=SPARSE_VECTOR)
             prefetches.append(qe.Prefetch(limit=prefetch_limit, query=sparse_query, filter=flt))
         request = qe.QueryRequest(
             limit=limit,
@@ -307,9 +270,7 @@ class EdgeStore(GuardedStore):
             records, next_offset = self._require_shard().scroll(request)
         except Exception as exc:
             raise _engine_error(exc, "scroll points") from exc
-        return [self._stored(r, with_vectors) for r in records], (
-            str(next_offset) if next_offset is not None else None
-        )
+        return [self._stored(r, with_vectors) for r in records], (str(next_offset) if next_offset is not None else None)
 
     def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
         try:
@@ -322,8 +283,6 @@ class EdgeStore(GuardedStore):
 
     def _engine_count(self, conditions: Conditions) -> int:
         try:
-            return int(
-                self._require_shard().count(qe.CountRequest(exact=True, filter=edge_filter(conditions)))
-            )
+            return int(self._require_shard().count(qe.CountRequest(exact=True, filter=edge_filter(conditions))))
         except Exception as exc:
             raise _engine_error(exc, "count points") from exc

@@ -33,32 +33,12 @@ from freki.store.base import (
     StoredPoint,
 )
 from freki.store.errors import StoreError, StoreUnavailable
+from freki.store.filters import remote_filter
 from freki.store.guarded import Conditions, GuardedStore, PayloadUpdates
 from freki.store.validation import check_recorded_spec
 
 METADATA_FORMAT = 1
 _UNAVAILABLE_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
-
-
-def remote_filter(conditions: Conditions) -> models.Filter | None:
-    """Translate ANDed FieldMatch conditions into a qdrant-client Filter (None = match everything)."""
-    must: list[Any] = []
-    must_not: list[Any] = []
-    for cond in conditions:
-        values = list(cond.values)
-        clause: Any
-        if len(values) == 1:
-            clause = models.FieldCondition(key=cond.key, match=models.MatchValue(value=values[0]))
-        elif all(type(v) is str for v in values) or all(type(v) is int for v in values):
-            clause = models.FieldCondition(key=cond.key, match=models.MatchAny(any=cast(list[str], values)))
-        else:  # MatchAny takes only all-str or all-int lists; bools and mixes become an OR of exact matches
-            clause = models.Filter(
-                should=[models.FieldCondition(key=cond.key, match=models.MatchValue(value=v)) for v in values]
-            )
-        (must_not if cond.exclude else must).append(clause)
-    if not must and not must_not:
-        return None
-    return models.Filter(must=must or None, must_not=must_not or None)
 
 
 class RemoteStore(GuardedStore):
@@ -130,9 +110,7 @@ class RemoteStore(GuardedStore):
         except UnexpectedResponse as exc:
             detail = exc.content.decode("utf-8", "replace")[:500]
             error = StoreUnavailable if (exc.status_code or 500) >= 500 else StoreError
-            raise error(
-                f"Qdrant at {self.target} refused to {action}: HTTP {exc.status_code} {detail}"
-            ) from exc
+            raise error(f"Qdrant at {self.target} refused to {action}: HTTP {exc.status_code} {detail}") from exc
         except grpc.RpcError as exc:
             code = exc.code() if hasattr(exc, "code") else None
             error = StoreUnavailable if code in _UNAVAILABLE_GRPC else StoreError
@@ -167,14 +145,10 @@ class RemoteStore(GuardedStore):
                 self._client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD, wait=True)
 
     def _create(self, spec: CollectionSpec) -> None:
-        sparse = (
-            {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)} if spec.sparse else None
-        )
+        sparse = {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)} if spec.sparse else None
         self._client.create_collection(
             spec.name,
-            vectors_config={
-                DENSE_VECTOR: models.VectorParams(size=spec.dense_dim, distance=models.Distance.COSINE)
-            },
+            vectors_config={DENSE_VECTOR: models.VectorParams(size=spec.dense_dim, distance=models.Distance.COSINE)},
             sparse_vectors_config=sparse,
             metadata={
                 "format": METADATA_FORMAT,
@@ -224,9 +198,7 @@ class RemoteStore(GuardedStore):
     def _point(point: ChunkPoint) -> models.PointStruct:
         vector: dict[str, Any] = {DENSE_VECTOR: list(point.dense)}
         if point.sparse is not None:
-            vector[SPARSE_VECTOR] = models.SparseVector(
-                indices=point.sparse.indices, values=point.sparse.values
-            )
+            vector[SPARSE_VECTOR] = models.SparseVector(indices=point.sparse.indices, values=point.sparse.values)
         return models.PointStruct(id=point.id, vector=vector, payload=point.payload)
 
     def _engine_delete_where(self, conditions: Conditions) -> None:
@@ -237,9 +209,7 @@ class RemoteStore(GuardedStore):
     # ---------------------------------------------------------------------------------------------- reads
     def _query(self, action: str, **kwargs: Any) -> list[ScoredPoint]:
         with self._calling(action):
-            hits = self._client.query_points(
-                self._name, with_payload=True, with_vectors=False, **kwargs
-            ).points
+            hits = self._client.query_points(self._name, with_payload=True, with_vectors=False, **kwargs).points
         return [ScoredPoint(str(h.id), float(h.score), dict(h.payload or {})) for h in hits]
 
     def _engine_search_dense(
@@ -254,9 +224,7 @@ class RemoteStore(GuardedStore):
             score_threshold=score_threshold,
         )
 
-    def _engine_search_sparse(
-        self, vector: SparseVector, conditions: Conditions, limit: int
-    ) -> list[ScoredPoint]:
+    def _engine_search_sparse(self, vector: SparseVector, conditions: Conditions, limit: int) -> list[ScoredPoint]:
         query = models.SparseVector(indices=vector.indices, values=vector.values)
         return self._query(
             "run a sparse search",
@@ -312,9 +280,7 @@ class RemoteStore(GuardedStore):
                 with_payload=True,
                 with_vectors=[DENSE_VECTOR] if with_vectors else False,
             )
-        return [self._stored(r, with_vectors) for r in records], (
-            str(next_offset) if next_offset is not None else None
-        )
+        return [self._stored(r, with_vectors) for r in records], (str(next_offset) if next_offset is not None else None)
 
     def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
         with self._calling("retrieve points"):
@@ -325,6 +291,4 @@ class RemoteStore(GuardedStore):
 
     def _engine_count(self, conditions: Conditions) -> int:
         with self._calling("count points"):
-            return int(
-                self._client.count(self._name, count_filter=remote_filter(conditions), exact=True).count
-            )
+            return int(self._client.count(self._name, count_filter=remote_filter(conditions), exact=True).count)
