@@ -16,6 +16,7 @@ from freki.embedding import Embedder
 from freki.indexing import Indexer, IndexInput, IndexResult
 from freki.retrieval import Hit, Query, Retriever
 from freki.settings import FrekiSettings
+from freki.sparse import Bm25Params, SparseEncoder
 from freki.store import (
     ChunkPoint,
     CollectionSpec,
@@ -69,6 +70,8 @@ class FrekiEngine:
             overlap_tokens=cfg.overlap_tokens, similarity_threshold=cfg.similarity_threshold,
         )
         counter = get_token_counter()
+        rs = settings.retrieval
+        self.sparse = SparseEncoder(Bm25Params(k1=rs.bm25_k1, b=rs.bm25_b, avgdl=rs.bm25_avgdl))
 
         def make_chunker(embed):  # type: ignore[no-untyped-def]
             return SemanticChunker(
@@ -83,8 +86,9 @@ class FrekiEngine:
             make_chunker=make_chunker,
             chunks=self.chunks,
             registry=self.registry,
+            sparse_encode=self.sparse,
             full_reindex_ratio=settings.full_reindex_ratio,
-            chunking_fingerprint=repr(effective),
+            chunking_fingerprint=f"{effective!r} sparse={self.sparse.fingerprint}",
         )
         self.retriever = Retriever(embedder=self.embedder, chunks=self.chunks)
 
