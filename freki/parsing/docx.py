@@ -41,11 +41,14 @@ def parse_docx(data: bytes, *, source: str = "") -> ParsedDocument:
         title = _walk(document, builder)
         metadata = _core_properties(document)
     except (zipfile.BadZipFile, PackageNotFoundError, KeyError, ValueError, OSError) as exc:
-        raise CorruptDocument(f"{name} is not a readable DOCX file: {exc}", source=source) from exc
+        raise CorruptDocument(
+            f"DOCX is corrupt or truncated: {name} cannot be read as a Word package ({exc})", source=source
+        ) from exc
     # python-docx surfaces malformed XML as lxml errors; those have no common import-safe base class.
     except Exception as exc:
         if type(exc).__module__.startswith("lxml"):
-            raise CorruptDocument(f"{name} is a corrupt DOCX file: {exc}", source=source) from exc
+            message = f"DOCX is corrupt: {name} has malformed XML ({exc})"
+            raise CorruptDocument(message, source=source) from exc
         raise
     sections = builder.finish()
     first = builder.first_heading

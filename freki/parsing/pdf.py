@@ -44,8 +44,9 @@ def parse_pdf(data: bytes, *, source: str = "") -> ParsedDocument:
     # TypeError, AssertionError...); any of them means the file cannot be read.
     except Exception as exc:
         detail = str(exc) or type(exc).__name__
-        kind = "is not a readable PDF" if isinstance(exc, PdfReadError) else "is a corrupt PDF"
-        raise CorruptDocument(f"{name} {kind}: {detail}", source=source) from exc
+        raise CorruptDocument(
+            f"PDF is corrupt or truncated: {name} cannot be read ({detail})", source=source
+        ) from exc
     sections = [
         Section(text="\n\n".join(_page_paragraphs(text)), page=number)
         for number, text in enumerate(pages, start=1)
