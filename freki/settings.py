@@ -79,6 +79,47 @@ class RetrievalSettings(BaseModel):
     query_batch_max: int = Field(64, ge=1, le=4096)
 
 
+# Editors' temporary and backup files, hidden files and folders (".git"), partial downloads.
+DEFAULT_WATCH_EXCLUDES = [
+    ".*", "*~", "#*#", "*.swp", "*.swx", "*.swo", "*.tmp", "*.temp", "*.part", "*.crdownload", "*.bak",
+    "~$*", "4913", "__pycache__", "node_modules",
+]
+
+
+class WatchFolderSettings(BaseModel):
+    """One watched folder (recursive) and whose documents its files become."""
+
+    path: Path
+    # Prefix of the document ids of this folder's files ("<name>/<relative path>"); default: the folder's name.
+    name: str = Field("", pattern=r"^[A-Za-z0-9_.\-]{0,64}$")
+    tenant_id: str = ""  # "" = default_tenant
+    owner_id: str = ""  # "" = the tenant (GDPR erasure/export act on owner ids)
+    # Glob patterns; None = the watch-wide lists. A pattern without "/" matches a file name or any folder
+    # name on the way; with "/" it matches the path relative to the folder.
+    include: list[str] | None = None
+    exclude: list[str] | None = None
+
+
+class WatchSettings(BaseModel):
+    """Folder watching: files created, changed, moved or removed are indexed, re-indexed or deleted."""
+
+    folders: list[WatchFolderSettings] = []
+    include: list[str] = ["*"]
+    exclude: list[str] = DEFAULT_WATCH_EXCLUDES
+    # A file is indexed once no event touched it for this long (editors save in bursts).
+    debounce_s: float = Field(1.0, ge=0.0, le=600.0)
+    max_file_bytes: int = Field(20 * 1024 * 1024, ge=1)
+    # Files waiting in the work queue; the startup scan blocks when it is full (bounded memory).
+    queue_size: int = Field(256, ge=1, le=100_000)
+    # Distinct files waiting out their debounce; beyond this the folder is rescanned instead.
+    max_pending: int = Field(10_000, ge=1)
+    # Most recent skipped files reported per folder in GetIndexStatus.
+    max_skipped_reported: int = Field(100, ge=0, le=10_000)
+    # Poll the file system instead of inotify (network shares, some containers).
+    polling: bool = False
+    poll_interval_s: float = Field(2.0, gt=0.0)
+
+
 class FrekiSettings(FileSettings):
     """All Freki settings. Construct directly in tests: ``FrekiSettings(data_dir=tmp_path)``."""
 
@@ -108,3 +149,7 @@ class FrekiSettings(FileSettings):
     # Re-embed the whole document when more than this fraction of its chunks changed.
     full_reindex_ratio: float = Field(0.5, ge=0.0, le=1.0)
     default_tenant: str = "default"
+
+    watch: WatchSettings = WatchSettings()
+    # Append-only JSON-lines log of erasures and exports (who, what, when); None = <data_dir>/audit.jsonl.
+    audit_log: Path | None = None
