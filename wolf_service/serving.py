@@ -34,6 +34,8 @@ class ServerHandle:
     port: int
     health: health.HealthServicer
     service_names: Sequence[str]
+    # Run after the server stopped (metrics endpoint, reload poller, ...), in order.
+    closers: list[Callable[[], None]] = field(default_factory=list)
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -56,6 +58,8 @@ class ServerHandle:
         self._stopped.set()
         self.set_serving(False)
         self.server.stop(grace).wait()
+        for close in self.closers:
+            close()
 
 
 def build_grpc_server(
