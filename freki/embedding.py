@@ -8,6 +8,7 @@ can be configured. Vectors are L2-normalised float32, so dot product = cosine.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
@@ -76,7 +77,10 @@ class Embedder:
         self.identity = ModelIdentity(name=model, dimension=int(dim))
         self.batch_size = batch_size
         self.max_seq_length = int(self._model.max_seq_length)
-        self._tokenizer = self._model.tokenizer
+        # A private tokenizer copy for window counting: a fast tokenizer keeps padding/truncation state
+        # per call, so sharing one with encode() from another thread corrupts that batch's padding.
+        self._tokenizer = copy.deepcopy(self._model.tokenizer)
+        self._tokenizer_lock = threading.Lock()
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = query_cache_size
@@ -92,7 +96,8 @@ class Embedder:
 
     def window_tokens(self, text: str) -> int:
         """Word-pieces the model sees for ``text``, special tokens included."""
-        return len(self._tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
+        with self._tokenizer_lock:
+            return len(self._tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts (documents or sentences) as an ``(n, dim)`` float32 array of unit vectors."""
