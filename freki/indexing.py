@@ -106,6 +106,14 @@ class SentenceVectorCache:
             for key in [k for k in self._docs if k[0] == tenant and (document_id is None or k[1] == document_id)]:
                 self._size -= len(self._docs.pop(key))
 
+    def rename(self, tenant: str, old_id: str, new_id: str) -> None:
+        """Carry a renamed document's sentence vectors over, so re-chunking it embeds nothing."""
+        with self._lock:
+            vectors = self._docs.pop((tenant, old_id), None)
+            if vectors is not None:
+                self._size -= len(self._docs.pop((tenant, new_id), {}))
+                self._docs[(tenant, new_id)] = vectors
+
 
 SparseEncode = Callable[[Sequence[str]], list[SparseVector]]
 # Builds a chunker around a sentence-embedding function (one per document, for the cache).
@@ -145,6 +153,10 @@ class Indexer:
     def _lock_for(self, key: tuple[str, str]) -> threading.Lock:
         with self._locks_guard:
             return self._doc_locks.setdefault(key, threading.Lock())
+
+    def document_lock(self, tenant: str, document_id: str) -> threading.Lock:
+        """The lock ``index`` holds for a document; hold it to change the document's points otherwise."""
+        return self._lock_for((tenant, document_id))
 
     def content_hash(self, doc: IndexInput) -> str:
         """Hash of everything that determines the stored chunks of a document."""
