@@ -83,7 +83,7 @@ class DocumentRegistry:
         """Remove a record (no error when absent)."""
         self._store.delete_ids([document_point_id(tenant, document_id)])
 
-    def list(
+    def page(
         self, tenant: str, *, owner_id: str = "", limit: int = 100, offset: str | None = None
     ) -> tuple[list[DocumentRecord], str | None]:
         """One page of a tenant's records and the offset of the next page (None at the end)."""
@@ -94,7 +94,7 @@ class DocumentRegistry:
         """Every record of a tenant (optionally one owner), page by page."""
         offset: str | None = None
         while True:
-            records, offset = self.list(tenant, owner_id=owner_id, limit=page_size, offset=offset)
+            records, offset = self.page(tenant, owner_id=owner_id, limit=page_size, offset=offset)
             yield from records
             if offset is None:
                 return

@@ -69,9 +69,11 @@ class Embedder:
                 f"cannot load embedding model {model!r}: {exc}. Set FREKI_EMBEDDING_MODEL to a local "
                 "sentence-transformers model directory (no model hub is reachable at run time)."
             ) from exc
-        dim = self._model.get_embedding_dimension() if hasattr(
-            self._model, "get_embedding_dimension"
-        ) else self._model.get_sentence_embedding_dimension()
+        dim: int | None = (
+            self._model.get_embedding_dimension()
+            if hasattr(self._model, "get_embedding_dimension")
+            else self._model.get_sentence_embedding_dimension()
+        )
         if not dim:
             raise FailedPrecondition(f"embedding model {model!r} does not report its dimension")
         self.identity = ModelIdentity(name=model, dimension=int(dim))

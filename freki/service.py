@@ -88,7 +88,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> freki_pb2.ListDocumentsResponse:
         if request.page_size < 0 or request.page_size > MAX_PAGE_SIZE:
             raise InvalidArgument(f"page_size must be between 0 (= 100) and {MAX_PAGE_SIZE} (got {request.page_size})")
-        records, next_offset = self.engine.registry.list(
+        records, next_offset = self.engine.registry.page(
             self._tenant(request.tenant_id),
             owner_id=request.owner_id,
             limit=request.page_size or 100,
