@@ -78,7 +78,8 @@ class Embedder:
             raise FailedPrecondition(f"embedding model {model!r} does not report its dimension")
         self.identity = ModelIdentity(name=model, dimension=int(dim))
         self.batch_size = batch_size
-        self.max_seq_length = int(self._model.max_seq_length)
+        # Some models leave max_seq_length unset; the tokenizer's limit is then what truncates.
+        self.max_seq_length = int(self._model.max_seq_length or self._model.tokenizer.model_max_length)
         # A private tokenizer copy for window counting: a fast tokenizer keeps padding/truncation state
         # per call, so sharing one with encode() from another thread corrupts that batch's padding.
         self._tokenizer = copy.deepcopy(self._model.tokenizer)
