@@ -1,18 +1,33 @@
-"""Retrieval: embed the query, search the store within the tenant, filter, threshold, top-k.
+"""Retrieval: search the store within the tenant in the requested mode, fuse, re-rank, threshold, top-k.
 
-Relevance scores are in [0, 1]. In dense mode the score is the cosine similarity of the
-query and chunk embeddings, clipped at 0 (MiniLM cosines below 0 mean "unrelated").
-The score threshold is a minimum on that score.
+Modes (``Query.mode``):
+
+* ``dense``: nearest chunks by embedding cosine.
+* ``sparse``: BM25 over the lexical sparse vectors (``freki.sparse``; IDF applied by Qdrant).
+* ``hybrid``: both, fused as configured (``RetrievalConfig.fusion``): ``"rrf"`` runs Qdrant's
+  prefetch + reciprocal rank fusion inside the store; ``"convex"`` (default) fuses calibrated
+  scores with a confidence-weighted sum (see ``freki.fusion`` for why, and for what
+  ``relevance_score`` means in each mode — always in [0, 1]).
+
+Then, in order: query variants are merged (mean relevance, or RRF when fusion is RRF); the
+optional cross-encoder re-ranks the head of the list; the score threshold drops hits below it;
+MMR (when ``mmr_diversity`` > 0) picks the top-k for diversity, otherwise the top-k by relevance.
+With MMR the hits come in MMR selection order (each keeps its relevance score).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from freki.embedding import Embedder
-from freki.store import FieldMatch, ScoredPoint, VectorStore
+import numpy as np
+
+from freki import fusion
+from freki.fusion import Scored
+from freki.rerank import Reranker, mmr_order
+from freki.sparse import SparseEncoder
+from freki.store import FieldMatch, ScoredPoint, SparseVector, VectorStore
 
 # Filter keys that address top-level payload fields; any other key addresses document metadata.
 TOP_LEVEL_KEYS = {
@@ -57,6 +72,18 @@ class Hit:
         return str(self.payload.get("content", ""))
 
 
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """How hybrid search fuses and how deep the candidate lists go (from ``RetrievalSettings``)."""
+
+    fusion: Literal["rrf", "convex"] = "convex"
+    sparse_weight: float = 0.3
+    sparse_half_score: float = 8.0
+    candidates: int = 100
+    rrf_k: int = 60
+    rerank_candidates: int = 30
+
+
 def metadata_filter(key: str, values: Sequence[str], exclude: bool = False) -> FieldMatch:
     """Map a user-facing filter key to the payload field it addresses."""
     path = TOP_LEVEL_KEYS.get(key, f"metadata.{key}")
@@ -75,18 +102,102 @@ def scope_filter(query: Query) -> list[FieldMatch]:
 class Retriever:
     """Runs queries against the chunk store."""
 
-    def __init__(self, *, embedder: Embedder, chunks: VectorStore) -> None:
-        self._embedder = embedder
+    def __init__(
+        self,
+        *,
+        embed_query: Callable[[str], np.ndarray],
+        chunks: VectorStore,
+        sparse: SparseEncoder | None = None,
+        config: RetrievalConfig | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self._embed_query = embed_query
         self._chunks = chunks
+        self._sparse = sparse or SparseEncoder()
+        self.config = config or RetrievalConfig()
+        self.reranker = reranker
 
     def retrieve(self, query: Query) -> list[Hit]:
-        """Top-k chunks for the query with score ≥ threshold, best first."""
-        vector = self._embedder.embed_query(query.text)
-        points = self._chunks.search_dense(
-            vector.tolist(), scope_filter(query), query.top_k, score_threshold=query.score_threshold or None
-        )
-        return [_hit(p, max(0.0, min(1.0, p.score))) for p in points if p.score >= query.score_threshold]
+        """Top-k chunks for the query with relevance ≥ threshold, best first (or in MMR order)."""
+        flt = scope_filter(query)
+        texts = list(dict.fromkeys([query.text, *query.variants]))
+        second_stage = bool(query.mmr_diversity) or (query.rerank and self.reranker is not None)
+        depth = max(query.top_k, self.config.candidates) if second_stage or len(texts) > 1 else query.top_k
+        payloads: dict[str, dict[str, Any]] = {}
+        lists = [self._search(text, query.mode, flt, depth, payloads) for text in texts]
+        if len(lists) == 1:
+            ranked = lists[0]
+        elif query.mode == "hybrid" and self.config.fusion == "rrf":
+            ranked = fusion.rrf([[s.id for s in lst] for lst in lists], k=self.config.rrf_k)
+        else:
+            ranked = fusion.mean_relevance(lists)
+        if query.rerank and self.reranker is not None:
+            ranked = self._rerank(query.text, ranked[: max(query.top_k, self.config.rerank_candidates)], payloads)
+        ranked = [s for s in ranked if s.score >= query.score_threshold]
+        if query.mmr_diversity:
+            ranked = self._mmr(ranked, query.top_k, query.mmr_diversity)
+        return [Hit(s.id, s.score, payloads.get(s.id, {})) for s in ranked[: query.top_k]]
 
+    # -- one query text in one mode ------------------------------------------------------------------
+    def _search(
+        self, text: str, mode: str, flt: list[FieldMatch], depth: int, payloads: dict[str, dict[str, Any]]
+    ) -> list[Scored]:
+        if mode == "sparse":
+            return self._scored(self._sparse_points(text, flt, depth), payloads, self._sparse_rel)
+        vector = self._embed_query(text)
+        if mode == "dense":
+            points = self._chunks.search_dense(vector.tolist(), flt, depth)
+            return self._scored(points, payloads, fusion.dense_relevance)
+        if mode != "hybrid":
+            raise ValueError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
+        sparse_query = self._sparse.encode_query(text)
+        if self.config.fusion == "rrf":
+            points = self._chunks.search_hybrid(vector.tolist(), sparse_query, flt, depth, depth)
+            lists = 2 if sparse_query.indices else 1
+            return self._scored(points, payloads, lambda s: fusion.rrf_relevance(s, lists, self.config.rrf_k))
+        return self._convex(vector, sparse_query, flt, depth, payloads)
 
-def _hit(point: ScoredPoint, score: float) -> Hit:
-    return Hit(chunk_id=point.id, score=score, payload=point.payload)
+    def _convex(self, vector: np.ndarray, sparse_query: SparseVector, flt: list[FieldMatch], depth: int,
+                payloads: dict[str, dict[str, Any]]) -> list[Scored]:
+        dense_points = self._chunks.search_dense(vector.tolist(), flt, depth)
+        sparse_points = self._chunks.search_sparse(sparse_query, flt, depth) if sparse_query.indices else []
+        dense = {p.id: fusion.dense_relevance(p.score) for p in dense_points}
+        sparse = {p.id: self._sparse_rel(p.score) for p in sparse_points}
+        for p in (*dense_points, *sparse_points):
+            payloads.setdefault(p.id, p.payload)
+        # Lexical-only candidates get their exact cosine, so fusion compares like with like.
+        missing = [i for i in sparse if i not in dense]
+        if missing:
+            for point in self._chunks.retrieve(missing, with_vectors=True):
+                if point.dense is not None:
+                    dense[point.id] = fusion.dense_relevance(float(np.dot(vector, point.dense)))
+        return fusion.convex(dense, sparse, self.config.sparse_weight)[:depth]
+
+    def _sparse_points(self, text: str, flt: list[FieldMatch], depth: int) -> list[ScoredPoint]:
+        sparse_query = self._sparse.encode_query(text)
+        return self._chunks.search_sparse(sparse_query, flt, depth) if sparse_query.indices else []
+
+    def _sparse_rel(self, score: float) -> float:
+        return fusion.sparse_relevance(score, self.config.sparse_half_score)
+
+    @staticmethod
+    def _scored(points: Sequence[ScoredPoint], payloads: dict[str, dict[str, Any]],
+                relevance: Callable[[float], float]) -> list[Scored]:
+        for p in points:
+            payloads.setdefault(p.id, p.payload)
+        return [Scored(p.id, relevance(p.score)) for p in points]
+
+    # -- second stage ----------------------------------------------------------------------------------
+    def _rerank(self, text: str, head: list[Scored], payloads: dict[str, dict[str, Any]]) -> list[Scored]:
+        assert self.reranker is not None
+        scores = self.reranker.score(text, [str(payloads.get(s.id, {}).get("content", "")) for s in head])
+        return fusion.sort_scored(Scored(s.id, float(r)) for s, r in zip(head, scores, strict=True))
+
+    def _mmr(self, ranked: list[Scored], k: int, diversity: float) -> list[Scored]:
+        if len(ranked) <= 1:
+            return ranked
+        stored = {p.id: p.dense for p in self._chunks.retrieve([s.id for s in ranked], with_vectors=True)}
+        usable = [s for s in ranked if stored.get(s.id) is not None]
+        vectors = np.asarray([stored[s.id] for s in usable], dtype=np.float32)
+        order = mmr_order([s.score for s in usable], vectors, k, diversity)
+        return [usable[i] for i in order]
