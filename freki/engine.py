@@ -14,7 +14,8 @@ from freki.chunking import ChunkingConfig, SemanticChunker
 from freki.documents import DocumentRecord, DocumentRegistry
 from freki.embedding import Embedder
 from freki.indexing import Indexer, IndexInput, IndexResult
-from freki.retrieval import Hit, Query, Retriever
+from freki.rerank import CrossEncoderReranker
+from freki.retrieval import Hit, Query, RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
 from freki.sparse import Bm25Params, SparseEncoder
 from freki.store import (
@@ -90,7 +91,17 @@ class FrekiEngine:
             full_reindex_ratio=settings.full_reindex_ratio,
             chunking_fingerprint=f"{effective!r} sparse={self.sparse.fingerprint}",
         )
-        self.retriever = Retriever(embedder=self.embedder, chunks=self.chunks)
+        self.retriever = Retriever(
+            embed_query=self.embedder.embed_query,
+            chunks=self.chunks,
+            sparse=self.sparse,
+            config=RetrievalConfig(
+                fusion=rs.fusion, sparse_weight=rs.sparse_weight, sparse_half_score=rs.sparse_half_score,
+                candidates=rs.candidates, rrf_k=rs.rrf_k, rerank_candidates=rs.rerank_candidates,
+            ),
+            reranker=CrossEncoderReranker(rs.reranker_model, device=settings.embedding_device)
+            if rs.reranker_model else None,
+        )
 
     # -- documents -------------------------------------------------------------------------
     def index(self, doc: IndexInput) -> IndexResult:
@@ -183,16 +194,18 @@ class FrekiEngine:
 
 def store_config(settings: FrekiSettings) -> StoreConfig:
     """Map Freki settings onto the store factory's config."""
+    rrf_k = settings.retrieval.rrf_k  # hybrid RRF runs inside the store
     if settings.store.backend == "edge":
-        return StoreConfig(backend="edge", data_dir=settings.data_dir / "qdrant")
+        return StoreConfig(backend="edge", data_dir=settings.data_dir / "qdrant", rrf_k=rrf_k)
     url = settings.store.url
     # ":memory:" and plain paths select qdrant-client's local mode (tests, tiny setups).
     if url == ":memory:":
-        return StoreConfig(backend="remote", location=url)
+        return StoreConfig(backend="remote", location=url, rrf_k=rrf_k)
     if "://" not in url:
-        return StoreConfig(backend="remote", path=url)
+        return StoreConfig(backend="remote", path=url, rrf_k=rrf_k)
     return StoreConfig(
-        backend="remote", url=url, api_key=settings.store.api_key, timeout_s=settings.store.timeout_s
+        backend="remote", url=url, api_key=settings.store.api_key, timeout_s=settings.store.timeout_s,
+        rrf_k=rrf_k,
     )
 
 
