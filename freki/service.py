@@ -30,7 +30,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     def __init__(self, engine: FrekiEngine, settings: FrekiSettings) -> None:
         self.engine = engine
         self.settings = settings
-        self.default_mode = "dense"
+        self.default_mode = settings.retrieval.default_mode
 
     def _tenant(self, tenant_id: str) -> str:
         return validation.tenant_of(tenant_id, self.settings)
