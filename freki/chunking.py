@@ -291,7 +291,7 @@ def _merge_small_tail(
     if len(cores) < 2:
         return cores
     (previous_start, _), (last_start, last_end) = cores[-2], cores[-1]
-    if plan.span_tokens(last_start, last_end) >= limits.min_tokens:
+    if plan.span_tokens_low(last_start, last_end) >= limits.min_tokens:
         return cores
     if plan.fits(previous_start, last_end, limits.core_max_tokens, limits.core_max_window):
         return [*cores[:-2], (previous_start, last_end)]

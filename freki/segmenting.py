@@ -41,6 +41,10 @@ class SectionPlan:
         """Estimated tiktoken tokens of units[start:end] joined."""
         return self._token_sums[end] - self._token_sums[start] + max(0, end - start - 1)
 
+    def span_tokens_low(self, start: int, end: int) -> int:
+        """Lower bound of the same: a join can merge at most one token pair (e.g. "." + "\\n\\n")."""
+        return self._token_sums[end] - self._token_sums[start] - max(0, end - start - 1)
+
     def span_window(self, start: int, end: int) -> int:
         """Model word-pieces of units[start:end] joined, special tokens excluded."""
         return self._window_sums[end] - self._window_sums[start]
@@ -82,8 +86,9 @@ def find_anchors(plan: SectionPlan, limits: EffectiveLimits) -> list[int]:
     reach = max(1, limits.min_tokens)
     threshold = limits.similarity_threshold
     gaps = range(1, len(plan.units))
-    position = {g: plan.span_tokens(0, g) + 1 for g in gaps}
-    total = plan.total_tokens()
+    # Lower-bound positions: anchors more than min_tokens apart here are so in the real text too.
+    position = {g: plan.span_tokens_low(0, g) for g in gaps}
+    total = plan.span_tokens_low(0, len(plan.units))
     keys = {g: plan.key(g, threshold) for g in gaps}
     anchors: list[int] = []
     for gap in gaps:
@@ -150,7 +155,8 @@ def _cut_cost(plan: SectionPlan, gap: int, threshold: float) -> float:
 
 
 def _piece_penalty(plan: SectionPlan, start: int, end: int, min_tokens: int) -> float:
-    size = plan.span_tokens(start, end)
+    # The lower bound, so a piece counted as reaching min_tokens really does once joined.
+    size = plan.span_tokens_low(start, end)
     if min_tokens <= 0 or size >= min_tokens:
         return 0.0
     return _SMALL_PIECE_PENALTY * (1.0 + (min_tokens - size) / min_tokens)
