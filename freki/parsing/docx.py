@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 
 import docx
 from docx.document import Document as DocxDocument
@@ -40,7 +41,7 @@ def parse_docx(data: bytes, *, source: str = "") -> ParsedDocument:
         builder = SectionBuilder()
         title = _walk(document, builder)
         metadata = _core_properties(document)
-    except (zipfile.BadZipFile, PackageNotFoundError, KeyError, ValueError, OSError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, PackageNotFoundError, KeyError, ValueError, OSError) as exc:
         raise CorruptDocument(
             f"DOCX is corrupt or truncated: {name} cannot be read as a Word package ({exc})", source=source
         ) from exc

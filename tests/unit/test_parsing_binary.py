@@ -176,3 +176,13 @@ def test_password_protected_docx_is_reported_as_encrypted() -> None:
         parse_document(ole, source="locked.docx")
     with pytest.raises(UnsupportedFormat, match="legacy Office"):
         parse_document(ole, source="upload")
+
+
+def test_docx_with_damaged_compressed_data_is_a_clear_error() -> None:
+    data = bytearray(build_docx())
+    info = zipfile.ZipFile(io.BytesIO(bytes(data))).getinfo("word/document.xml")
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    for offset in range(start + 10, start + min(info.compress_size, 200), 3):
+        data[offset] ^= 0x5A  # scramble the deflate stream
+    with pytest.raises(CorruptDocument, match="DOCX is corrupt or truncated: 'deflate.docx'"):
+        parse_document(bytes(data), source="deflate.docx")
