@@ -74,6 +74,8 @@ class StoreConfig:
         location: Remote only: ``":memory:"`` for qdrant-client local mode (tests).
         path: Remote only: directory for qdrant-client on-disk local mode (tests).
         rrf_k: Rank constant of reciprocal rank fusion in hybrid search (both backends).
+        flush_writes: Edge only: flush segments after every write batch (survives power loss). False keeps
+            only the write-ahead log, which survives a killed process and makes small writes far cheaper.
     """
 
     backend: Literal["edge", "remote"] = "edge"
@@ -85,6 +87,7 @@ class StoreConfig:
     location: str | None = None
     path: str | None = None
     rrf_k: int = 60
+    flush_writes: bool = True
 
 
 def make_store(config: StoreConfig) -> VectorStore:
@@ -99,18 +102,13 @@ def make_store(config: StoreConfig) -> VectorStore:
         if not config.data_dir:
             raise InvalidStoreInput("the edge store needs data_dir (a directory for its collections)")
         if config.url or config.location or config.path:
-            raise InvalidStoreInput(
-                "url/location/path are remote-store settings; set backend='remote' to use them"
-            )
-        return EdgeStore(config.data_dir, rrf_k=config.rrf_k)
+            raise InvalidStoreInput("url/location/path are remote-store settings; set backend='remote' to use them")
+        return EdgeStore(config.data_dir, rrf_k=config.rrf_k, flush_writes=config.flush_writes)
     if config.backend == "remote":
-        given = [
-            n for n, v in (("url", config.url), ("location", config.location), ("path", config.path)) if v
-        ]
+        given = [n for n, v in (("url", config.url), ("location", config.location), ("path", config.path)) if v]
         if len(given) != 1:
             raise InvalidStoreInput(
-                "the remote store needs exactly one of url, location=':memory:' or path "
-                f"(got {given or 'none'})"
+                f"the remote store needs exactly one of url, location=':memory:' or path (got {given or 'none'})"
             )
         if config.timeout_s <= 0:
             raise InvalidStoreInput(f"timeout_s must be positive (got {config.timeout_s!r})")

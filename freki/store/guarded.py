@@ -61,8 +61,7 @@ class GuardedStore(ABC):
                 raise CollectionNotReady(f"the {self.backend} store is closed; open a new store")
             if self._spec is not None and self._spec.name != spec.name:
                 raise InvalidStoreInput(
-                    f"this store already serves collection {self._spec.name!r}; "
-                    f"make another store for {spec.name!r}"
+                    f"this store already serves collection {self._spec.name!r}; make another store for {spec.name!r}"
                 )
             self._engine_open(spec)
             self._spec = spec
@@ -165,9 +164,7 @@ class GuardedStore(ABC):
         with self._reading():
             return self._engine_search_dense(dense, conditions, limit, score_threshold)
 
-    def search_sparse(
-        self, vector: SparseVector, filter: Sequence[FieldMatch], limit: int
-    ) -> list[ScoredPoint]:
+    def search_sparse(self, vector: SparseVector, filter: Sequence[FieldMatch], limit: int) -> list[ScoredPoint]:
         """Best points by IDF-weighted sparse dot product; an empty query vector matches nothing."""
         spec = self._require_open()
         self._require_sparse(spec)
@@ -261,8 +258,7 @@ class GuardedStore(ABC):
         missing = [i for i in targets if i not in present]
         if missing:
             raise PointNotFound(
-                f"cannot update payload of {len(missing)} missing point(s), e.g. {missing[0]}; "
-                "nothing was written"
+                f"cannot update payload of {len(missing)} missing point(s), e.g. {missing[0]}; nothing was written"
             )
 
     # ------------------------------------------------------------------------------- engine primitives
@@ -270,9 +266,7 @@ class GuardedStore(ABC):
     def _engine_open(self, spec: CollectionSpec) -> None: ...
 
     @abstractmethod
-    def _engine_write(
-        self, upserts: list[ChunkPoint], updates: PayloadUpdates, deletes: list[str]
-    ) -> None: ...
+    def _engine_write(self, upserts: list[ChunkPoint], updates: PayloadUpdates, deletes: list[str]) -> None: ...
 
     @abstractmethod
     def _engine_delete_where(self, conditions: Conditions) -> None: ...
@@ -283,9 +277,7 @@ class GuardedStore(ABC):
     ) -> list[ScoredPoint]: ...
 
     @abstractmethod
-    def _engine_search_sparse(
-        self, vector: SparseVector, conditions: Conditions, limit: int
-    ) -> list[ScoredPoint]: ...
+    def _engine_search_sparse(self, vector: SparseVector, conditions: Conditions, limit: int) -> list[ScoredPoint]: ...
 
     @abstractmethod
     def _engine_search_hybrid(

@@ -1,4 +1,9 @@
-"""Fixtures for the vector store tests: a real edge engine in a tmp dir and qdrant-client local mode."""
+"""Fixtures for the vector store tests: a real edge engine in a tmp dir and qdrant-client local mode.
+
+The shared edge fixtures skip the per-write segment flush (the WAL still makes every write durable against a
+killed process): a flush costs up to ~0.3 s on a busy box and is not what these tests are about. The flush path
+is covered by test_edge.py, whose stores use the default.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from tests.store.points import spec
 
 @pytest.fixture
 def edge_store(tmp_path: Path) -> Iterator[EdgeStore]:
-    store = EdgeStore(tmp_path / "edge")
+    store = EdgeStore(tmp_path / "edge", flush_writes=False)
     try:
         yield store
     finally:
@@ -34,7 +39,9 @@ def remote_store() -> Iterator[RemoteStore]:
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[GuardedStore]:
     """Each test using this runs once per engine, with the collection already open."""
     made: GuardedStore = (
-        EdgeStore(tmp_path / "edge") if request.param == "edge" else RemoteStore(location=":memory:")
+        EdgeStore(tmp_path / "edge", flush_writes=False)
+        if request.param == "edge"
+        else RemoteStore(location=":memory:")
     )
     made.ensure_collection(spec())
     try:
@@ -46,7 +53,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[GuardedSto
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[tuple[EdgeStore, RemoteStore]]:
     """Both engines with the same empty collection open, for congruence tests."""
-    edge, remote = EdgeStore(tmp_path / "edge"), RemoteStore(location=":memory:")
+    edge, remote = EdgeStore(tmp_path / "edge", flush_writes=False), RemoteStore(location=":memory:")
     try:
         edge.ensure_collection(spec())
         remote.ensure_collection(spec())

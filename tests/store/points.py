@@ -29,9 +29,7 @@ def random_sparse(rng: random.Random, vocab: int = 40, terms: int = 5) -> Sparse
     return SparseVector(indices=indices, values=[round(rng.uniform(0.1, 2.0), 3) for _ in indices])
 
 
-def make_points(
-    n: int, seed: int = 7, document_id: str | None = None, tenant: str | None = None
-) -> list[ChunkPoint]:
+def make_points(n: int, seed: int = 7, document_id: str | None = None, tenant: str | None = None) -> list[ChunkPoint]:
     """``n`` deterministic points spread over tenants, documents, owners and languages."""
     rng = random.Random(seed)
     points = []

@@ -46,7 +46,7 @@ def test_readers_never_see_a_half_replaced_document(store: GuardedStore) -> None
     for thread in readers:
         thread.start()
     try:
-        for n in range(1, 40):
+        for n in range(1, 25):
             new = generation(n)
             store.apply(new, [p.id for p in current], [])
             current = new

@@ -94,12 +94,8 @@ def test_ids_are_returned_in_canonical_form(pair: Pair) -> None:
     assert [p.id for p in edge] == [p.id for p in remote] == [point.id]
 
 
-@pytest.mark.parametrize(
-    "flt", FILTERS, ids=lambda f: " & ".join(f"{c.key}{'!=' if c.exclude else '='}" for c in f)
-)
-def test_count_and_scroll_agree_for_filter(
-    loaded: tuple[Pair, list[ChunkPoint]], flt: list[FieldMatch]
-) -> None:
+@pytest.mark.parametrize("flt", FILTERS, ids=lambda f: " & ".join(f"{c.key}{'!=' if c.exclude else '='}" for c in f))
+def test_count_and_scroll_agree_for_filter(loaded: tuple[Pair, list[ChunkPoint]], flt: list[FieldMatch]) -> None:
     pair, points = loaded
     edge_n, remote_n = both(pair, "count", flt)
     assert edge_n == remote_n == len([p for p in points if matches(p.payload, flt)])
@@ -214,7 +210,7 @@ def test_hybrid_search_fuses_to_the_same_top_ids(loaded: tuple[Pair, list[ChunkP
     rng = random.Random(11)
     for flt in FILTERS[:4]:
         edge, remote = both(pair, "search_hybrid", random_dense(rng), random_sparse(rng, terms=3), flt, 5, 20)
-        assert [h.id for h in edge] == [h.id for h in remote]
+        assert_same_hits(edge, remote)  # same ids, order and RRF scores (rrf_k is passed to both)
         assert all(matches(h.payload, flt) for h in edge)
     target = points[8]
     edge, remote = both(pair, "search_hybrid", list(target.dense), target.sparse, [], 3, 10)
@@ -228,9 +224,7 @@ def test_tenant_filter_isolates_tenants_in_every_search(loaded: tuple[Pair, list
     for store in pair:
         hits = store.search_dense(list(globex_point.dense), acme, 60)
         hits += store.search_sparse(globex_point.sparse or SparseVector([], []), acme, 60)
-        hits += store.search_hybrid(
-            list(globex_point.dense), globex_point.sparse or SparseVector([], []), acme, 60, 60
-        )
+        hits += store.search_hybrid(list(globex_point.dense), globex_point.sparse or SparseVector([], []), acme, 60, 60)
         assert hits and {h.payload["tenant_id"] for h in hits} == {"acme"}
         assert globex_point.id not in {h.id for h in hits}
 

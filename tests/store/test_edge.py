@@ -45,16 +45,19 @@ def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
         reopened.close()
 
 
-def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flush_writes", [True, False], ids=["flushed", "wal-only"])
+def test_acknowledged_writes_survive_kill_9(tmp_path: Path, flush_writes: bool) -> None:
     script = textwrap.dedent(f"""
         import os, signal, sys
         sys.path[:0] = [{str(REPO)!r}]
-        from freki.store import EdgeStore
+        from freki.store import StoreConfig, make_store
         from tests.store.points import make_points, spec
-        store = EdgeStore({str(tmp_path)!r})
+        store = make_store(StoreConfig(data_dir={str(tmp_path)!r}, flush_writes={flush_writes}))
         store.ensure_collection(spec())
-        store.upsert(make_points(25))
-        store.set_payload([make_points(25)[3].id], {{"owner_id": "after-kill"}})
+        points = make_points(25)
+        store.upsert(points)
+        store.set_payload([points[3].id], {{"owner_id": "after-kill"}})
+        store.delete_ids([points[4].id])
         print("acknowledged", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
@@ -63,7 +66,7 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
     assert run.returncode == -9
     with EdgeStore(tmp_path) as store:
         store.ensure_collection(spec())  # the lock of the killed process is gone with it
-        assert store.count([]) == 25
+        assert store.count([]) == 24
         assert store.count([FieldMatch("owner_id", ("after-kill",))]) == 1
 
 

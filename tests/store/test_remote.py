@@ -25,9 +25,7 @@ def test_unreachable_server_is_reported_as_unavailable() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     store = make_store(StoreConfig(backend="remote", url=url, timeout_s=2))
     try:
-        with pytest.raises(
-            StoreUnavailable, match=f"Qdrant at {url} did not answer.*check that the server is up"
-        ):
+        with pytest.raises(StoreUnavailable, match=f"Qdrant at {url} did not answer.*check that the server is up"):
             store.ensure_collection(spec())
     finally:
         store.close()
@@ -50,9 +48,7 @@ def test_model_is_kept_in_collection_metadata_across_reopen(tmp_path: Path) -> N
 
 def test_collection_made_without_freki_is_refused(tmp_path: Path) -> None:
     client = QdrantClient(path=str(tmp_path))
-    client.create_collection(
-        "chunks", vectors_config=models.VectorParams(size=16, distance=models.Distance.COSINE)
-    )
+    client.create_collection("chunks", vectors_config=models.VectorParams(size=16, distance=models.Distance.COSINE))
     client.create_collection(
         "named", vectors_config={"dense": models.VectorParams(size=16, distance=models.Distance.COSINE)}
     )

@@ -1,0 +1,149 @@
+"""Benchmark Freki's vector store: write throughput, replace latency, search latency, optimize time.
+
+Prints figures; asserts nothing (speed targets live here, not in tests). Example:
+
+    .venv/bin/python scripts/bench_store.py --backend edge --points 10000 --dim 384
+    .venv/bin/python scripts/bench_store.py --backend remote --points 2000   # qdrant-client local mode
+
+The remote backend runs qdrant-client's local mode (brute-force Python), the only "server" on this box, so its
+figures say nothing about a real Qdrant server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from freki.store import (  # noqa: E402
+    ChunkPoint,
+    CollectionSpec,
+    FieldMatch,
+    SparseVector,
+    StoreConfig,
+    VectorStore,
+    make_store,
+)
+
+
+def make_batch(rng: random.Random, n: int, dim: int, vocab: int, doc: str | None = None) -> list[ChunkPoint]:
+    """``n`` random chunks over 4 tenants and n/20 documents, with 30-term sparse vectors."""
+    points = []
+    for i in range(n):
+        terms = rng.sample(range(vocab), 30)
+        points.append(
+            ChunkPoint(
+                id=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                dense=[rng.gauss(0.0, 1.0) for _ in range(dim)],
+                sparse=SparseVector(terms, [rng.uniform(0.1, 3.0) for _ in terms]),
+                payload={
+                    "tenant_id": f"tenant-{i % 4}",
+                    "document_id": doc or f"doc-{rng.randrange(max(1, n // 20))}",
+                    "owner_id": f"owner-{i % 7}",
+                    "source_type": "markdown",
+                    "chunk_hash": uuid.uuid4().hex,
+                    "text": "lorem ipsum " * 40,
+                    "metadata": {"lang": "en"},
+                },
+            )
+        )
+    return points
+
+
+def latencies(fn: Callable[[int], object], repeats: int) -> str:
+    """Run ``fn(i)`` ``repeats`` times; return p50/p95 in milliseconds."""
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        fn(i)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
+    return f"p50 {statistics.median(times):7.2f} ms   p95 {p95:7.2f} ms"
+
+
+def bench(store: VectorStore, args: argparse.Namespace) -> None:
+    rng = random.Random(42)
+    store.ensure_collection(CollectionSpec("bench", dense_dim=args.dim, embedding_model="bench-random"))
+    flush = "" if store.backend == "remote" else (", WAL only" if args.no_flush else ", flush per write")
+    print(f"\n== backend {store.backend}: {args.points} points, dim {args.dim}, batch {args.batch}{flush}")
+    batches = [
+        make_batch(rng, min(args.batch, args.points - done), args.dim, args.vocab)
+        for done in range(0, args.points, args.batch)
+    ]  # generated up front so the timing below is the store's alone
+    start = time.perf_counter()
+    for batch in batches:
+        store.upsert(batch)
+    elapsed = time.perf_counter() - start
+    del batches
+    print(f"upsert, batches of {args.batch:<5}    {args.points / elapsed:9.0f} points/s   ({elapsed:.1f} s)")
+
+    queries = [[rng.gauss(0.0, 1.0) for _ in range(args.dim)] for _ in range(args.queries)]
+    sparse_queries = [SparseVector(rng.sample(range(args.vocab), 8), [1.0] * 8) for _ in range(args.queries)]
+    tenant = [FieldMatch("tenant_id", ("tenant-1",))]
+
+    def searches(label: str) -> None:
+        print(
+            f"dense  top-10 {label:<14} {latencies(lambda i: store.search_dense(queries[i], tenant, 10), args.queries)}"
+        )
+        print(
+            f"sparse top-10 {label:<14} "
+            f"{latencies(lambda i: store.search_sparse(sparse_queries[i], tenant, 10), args.queries)}"
+        )
+        hybrid = latencies(lambda i: store.search_hybrid(queries[i], sparse_queries[i], tenant, 10, 50), args.queries)
+        print(f"hybrid top-10 {label:<14} {hybrid}")
+
+    searches("(unoptimized)")
+    start = time.perf_counter()
+    store.optimize()
+    print(f"optimize                     {time.perf_counter() - start:9.1f} s")
+    searches("(optimized)")
+    print(f"count by tenant              {latencies(lambda i: store.count(tenant), 50)}")
+
+    current = make_batch(rng, 20, args.dim, args.vocab, doc="replaced-doc")
+    store.upsert(current)
+
+    def replace(_: int) -> None:
+        nonlocal current
+        new = make_batch(rng, 20, args.dim, args.vocab, doc="replaced-doc")
+        store.apply(new, [p.id for p in current], [])
+        current = new
+
+    print(f"apply: replace a 20-chunk doc {latencies(replace, 30)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["edge", "remote", "both"], default="edge")
+    parser.add_argument("--points", type=int, default=10_000)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--vocab", type=int, default=30_000, help="sparse vocabulary size")
+    parser.add_argument("--no-flush", action="store_true", help="edge: rely on the WAL, no flush per write")
+    args = parser.parse_args()
+    backends = ["edge", "remote"] if args.backend == "both" else [args.backend]
+    for backend in backends:
+        with tempfile.TemporaryDirectory(prefix="bench_store_") as tmp:
+            config = (
+                StoreConfig(backend="edge", data_dir=tmp, flush_writes=not args.no_flush)
+                if backend == "edge"
+                else StoreConfig(backend="remote", location=":memory:")
+            )
+            store = make_store(config)
+            try:
+                bench(store, args)
+            finally:
+                store.close()
+
+
+if __name__ == "__main__":
+    main()
