@@ -89,7 +89,10 @@ class EdgeStore(GuardedStore):
         lock = acquire_lock(paths, self.data_dir)
         try:
             self._shard = self._open_shard(paths, spec)
-            self._ensure_indexes(self._shard)
+            try:
+                self._ensure_indexes(self._shard)
+            except Exception as exc:
+                raise _engine_error(exc, f"create the payload indexes of collection {spec.name!r}") from exc
         except BaseException:
             if self._shard is not None:
                 self._shard.close()
