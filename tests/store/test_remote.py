@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from qdrant_client import QdrantClient, models
 
-from freki.store import EmbeddingModelMismatch, RemoteStore, StoreConfig, StoreUnavailable, make_store
+from freki.store import (
+    EmbeddingModelMismatch,
+    RemoteStore,
+    StoreConfig,
+    StoreError,
+    StoreUnavailable,
+    make_store,
+)
 from tests.store.points import make_points, spec
 
 pytestmark = pytest.mark.integration
@@ -59,3 +70,55 @@ def test_collection_made_without_freki_is_refused(tmp_path: Path) -> None:
     with RemoteStore(path=str(tmp_path)) as store:
         with pytest.raises(EmbeddingModelMismatch, match="not recorded"):
             store.ensure_collection(spec(name="named"))
+
+
+def serve_status(status: int) -> tuple[ThreadingHTTPServer, str]:
+    """A real HTTP server that answers every request with ``status`` and a Qdrant-style error body."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            body = json.dumps({"status": {"error": f"synthetic {status}"}, "time": 0}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_PUT = do_POST = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@pytest.fixture
+def overloaded_server() -> Iterator[str]:
+    server, url = serve_status(503)
+    try:
+        yield url
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture
+def refusing_server() -> Iterator[str]:
+    server, url = serve_status(400)
+    try:
+        yield url
+    finally:
+        server.shutdown()
+
+
+def test_server_errors_map_to_unavailable_and_client_errors_to_store_error(
+    overloaded_server: str, refusing_server: str
+) -> None:
+    with RemoteStore(url=overloaded_server, timeout_s=2) as store:
+        with pytest.raises(StoreUnavailable, match="HTTP 503 .*synthetic 503"):
+            store.ensure_collection(spec())
+    with RemoteStore(url=refusing_server, timeout_s=2) as store:
+        with pytest.raises(StoreError, match="HTTP 400 .*synthetic 400") as err:
+            store.ensure_collection(spec())
+        assert not isinstance(err.value, StoreUnavailable)
