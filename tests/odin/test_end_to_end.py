@@ -1,0 +1,74 @@
+"""End to end: real Freki (embedding model + Qdrant engine) and real Geri (embedded SmolLM2), via Odin.
+
+Indexes the bundled sample corpus through Odin, then asks a question whose answer is a fact in one
+document; the answer must contain it and the sources must point at that document.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("freki.server")
+pytest.importorskip("geri.server")
+
+from freki.engine import FrekiEngine  # noqa: E402
+from freki.server import build_server as build_freki  # noqa: E402
+from freki.settings import FrekiSettings  # noqa: E402
+from odin_client import OdinClient, OdinSettings  # noqa: E402
+from odin_client.cli import main as odin_main  # noqa: E402
+from tests.geri.fixtures import embedded_backend, geri_server  # noqa: E402, F401
+from wolf_service.serving import ServerHandle  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+CORPUS = Path(__file__).resolve().parents[2] / "scripts" / "sample_corpus"
+
+
+@pytest.fixture(scope="module")
+def real_freki(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[ServerHandle]:  # type: ignore[no-untyped-def]
+    """A real Freki on port 0 with the packaged embedding model and the embedded Qdrant engine."""
+    settings = FrekiSettings(host="127.0.0.1", port=0, data_dir=tmp_path_factory.mktemp("freki"),
+                             shutdown_grace_s=1.0)
+    handle, engine = build_freki(settings, engine=FrekiEngine(settings, embedder=embedder))
+    try:
+        yield handle
+    finally:
+        handle.stop(1.0)
+        engine.close()
+
+
+@pytest.fixture(scope="module")
+def odin(real_freki: ServerHandle, geri_server: ServerHandle) -> Iterator[OdinClient]:  # noqa: F811
+    """An Odin client on both real services, with the sample corpus indexed."""
+    settings = OdinSettings(freki_target=real_freki.address, geri_target=geri_server.address,
+                            generate_deadline_s=600, index_deadline_s=600)
+    with OdinClient(settings) as client:
+        results = client.index([CORPUS], stop_on_error=True)
+        assert len(results) == len(list(CORPUS.iterdir()))
+        yield client
+
+
+def test_ask_answers_with_the_fact_and_its_source(odin: OdinClient):
+    answer = odin.ask("Which port does the Hrafn Relay admin API listen on?", top_k=2,
+                      temperature=0.0, max_tokens=64)
+    assert answer.used_context
+    assert Path(answer.sources[0].source).name == "networking.md"
+    assert "9427" in answer.sources[0].content
+    assert "9427" in answer.text, answer.text
+    assert answer.timings.generate_ms > 0 and answer.timings.retrieve_ms > 0
+    assert answer.generation.model
+
+
+def test_status_and_cli_retrieve_against_real_services(odin: OdinClient, capsys):
+    status = odin.status()
+    assert status.document_count == len(list(CORPUS.iterdir()))
+    code = odin_main(["retrieve", "error HR-1042 queue full", "--top-k", "1", "--json",
+                      "--freki", odin.settings.freki_target])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert Path(data["sources"][0]["source"]).name in {"error-codes.md", "configuration.md"}
+    assert "HR-1042" in data["sources"][0]["snippet"]
