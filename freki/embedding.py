@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +91,8 @@ class Embedder:
         self.cache_hits = 0
         self.cache_misses = 0
         self.texts_embedded = 0
+        # Set by the engine to a micro-batcher (freki.query_batching) so concurrent queries share passes.
+        self.query_encoder: Callable[[str], np.ndarray] | None = None
 
     @property
     def dimension(self) -> int:
@@ -126,7 +128,7 @@ class Embedder:
                     self._cache.move_to_end(text)
                     self.cache_hits += 1
                     return cached
-        vector = self.embed([text])[0]
+        vector = self.query_encoder(text) if self.query_encoder else self.embed([text])[0]
         vector.setflags(write=False)
         if self._cache_size:
             with self._cache_lock:

@@ -74,8 +74,9 @@ class RetrievalSettings(BaseModel):
     # Path of a sentence-transformers CrossEncoder directory; None disables re-ranking.
     reranker_model: str | None = None
     rerank_candidates: int = Field(30, ge=1, le=1000)
-    # Micro-batch concurrent query embeddings: wait at most this long for company (0 = off).
-    query_batch_wait_ms: float = Field(2.0, ge=0.0, le=100.0)
+    # Concurrent query embeddings are batched while the model is busy; a leader may also wait this
+    # long for company (0 = never delay a query; batches still form under load).
+    query_batch_wait_ms: float = Field(0.0, ge=0.0, le=100.0)
     query_batch_max: int = Field(64, ge=1, le=4096)
 
 
