@@ -4,6 +4,7 @@ Start with :class:`OdinClient` (blocking) or :class:`odin_client.aio.AsyncOdinCl
 with :class:`OdinSettings` (``ODIN_*`` environment variables or a JSON file).
 """
 
+from odin_client.aio import AsyncOdinClient
 from odin_client.client import OdinClient
 from odin_client.errors import (
     ClientClosed,
@@ -22,6 +23,7 @@ from odin_client.status import IndexStatusInfo, ModelList
 
 __all__ = [
     "Answer",
+    "AsyncOdinClient",
     "ClientClosed",
     "DeadlineExceeded",
     "Generation",

@@ -88,8 +88,9 @@ def test_other_errors_exit_1(freki, geri, capsys):
     freki[0].rec.faults.code = grpc.StatusCode.INTERNAL
     freki[0].rec.faults.fail_times = -1
     assert main(["status", *_targets(freki, geri)]) == 1
-    out = capsys.readouterr().out
-    assert "ERROR" in out and "default model test-model" in out
+    captured = capsys.readouterr()
+    assert "ERROR" in captured.out and "default model test-model" in captured.out
+    assert "Freki (retrieval) GetIndexStatus failed: INTERNAL" in captured.err
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["ask", "--help"]])

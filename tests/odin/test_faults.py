@@ -112,6 +112,21 @@ def test_non_retryable_codes_fail_after_one_attempt(make_client, freki, code, er
     assert clock.sleeps == []
 
 
+def test_invalid_argument_not_retried_for_generate_or_index(make_client, freki, geri):
+    for servicer in (freki[0], geri[0]):
+        servicer.rec.faults.code = grpc.StatusCode.INVALID_ARGUMENT
+        servicer.rec.faults.fail_times = -1
+    clock = FakeClock()
+    client = make_client(freki_target=freki[1].address, geri_target=geri[1].address, clock=clock)
+    with pytest.raises(InvalidRequest) as gen_info:
+        client.generate("q")
+    with pytest.raises(InvalidRequest) as idx_info:
+        client.index_text("text", source="a.md")
+    assert gen_info.value.service == "geri" and idx_info.value.service == "freki"
+    assert geri[0].rec.count("Generate") == 1 and freki[0].rec.count("IndexDocument") == 1
+    assert clock.sleeps == []
+
+
 def test_unavailable_from_a_live_server_is_retried(make_client, freki):
     servicer, handle = freki
     servicer.rec.faults.fail_times = 2

@@ -1,0 +1,281 @@
+"""The asyncio Odin client (grpc.aio), a thin twin of :class:`odin_client.client.OdinClient`.
+
+It sends the same requests (:mod:`odin_client.messages`), returns the same result types
+(:mod:`odin_client.results`) and follows the same :class:`~odin_client.retry.RetryPolicy`; only the
+waiting (``asyncio.sleep``) and the channels (``grpc.aio``) differ. Indexing of folders stays in the
+blocking client, where a progress bar and file I/O belong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+import grpc
+from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc, geri_pb2, geri_pb2_grpc
+
+from odin_client import messages
+from odin_client.calls import deadline_error
+from odin_client.channels import call_metadata, channel_credentials, channel_options
+from odin_client.client import policy_from
+from odin_client.errors import (
+    ClientClosed,
+    DeadlineExceeded,
+    ServiceUnavailable,
+    StreamInterrupted,
+    raise_from_rpc_error,
+    status_of,
+)
+from odin_client.results import (
+    Answer,
+    Generation,
+    IndexResult,
+    Retrieval,
+    Source,
+    Timings,
+    generation_from_proto,
+    index_result_from_proto,
+    retrieval_from_proto,
+)
+from odin_client.retry import RETRY_ALWAYS, RETRY_IDEMPOTENT_READ, RetryPolicy, attempt_timeout
+from odin_client.settings import OdinSettings
+from odin_client.status import IndexStatusInfo, ModelList, models_from_proto, status_from_proto
+
+T = TypeVar("T")
+
+
+class AsyncClock(Protocol):
+    """Time source and non-blocking sleeper (tests inject a fake)."""
+
+    def monotonic(self) -> float:
+        """Seconds on a monotonic clock."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` without blocking the event loop."""
+        ...
+
+
+class LoopClock:
+    """The real clock."""
+
+    def monotonic(self) -> float:
+        """Seconds on the process's monotonic clock."""
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        """``asyncio.sleep``."""
+        await asyncio.sleep(seconds)
+
+
+def _ms_since(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0
+
+
+class AsyncOdinClient:
+    """asyncio client for Freki and Geri; ``async with`` it or ``await close()``."""
+
+    def __init__(self, settings: OdinSettings | None = None, *, clock: AsyncClock | None = None,
+                 rng: random.Random | None = None) -> None:
+        """Create a client; channels open on first use (inside the running event loop)."""
+        self.settings = settings or OdinSettings()
+        self.policy: RetryPolicy = policy_from(self.settings)
+        self.clock: AsyncClock = clock or LoopClock()
+        self.rng = rng or random.Random()
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._closed = False
+        self._metadata = call_metadata(self.settings)
+
+    async def __aenter__(self) -> AsyncOdinClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close all channels; later calls raise :class:`~odin_client.errors.ClientClosed`."""
+        self._closed = True
+        channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            await channel.close()
+
+    @property
+    def open_targets(self) -> list[str]:
+        """Targets with an open channel."""
+        return list(self._channels)
+
+    def _channel(self, target: str) -> grpc.aio.Channel:
+        if self._closed:
+            raise ClientClosed("the Odin client is closed; create a new AsyncOdinClient")
+        channel = self._channels.get(target)
+        if channel is None:
+            creds = channel_credentials(self.settings)
+            options = channel_options(self.settings)
+            channel = (grpc.aio.insecure_channel(target, options=options) if creds is None
+                       else grpc.aio.secure_channel(target, creds, options=options))
+            self._channels[target] = channel
+        return channel
+
+    async def _retry_wait(self, exc: grpc.RpcError, attempts: int, retryable: frozenset[grpc.StatusCode],
+                          deadline: float, service: str, method: str) -> None:
+        """Sleep before the next attempt, or raise the converted error when we must give up."""
+        delay = self.policy.next_delay(attempts=attempts, code=status_of(exc)[0], retryable=retryable,
+                                       now=self.clock.monotonic(), deadline=deadline, rng=self.rng)
+        if delay is None:
+            raise_from_rpc_error(exc, service=service, method=method, attempts=attempts)
+        await self.clock.sleep(delay)
+
+    async def _unary(self, invoke: Callable[[float], Awaitable[T]], *, service: str, method: str,
+                     budget_s: float, idempotent_read: bool) -> tuple[T, int]:
+        retryable = RETRY_IDEMPOTENT_READ if idempotent_read else RETRY_ALWAYS
+        deadline = self.clock.monotonic() + budget_s
+        attempts = 0
+        while True:
+            remaining = deadline - self.clock.monotonic()
+            if remaining <= 0:
+                raise deadline_error(service, method, budget_s, attempts)
+            attempts += 1
+            try:
+                return await invoke(attempt_timeout(remaining, self.settings.attempt_timeout_s)), attempts
+            except grpc.RpcError as exc:
+                await self._retry_wait(exc, attempts, retryable, deadline, service, method)
+
+    async def retrieve(self, query: str, *, top_k: int = 0, filters: messages.Filters | None = None,
+                       mode: str = "", tenant_id: str | None = None,
+                       deadline_s: float | None = None) -> Retrieval:
+        """Retrieve chunks for ``query`` (see :meth:`OdinClient.retrieve`)."""
+        request = messages.retrieve_request(query, tenant_id=self._tenant(tenant_id), top_k=top_k,
+                                            filters=filters, mode=mode)
+        stub = freki_pb2_grpc.FrekiServiceStub(self._channel(self.settings.freki_target))
+        start = time.perf_counter()
+        resp, attempts = await self._unary(
+            lambda t: stub.RetrieveContext(request, timeout=t, metadata=self._metadata),
+            service="freki", method="RetrieveContext", budget_s=deadline_s or self.settings.deadline_s,
+            idempotent_read=True)
+        return retrieval_from_proto(resp, elapsed_ms=_ms_since(start), attempts=attempts)
+
+    async def generate(self, prompt: str, *, context: common_pb2.RAGContext | None = None,
+                       tenant_id: str | None = None, deadline_s: float | None = None,
+                       **options: Any) -> Generation:
+        """Generate a full answer; ``options`` are model, system_prompt, max_tokens, temperature."""
+        request = messages.generate_request(prompt, tenant_id=self._tenant(tenant_id), context=context,
+                                            **options)
+        stub = geri_pb2_grpc.GeriServiceStub(self._channel(self.settings.geri_target))
+        start = time.perf_counter()
+        resp, attempts = await self._unary(
+            lambda t: stub.Generate(request, timeout=t, metadata=self._metadata), service="geri",
+            method="Generate", budget_s=deadline_s or self.settings.generate_deadline_s,
+            idempotent_read=False)
+        return generation_from_proto(resp, elapsed_ms=_ms_since(start), attempts=attempts)
+
+    async def generate_stream(self, prompt: str, *, context: common_pb2.RAGContext | None = None,
+                              tenant_id: str | None = None, deadline_s: float | None = None,
+                              **options: Any) -> AsyncIterator[str | Generation]:
+        """Text deltas, then one :class:`Generation`; retried only before the first event."""
+        request = messages.generate_request(prompt, tenant_id=self._tenant(tenant_id), context=context,
+                                            **options)
+        stub = geri_pb2_grpc.GeriServiceStub(self._channel(self.settings.geri_target))
+        budget = deadline_s or self.settings.generate_deadline_s
+        deadline = self.clock.monotonic() + budget
+        start = time.perf_counter()
+        attempts = 0
+        while True:
+            remaining = deadline - self.clock.monotonic()
+            if remaining <= 0:
+                raise deadline_error("geri", "GenerateStream", budget, attempts)
+            attempts += 1
+            call = stub.GenerateStream(request, timeout=remaining, metadata=self._metadata)
+            try:
+                event = await call.read()
+                break
+            except grpc.RpcError as exc:
+                await self._retry_wait(exc, attempts, RETRY_ALWAYS, deadline, "geri", "GenerateStream")
+        received = 0
+        try:
+            while event is not grpc.aio.EOF:
+                received += 1
+                kind = event.WhichOneof("event")
+                if kind == "text_delta":
+                    yield event.text_delta
+                elif kind == "final":
+                    yield generation_from_proto(event.final, elapsed_ms=_ms_since(start), attempts=attempts)
+                    return
+                event = await call.read()
+        except grpc.RpcError as exc:
+            raise_from_rpc_error(exc, service="geri", method="GenerateStream", attempts=attempts,
+                                 after_messages=received)
+        finally:
+            call.cancel()
+        raise StreamInterrupted(
+            f"Geri (generation) GenerateStream ended after {received} event(s) without its final event; "
+            "the answer is incomplete", service="geri", details="stream ended without final event")
+
+    async def ask(self, question: str, *, top_k: int = 0, filters: messages.Filters | None = None,
+                  mode: str = "", tenant_id: str | None = None, allow_no_context: bool = False,
+                  on_text: Callable[[str], None] | None = None, **options: Any) -> Answer:
+        """Retrieve, then generate (see :meth:`OdinClient.ask`)."""
+        start = time.perf_counter()
+        context: common_pb2.RAGContext | None = None
+        sources: list[Source] = []
+        note = ""
+        try:
+            retrieval = await self.retrieve(question, top_k=top_k, filters=filters, mode=mode,
+                                            tenant_id=tenant_id)
+            context, sources = retrieval.context, retrieval.sources
+        except (ServiceUnavailable, DeadlineExceeded) as exc:
+            if not allow_no_context:
+                raise
+            note = f"Answered WITHOUT retrieved context because retrieval failed: {exc}"
+        retrieve_ms = _ms_since(start)
+        gen_start = time.perf_counter()
+        if on_text is None:
+            generation = await self.generate(question, context=context, tenant_id=tenant_id, **options)
+        else:
+            final: Generation | None = None
+            async for item in self.generate_stream(question, context=context, tenant_id=tenant_id,
+                                                   **options):
+                if isinstance(item, Generation):
+                    final = item
+                else:
+                    on_text(item)
+            assert final is not None  # generate_stream ends with a Generation or raises
+            generation = final
+        timings = Timings(retrieve_ms=retrieve_ms, generate_ms=_ms_since(gen_start),
+                          total_ms=_ms_since(start))
+        return Answer(question=question, text=generation.text, sources=sources, timings=timings,
+                      generation=generation, used_context=bool(sources), note=note)
+
+    async def index_text(self, text: str, *, source: str, document_id: str = "", content_type: str = "",
+                         metadata: dict[str, str] | None = None, tenant_id: str | None = None) -> IndexResult:
+        """Index one text document."""
+        request = messages.index_text_request(text, tenant_id=self._tenant(tenant_id), source=source,
+                                              document_id=document_id, content_type=content_type,
+                                              metadata=metadata)
+        stub = freki_pb2_grpc.FrekiServiceStub(self._channel(self.settings.freki_target))
+        resp, _ = await self._unary(
+            lambda t: stub.IndexDocument(request, timeout=t, metadata=self._metadata), service="freki",
+            method="IndexDocument", budget_s=self.settings.index_deadline_s, idempotent_read=False)
+        return index_result_from_proto(resp, source)
+
+    async def status(self, *, tenant_id: str | None = None) -> IndexStatusInfo:
+        """Freki's index status."""
+        stub = freki_pb2_grpc.FrekiServiceStub(self._channel(self.settings.freki_target))
+        request = freki_pb2.GetIndexStatusRequest(tenant_id=self._tenant(tenant_id))
+        resp, _ = await self._unary(
+            lambda t: stub.GetIndexStatus(request, timeout=t, metadata=self._metadata), service="freki",
+            method="GetIndexStatus", budget_s=self.settings.deadline_s, idempotent_read=True)
+        return status_from_proto(resp)
+
+    async def models(self) -> ModelList:
+        """Geri's models."""
+        stub = geri_pb2_grpc.GeriServiceStub(self._channel(self.settings.geri_target))
+        resp, _ = await self._unary(
+            lambda t: stub.ListModels(geri_pb2.ListModelsRequest(), timeout=t, metadata=self._metadata),
+            service="geri", method="ListModels", budget_s=self.settings.deadline_s, idempotent_read=True)
+        return models_from_proto(resp)
+
+    def _tenant(self, tenant_id: str | None) -> str:
+        return self.settings.tenant_id if tenant_id is None else tenant_id
