@@ -188,8 +188,8 @@ def _status(client: OdinClient, args: argparse.Namespace) -> int:
         })
     else:
         print(render_status(freki, geri))
-    for exc in errors:
-        print(f"odin status: {exc}", file=sys.stderr)
+    for error in errors:
+        print(f"odin status: {error}", file=sys.stderr)
     if any(isinstance(e, ServiceUnavailable) for e in errors):
         return EXIT_UNAVAILABLE
     return EXIT_ERROR if errors else EXIT_OK
