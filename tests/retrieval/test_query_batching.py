@@ -1,0 +1,90 @@
+"""Micro-batching of concurrent query embeddings."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from freki.query_batching import QueryBatcher
+
+
+class SlowEncoder:
+    """Stands in for the model: records batch sizes, takes a while per pass."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.batches: list[int] = []
+        self.fail_on = fail_on
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(len(texts))
+        time.sleep(0.05)
+        if self.fail_on in texts:
+            raise RuntimeError("model failed")
+        return np.asarray([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
+
+
+def run_concurrently(batcher: QueryBatcher, texts: list[str]) -> dict[str, object]:
+    results: dict[str, object] = {}
+
+    def one(text: str) -> None:
+        try:
+            results[text] = batcher.encode(text)
+        except RuntimeError as exc:
+            results[text] = exc
+
+    threads = [threading.Thread(target=one, args=(t,)) for t in texts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    return results
+
+
+def test_concurrent_queries_share_passes_and_get_their_own_vector() -> None:
+    encoder = SlowEncoder()
+    batcher = QueryBatcher(encoder, max_batch=64)
+    texts = ["x" * n for n in range(1, 41)]
+    results = run_concurrently(batcher, texts)
+    assert all(results[t][0] == len(t) for t in texts)  # type: ignore[index]
+    assert len(encoder.batches) < len(texts) / 4  # 40 queries in a handful of passes
+    assert sum(encoder.batches) == len(texts)
+
+
+def test_a_lone_query_is_not_delayed() -> None:
+    encoder = SlowEncoder()
+    batcher = QueryBatcher(encoder)
+    started = time.perf_counter()
+    batcher.encode("hello")
+    assert encoder.batches == [1]
+    assert time.perf_counter() - started < 1.0
+
+
+def test_batch_size_is_capped() -> None:
+    encoder = SlowEncoder()
+    run_concurrently(QueryBatcher(encoder, max_batch=4), [f"q{i}" for i in range(20)])
+    assert max(encoder.batches) <= 4 and sum(encoder.batches) == 20
+
+
+def test_a_failed_pass_fails_every_query_in_it_and_nothing_hangs() -> None:
+    encoder = SlowEncoder(fail_on="bad")
+    batcher = QueryBatcher(encoder, max_batch=64)
+    results = run_concurrently(batcher, ["bad", *[f"q{i}" for i in range(10)]])
+    assert len(results) == 11
+    assert isinstance(results["bad"], RuntimeError)
+    assert batcher.encode("fine")[0] == 4.0  # the batcher recovers
+
+
+def test_waiting_for_company_gathers_a_batch() -> None:
+    encoder = SlowEncoder()
+    batcher = QueryBatcher(encoder, max_batch=8, max_wait_s=0.2)
+    run_concurrently(batcher, [f"q{i}" for i in range(8)])
+    assert encoder.batches[0] > 1
+
+
+def test_invalid_configuration_is_refused() -> None:
+    with pytest.raises(ValueError):
+        QueryBatcher(SlowEncoder(), max_batch=0)
