@@ -97,3 +97,15 @@ def test_other_errors_exit_1(freki, geri, capsys):
 def test_help_exits_0(argv, capsys):
     assert main(argv) == 0
     assert "usage: odin" in capsys.readouterr().out
+
+
+def test_index_human_output_and_tenant(freki, geri, tmp_path: Path, capsys):
+    (tmp_path / "a.md").write_text("# A\nport 7443\n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    code = main(["index", str(tmp_path), "--tenant", "acme", "--no-progress", *_targets(freki, geri)])
+    captured = capsys.readouterr()
+    assert code == 1  # one document failed
+    assert "created" in captured.out and "a.md" in captured.out
+    assert "1 of 2 document(s) indexed, 1 failed" in captured.out
+    assert "FAILED" in captured.err and "empty.txt" in captured.err
+    assert [c.request.tenant_id for c in freki[0].rec.calls] == ["acme"]
