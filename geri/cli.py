@@ -1,0 +1,55 @@
+"""``geri`` console script: ``geri serve [--config FILE] [--port N] [--backend embedded|ollama]``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from geri.settings import GeriSettings
+from wolf_service.reload import SettingsSource
+from wolf_service.settings import SettingsError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="geri", description="Geri: the Wolfpack RAG generation service")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the gRPC server until SIGTERM/SIGINT")
+    serve.add_argument("--config", help="JSON settings file (default: $GERI_SETTINGS_FILE)")
+    serve.add_argument("--host", help="listen address (GERI_HOST)")
+    serve.add_argument("--port", type=int, help="listen port, 0 = any free port (GERI_PORT)")
+    serve.add_argument("--backend", choices=["embedded", "ollama"], help="LLM backend (GERI_BACKEND)")
+    serve.add_argument("--log-level", help="overrides log.level (GERI_LOG__LEVEL)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``geri`` console script; returns the process exit code."""
+    args = _parser().parse_args(argv)
+    overrides: dict[str, Any] = {
+        key: value
+        for key, value in (("host", args.host), ("port", args.port), ("backend", args.backend))
+        if value is not None
+    }
+    if args.log_level:
+        overrides["log"] = {"level": args.log_level}
+    try:
+        settings = GeriSettings.load(args.config, **overrides)
+    except SettingsError as exc:
+        print(f"geri: {exc}", file=sys.stderr)
+        return 2
+    # Imported here so `geri --help` stays fast (the server pulls in grpc, torch on demand).
+    from geri.server import serve
+
+    path = args.config or os.environ.get("GERI_SETTINGS_FILE")
+    # A reload repeats exactly this load (file, env, command-line overrides), so flags keep winning.
+    source = SettingsSource(lambda: GeriSettings.load(args.config, **overrides), Path(path) if path else None)
+    serve(settings, reload_from=source)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""Prompt assembly and context-window fitting.
+
+The user turn holds the retrieved documents as ``[Document N: document_id]`` blocks (with
+their source), then the question. When system prompt + documents + question + the answer's
+``max_tokens`` exceed the model window, the lowest-scored documents are dropped first and the
+caller is told which; an over-long prompt is never sent to a backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from geri.backends.base import ChatMessage
+from wolf_service.errors import InvalidArgument
+
+
+@dataclass(frozen=True)
+class ContextDocument:
+    """A retrieved document as the prompt needs it."""
+
+    document_id: str
+    content: str
+    score: float
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class FittedPrompt:
+    """Messages that fit the window, their token count, and what was left out to get there."""
+
+    messages: list[ChatMessage]
+    prompt_tokens: int
+    kept_document_ids: list[str]
+    dropped_document_ids: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+TokenCounter = Callable[[Sequence[ChatMessage]], int]
+
+
+def format_document(number: int, doc: ContextDocument) -> str:
+    """One ``[Document N: id]`` block: header, source line when known, content."""
+    lines = [f"[Document {number}: {doc.document_id}]"]
+    if doc.source:
+        lines.append(f"Source: {doc.source}")
+    lines.append(doc.content.strip())
+    return "\n".join(lines)
+
+
+def build_messages(
+    system_prompt: str,
+    question: str,
+    documents: Sequence[ContextDocument],
+    language: str = "",
+) -> list[ChatMessage]:
+    """Assemble the chat turns: system prompt, then one user turn with the documents and question.
+
+    Args:
+        system_prompt: Instructions for the model; empty omits the system turn.
+        question: The user's prompt.
+        documents: Context documents in the order they should appear (numbered from 1).
+        language: BCP-47 tag of the wanted answer language; empty leaves it to the model.
+    """
+    system = system_prompt.strip()
+    if language:
+        system = f"{system}\nAnswer in the language with BCP-47 tag '{language}'.".strip()
+    if documents:
+        blocks = "\n\n".join(format_document(i, doc) for i, doc in enumerate(documents, start=1))
+        user = f"Context:\n\n{blocks}\n\nQuestion: {question}"
+    else:
+        user = question
+    messages = [ChatMessage("system", system)] if system else []
+    messages.append(ChatMessage("user", user))
+    return messages
+
+
+def _drop_order(documents: Sequence[ContextDocument]) -> list[int]:
+    """Indexes in the order they are given up: lowest score first; among equals, the later one."""
+    return sorted(range(len(documents)), key=lambda i: (documents[i].score, -i))
+
+
+def fit_to_window(
+    *,
+    system_prompt: str,
+    question: str,
+    documents: Sequence[ContextDocument],
+    language: str,
+    window: int,
+    max_tokens: int,
+    count_tokens: TokenCounter,
+) -> FittedPrompt:
+    """Build the prompt and drop the lowest-scored documents until prompt + ``max_tokens`` fit ``window``.
+
+    Args:
+        system_prompt: Instructions for the model.
+        question: The user's prompt.
+        documents: Retrieved context, in presentation order.
+        language: Wanted answer language ("" = unspecified).
+        window: The model's context window in tokens.
+        max_tokens: Tokens reserved for the answer.
+        count_tokens: The backend's token counter for a list of messages.
+
+    Raises:
+        InvalidArgument: even the question without any document does not fit; the message
+            says how long it is and what the limit is.
+    """
+    budget = window - max_tokens
+    bare = build_messages(system_prompt, question, [], language)
+    bare_tokens = count_tokens(bare)
+    if bare_tokens > budget:
+        raise InvalidArgument(
+            f"prompt is {bare_tokens} tokens (with the system prompt); with max_tokens={max_tokens} the "
+            f"model window of {window} tokens leaves room for {max(budget, 0)}: shorten the prompt or "
+            "lower metadata.max_tokens"
+        )
+
+    kept = list(range(len(documents)))
+    dropped: list[int] = []
+    order = _drop_order(documents)
+    if documents:
+        # Estimate each block's cost once so the common case needs one exact count, not one per drop.
+        with_all = build_messages(system_prompt, question, documents, language)
+        total = count_tokens(with_all)
+        if total > budget:
+            costs = {i: count_tokens([ChatMessage("user", format_document(i + 1, d))]) for i, d in
+                     enumerate(documents)}
+            estimate = total
+            for i in order:
+                if estimate <= budget:
+                    break
+                dropped.append(i)
+                estimate -= costs[i]
+            kept = [i for i in range(len(documents)) if i not in set(dropped)]
+            # Block costs are not exactly additive (numbering, separators): drop more until exact fit.
+            while kept:
+                messages = build_messages(system_prompt, question, [documents[i] for i in kept], language)
+                total = count_tokens(messages)
+                if total <= budget:
+                    break
+                victim = next(i for i in order if i in kept)
+                kept.remove(victim)
+                dropped.append(victim)
+            if not kept:
+                total = bare_tokens
+    else:
+        total = bare_tokens
+
+    kept_docs = [documents[i] for i in kept]
+    messages = build_messages(system_prompt, question, kept_docs, language)
+    warnings: list[str] = []
+    if dropped:
+        ids = [documents[i].document_id for i in dropped]
+        warnings.append(
+            f"dropped {len(dropped)} of {len(documents)} context documents with the lowest relevance "
+            f"({', '.join(ids)}) to fit the model window of {window} tokens with max_tokens={max_tokens}"
+        )
+    return FittedPrompt(
+        messages=messages,
+        prompt_tokens=total,
+        kept_document_ids=[d.document_id for d in kept_docs],
+        dropped_document_ids=[documents[i].document_id for i in dropped],
+        warnings=warnings,
+    )

@@ -1,0 +1,114 @@
+"""Check a ``WolfRequest`` for Geri and turn it into validated generation inputs.
+
+Every rejection is an ``InvalidArgument`` whose message names the offending field, so a
+client can fix the request without reading server logs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from wolf.v1 import common_pb2
+
+from geri.backends.base import GenerationParams
+from geri.prompting import ContextDocument
+from geri.settings import GeriSettings
+from wolf_service.errors import InvalidArgument
+
+MAX_PROMPT_CHARS = 1_000_000
+MAX_STOP_SEQUENCES = 16
+
+
+@dataclass(frozen=True)
+class ValidatedRequest:
+    """What a generation needs, taken from a request that passed validation."""
+
+    request_id: str
+    prompt: str
+    documents: list[ContextDocument]
+    params: GenerationParams
+    model: str
+    system_prompt: str
+    language: str
+
+
+def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) -> ValidatedRequest:
+    """Validate ``request`` and fill unset options from ``settings``.
+
+    Raises:
+        InvalidArgument: naming the first field that is wrong.
+    """
+    if not request.request_id.strip():
+        raise InvalidArgument("request_id must be non-empty")
+    if request.model_type != common_pb2.LLM:
+        got = common_pb2.ModelType.Name(request.model_type)
+        raise InvalidArgument(f"model_type must be LLM for Geri (got {got})")
+    if not request.prompt.strip():
+        raise InvalidArgument("prompt must be non-empty")
+    if len(request.prompt) > MAX_PROMPT_CHARS:
+        raise InvalidArgument(
+            f"prompt is {len(request.prompt):,} characters; the limit is {MAX_PROMPT_CHARS:,}"
+        )
+
+    meta = request.metadata
+    max_tokens = settings.default_max_tokens
+    if meta.HasField("max_tokens"):
+        max_tokens = meta.max_tokens
+        if max_tokens <= 0:
+            raise InvalidArgument(f"metadata.max_tokens must be positive (got {max_tokens})")
+        if max_tokens > settings.max_tokens_limit:
+            raise InvalidArgument(
+                f"metadata.max_tokens is {max_tokens}; the limit is {settings.max_tokens_limit}"
+            )
+    temperature = settings.default_temperature
+    if meta.HasField("temperature"):
+        temperature = meta.temperature
+        if not math.isfinite(temperature) or not 0.0 <= temperature <= 2.0:
+            raise InvalidArgument(f"metadata.temperature must be in [0, 2] (got {temperature})")
+
+    gen = request.generation
+    top_p: float | None = None
+    if gen.HasField("top_p"):
+        top_p = gen.top_p
+        if not math.isfinite(top_p) or not 0.0 < top_p <= 1.0:
+            raise InvalidArgument(f"generation.top_p must be in (0, 1] (got {top_p})")
+    if len(gen.stop) > MAX_STOP_SEQUENCES:
+        raise InvalidArgument(
+            f"generation.stop has {len(gen.stop)} entries; the limit is {MAX_STOP_SEQUENCES}"
+        )
+    for i, stop in enumerate(gen.stop):
+        if not stop:
+            raise InvalidArgument(f"generation.stop[{i}] must be non-empty")
+    seed = gen.seed if gen.HasField("seed") else None
+
+    documents: list[ContextDocument] = []
+    for i, doc in enumerate(request.context.documents):
+        if not doc.document_id.strip():
+            raise InvalidArgument(f"context.documents[{i}].document_id must be non-empty")
+        if not math.isfinite(doc.relevance_score):
+            raise InvalidArgument(f"context.documents[{i}].relevance_score must be a finite number")
+        documents.append(
+            ContextDocument(
+                document_id=doc.document_id,
+                content=doc.content,
+                score=doc.relevance_score,
+                source=doc.source,
+            )
+        )
+
+    return ValidatedRequest(
+        request_id=request.request_id,
+        prompt=request.prompt,
+        documents=documents,
+        params=GenerationParams(
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            stop=tuple(gen.stop),
+        ),
+        model=gen.model.strip(),
+        system_prompt=gen.system_prompt if gen.system_prompt.strip() else settings.system_prompt,
+        language=meta.language.strip(),
+    )

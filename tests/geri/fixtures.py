@@ -1,0 +1,206 @@
+"""Reusable Geri fixtures: the real embedded backend, an in-process Geri on port 0, and a real
+Ollama-protocol server (ollama-proxy-plus in front of ``transformers serve`` running SmolLM2).
+
+Other test packages (e.g. Odin's) reuse them with::
+
+    from tests.geri.fixtures import embedded_backend, geri_server, geri_stub  # noqa: F401
+
+``geri_server`` yields a :class:`wolf_service.serving.ServerHandle`; ``handle.address`` is
+``127.0.0.1:<port>``. ``start_geri(settings, backend)`` is the context manager behind it, for
+tests that need their own settings (e.g. a small window) on the shared backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from safetensors.torch import save_model
+from wolf.v1 import geri_pb2_grpc
+
+from geri.backends.embedded import EmbeddedBackend, default_model_path
+from geri.backends.loaded_model import load_model
+from geri.server import build_server
+from geri.settings import GeriSettings
+from wolf_service.serving import ServerHandle
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+VENV_BIN = Path(sys.executable).parent
+# Name the converted checkpoint so the Ollama-protocol model is "local/smollm2".
+HF_DIR_NAME = "smollm2"
+OLLAMA_MODEL = f"local/{HF_DIR_NAME}"
+
+
+def geri_settings(**overrides: Any) -> GeriSettings:
+    """Settings for a test server: loopback, free port, embedded backend, short grace."""
+    values: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "backend": "embedded", "shutdown_grace_s": 2.0}
+    values.update(overrides)
+    return GeriSettings(**values)
+
+
+@contextlib.contextmanager
+def start_geri(settings: GeriSettings, backend: Any) -> Iterator[ServerHandle]:
+    """Run Geri in-process with ``backend`` until the block ends (stopped in ``finally``)."""
+    handle = build_server(settings, backend)
+    try:
+        yield handle
+    finally:
+        handle.stop(settings.shutdown_grace_s)
+
+
+@pytest.fixture(scope="session")
+def embedded_backend() -> Iterator[EmbeddedBackend]:
+    """The real SmolLM2-135M-Instruct backend, loaded once per session."""
+    backend = EmbeddedBackend(geri_settings())
+    backend.prepare()
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
+@pytest.fixture(scope="module")
+def geri_server(embedded_backend: EmbeddedBackend) -> Iterator[ServerHandle]:
+    """A running Geri (embedded backend) for the whole test module."""
+    with start_geri(geri_settings(), embedded_backend) as handle:
+        yield handle
+
+
+@pytest.fixture(scope="module")
+def geri_stub(geri_server: ServerHandle) -> Iterator[geri_pb2_grpc.GeriServiceStub]:
+    """A client stub on a channel to the module's Geri."""
+    with grpc.insecure_channel(geri_server.address) as channel:
+        yield geri_pb2_grpc.GeriServiceStub(channel)
+
+
+# --- a real Ollama-protocol server ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OllamaProtocolServer:
+    """Where the proxy listens and which model name it serves."""
+
+    host: str
+    model: str
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago (the servers bind it right after)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"{url} not ready after {timeout_s:.0f}s:\n{log.read_text()[-3000:]}")
+
+
+def export_hf_checkpoint(dest: Path) -> Path:
+    """Write SmolLM2 as a plain (de-quantized) Hugging Face checkpoint at ``dest``, once.
+
+    ``transformers serve`` cannot serve the GGUF directly (its config has no architecture),
+    so the weights are de-quantized and saved; the directory is reused across sessions.
+    """
+    marker = dest / ".complete"
+    if marker.exists():
+        return dest
+    loaded = load_model(default_model_path())
+    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    # save_pretrained refuses GGUF-quantized models; the tensors themselves are plain fp32 by now.
+    config = loaded.model.config.to_dict()
+    config.pop("quantization_config", None)
+    config["architectures"] = [type(loaded.model).__name__]
+    (tmp / "config.json").write_text(json.dumps(config, indent=2))
+    loaded.model.generation_config.save_pretrained(tmp)
+    save_model(loaded.model, str(tmp / "model.safetensors"))
+    loaded.tokenizer.save_pretrained(tmp)
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    marker.touch()
+    return dest
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def ollama_protocol_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OllamaProtocolServer]:
+    """ollama-proxy-plus on a free port in front of ``transformers serve`` running SmolLM2."""
+    transformers_bin = VENV_BIN / "transformers"
+    proxy_bin = VENV_BIN / "ollama-proxy"
+    for binary in (transformers_bin, proxy_bin):
+        if not binary.exists():
+            pytest.skip(f"{binary.name} is not installed (pip install '.[dev]'): no Ollama-protocol server")
+    checkpoint = export_hf_checkpoint(Path(tempfile.gettempdir()) / "wolfpack-geri-hf" / HF_DIR_NAME)
+    logs = tmp_path_factory.mktemp("ollama-protocol")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    backend_port, proxy_port = free_port(), free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        backend_log = logs / "transformers-serve.log"
+        procs.append(
+            subprocess.Popen(
+                [str(transformers_bin), "serve", "--host", "127.0.0.1", "--port", str(backend_port),
+                 "--device", "cpu", HF_DIR_NAME],
+                cwd=checkpoint.parent,  # the pinned model id is the relative directory name
+                env=env,
+                stdout=backend_log.open("wb"),
+                stderr=subprocess.STDOUT,
+            )
+        )
+        _wait_http(f"http://127.0.0.1:{backend_port}/health", procs[0], 180, backend_log)
+        proxy_log = logs / "ollama-proxy.log"
+        proxy_env = {
+            **env,
+            "PROVIDERS_LOCAL_BASE_URL": f"http://127.0.0.1:{backend_port}/v1",
+            "PROVIDERS_LOCAL_API_KEY": "EMPTY",
+            "EXTRA_MODELS": OLLAMA_MODEL,
+        }
+        procs.append(
+            subprocess.Popen(
+                [str(proxy_bin), "serve", "--host", "127.0.0.1", "--port", str(proxy_port)],
+                env=proxy_env,
+                stdout=proxy_log.open("wb"),
+                stderr=subprocess.STDOUT,
+            )
+        )
+        _wait_http(f"http://127.0.0.1:{proxy_port}/", procs[1], 60, proxy_log)
+        yield OllamaProtocolServer(host=f"http://127.0.0.1:{proxy_port}", model=OLLAMA_MODEL)
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
