@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,7 +41,9 @@ class GenerationPipeline:
         self._settings = settings
         self._backend = backend
 
-    def run(self, request: common_pb2.WolfRequest, cancel: threading.Event) -> Iterator[StreamEvent]:
+    def run(
+        self, request: common_pb2.WolfRequest, cancel: threading.Event
+    ) -> Generator[StreamEvent, None, None]:
         """Generate the answer to ``request``.
 
         Args:

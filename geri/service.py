@@ -3,20 +3,29 @@
 Exceptions are left to :class:`wolf_service.interceptors.ErrorMappingInterceptor`. Each call
 gets a cancel event that gRPC sets when the RPC ends for any reason (client cancel, deadline,
 server shutdown past its grace), which is what stops the backend mid-generation.
+
+A cancelled stream needs one more step: gRPC stops pulling from the response iterator, so a
+generator suspended at a ``yield`` would never run again to notice the event, and the backend
+(e.g. an open Ollama HTTP stream) would linger until garbage collection. The termination
+callback therefore also closes the iterator when no thread is inside it, which runs the
+backends' ``finally`` blocks (close the HTTP response, stop the model thread) right away.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from typing import TypeVar
 
 import grpc
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
 from geri.backends.base import Backend
-from geri.generation import GenerationPipeline
+from geri.generation import GenerationPipeline, StreamEvent
 from geri.settings import GeriSettings
 from wolf_service.errors import Cancelled
+
+T = TypeVar("T")
 
 SERVICE_NAME = geri_pb2.DESCRIPTOR.services_by_name["GeriService"].full_name
 
@@ -27,6 +36,26 @@ def cancel_event_for(context: grpc.ServicerContext) -> threading.Event:
     if not context.add_callback(event.set):
         event.set()
     return event
+
+
+class ClosableStream(Iterator[T]):
+    """An iterator that another thread can close, but only while no thread is inside ``next``."""
+
+    def __init__(self, events: Generator[T, None, None]) -> None:
+        self._events = events
+        self._lock = threading.Lock()
+
+    def __next__(self) -> T:
+        with self._lock:
+            return next(self._events)
+
+    def close_if_idle(self) -> None:
+        """Close the generator unless it is running (then it sees the cancel event itself)."""
+        if self._lock.acquire(blocking=False):
+            try:
+                self._events.close()
+            finally:
+                self._lock.release()
 
 
 class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
@@ -50,9 +79,17 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: common_pb2.WolfRequest, context: grpc.ServicerContext
     ) -> Iterator[geri_pb2.GenerateEvent]:
         """Stream text (and reasoning) deltas, then one final event with the full response."""
-        cancel = cancel_event_for(context)
+        cancel = threading.Event()
+        events: ClosableStream[StreamEvent] = ClosableStream(self._pipeline.run(request, cancel))
+
+        def on_terminate() -> None:
+            cancel.set()
+            events.close_if_idle()
+
+        if not context.add_callback(on_terminate):
+            on_terminate()
         rid = request.request_id
-        for event in self._pipeline.run(request, cancel):
+        for event in events:
             if cancel.is_set():
                 return  # nobody is listening; the backend has been told to stop
             if event.kind == "text":
