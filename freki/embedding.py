@@ -13,12 +13,13 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from freki.query_batching import QueryBatcher
 from wolf_service.errors import FailedPrecondition
 
 log = logging.getLogger("freki.embedding")
@@ -91,8 +92,8 @@ class Embedder:
         self.cache_hits = 0
         self.cache_misses = 0
         self.texts_embedded = 0
-        # Set by the engine to a micro-batcher (freki.query_batching) so concurrent queries share passes.
-        self.query_encoder: Callable[[str], np.ndarray] | None = None
+        # Set by enable_batching(): merges concurrent embed() calls into shared model passes.
+        self._batcher: QueryBatcher | None = None
 
     @property
     def dimension(self) -> int:
@@ -108,6 +109,15 @@ class Embedder:
         """Embed texts (documents or sentences) as an ``(n, dim)`` float32 array of unit vectors."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self._batcher.encode_many(texts) if self._batcher else self._encode(texts)
+        self.texts_embedded += len(texts)
+        return vectors
+
+    def enable_batching(self, max_batch: int = 64, max_wait_s: float = 0.0) -> None:
+        """Merge concurrent ``embed`` calls (queries, indexing) into shared passes; see freki.query_batching."""
+        self._batcher = QueryBatcher(self._encode, max_batch=max_batch, max_wait_s=max_wait_s)
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:
             vectors = self._model.encode(
                 list(texts),
@@ -116,7 +126,6 @@ class Embedder:
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
-        self.texts_embedded += len(texts)
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -128,7 +137,7 @@ class Embedder:
                     self._cache.move_to_end(text)
                     self.cache_hits += 1
                     return cached
-        vector = self.query_encoder(text) if self.query_encoder else self.embed([text])[0]
+        vector = self.embed([text])[0]
         vector.setflags(write=False)
         if self._cache_size:
             with self._cache_lock:

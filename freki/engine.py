@@ -14,7 +14,6 @@ from freki.chunking import ChunkingConfig, SemanticChunker
 from freki.documents import DocumentRecord, DocumentRegistry
 from freki.embedding import Embedder
 from freki.indexing import Indexer, IndexInput, IndexResult
-from freki.query_batching import QueryBatcher
 from freki.rerank import CrossEncoderReranker
 from freki.retrieval import Hit, Query, RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
@@ -75,9 +74,7 @@ class FrekiEngine:
         rs = settings.retrieval
         self.sparse = SparseEncoder(Bm25Params(k1=rs.bm25_k1, b=rs.bm25_b, avgdl=rs.bm25_avgdl))
         if rs.query_batch_max > 1:
-            self.embedder.query_encoder = QueryBatcher(
-                self.embedder.embed, max_batch=rs.query_batch_max, max_wait_s=rs.query_batch_wait_ms / 1000
-            ).encode
+            self.embedder.enable_batching(rs.query_batch_max, rs.query_batch_wait_ms / 1000)
 
         def make_chunker(embed):  # type: ignore[no-untyped-def]
             return SemanticChunker(

@@ -1,13 +1,15 @@
-"""Micro-batching of concurrent query embeddings.
+"""Micro-batching of concurrent embedding calls (queries and indexed passages alike).
 
-One forward pass over 32 short queries costs little more than a pass over one, and the model
-can only run one pass at a time anyway (``Embedder`` serialises encoding). So when many clients
-query at once, the requests that arrive while a batch is being encoded are gathered and encoded
-together in the next pass. Nobody waits for company when the model is idle: a lone query goes
-straight through (``max_wait_s`` = 0, the default), so single-client latency is unchanged.
+One forward pass over 32 short texts costs little more than a pass over one, and the model can
+only run one pass at a time anyway (``Embedder`` serialises encoding). So the calls that arrive
+while a pass is running are gathered and encoded together in the next pass: 64 clients each
+embedding one query share a couple of passes, and concurrent IndexDocument calls share passes
+over their chunks. Nobody waits for company when the model is idle (``max_wait_s`` = 0, the
+default), so a lone caller's latency is unchanged.
 
 There is no background thread: whichever caller finds the model free becomes the *leader*, takes
-up to ``max_batch`` pending texts, encodes them, hands every waiter its vector and steps down.
+pending calls up to ``max_batch`` texts (always at least one call, however large), encodes them
+in one pass, hands every waiter its rows and steps down.
 """
 
 from __future__ import annotations
@@ -22,14 +24,14 @@ import numpy as np
 
 @dataclass
 class _Pending:
-    text: str
-    vector: np.ndarray | None = None
+    texts: list[str]
+    vectors: np.ndarray | None = None
     error: BaseException | None = None
     done: bool = False
 
 
 class QueryBatcher:
-    """Encodes single texts, batching those that arrive concurrently. Thread-safe."""
+    """Encodes texts, merging calls that arrive concurrently into shared passes. Thread-safe."""
 
     def __init__(self, encode: Callable[[Sequence[str]], np.ndarray], *, max_batch: int = 64,
                  max_wait_s: float = 0.0) -> None:
@@ -47,8 +49,12 @@ class QueryBatcher:
         self.texts = 0
 
     def encode(self, text: str) -> np.ndarray:
-        """The embedding of ``text``, computed in whatever batch it lands in."""
-        mine = _Pending(text)
+        """The embedding of one text."""
+        return self.encode_many([text])[0]
+
+    def encode_many(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings of ``texts`` as an ``(n, dim)`` array, computed in whatever pass they land in."""
+        mine = _Pending(list(texts))
         with self._cond:
             self._pending.append(mine)
             self._cond.notify_all()  # a leader gathering company (max_wait_s) wants to know
@@ -58,22 +64,28 @@ class QueryBatcher:
                     self._cond.wait()
                 if mine.done:
                     break
-                self._busy = True  # this caller leads the next batch
+                self._busy = True  # this caller leads the next pass
             if self._max_wait:
                 self._gather()
-            with self._cond:
-                batch = self._pending[: self._max_batch]
-                del self._pending[: self._max_batch]
-            self._run(batch)
+            self._run(self._take())
         if mine.error is not None:
             raise mine.error
-        assert mine.vector is not None
-        return mine.vector
+        assert mine.vectors is not None
+        return mine.vectors
+
+    def _take(self) -> list[_Pending]:
+        with self._cond:
+            batch, total = [], 0
+            while self._pending and (not batch or total + len(self._pending[0].texts) <= self._max_batch):
+                item = self._pending.pop(0)
+                batch.append(item)
+                total += len(item.texts)
+            return batch
 
     def _gather(self) -> None:
         deadline = time.monotonic() + self._max_wait
         with self._cond:
-            while len(self._pending) < self._max_batch:
+            while sum(len(p.texts) for p in self._pending) < self._max_batch:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return
@@ -81,9 +93,12 @@ class QueryBatcher:
 
     def _run(self, batch: list[_Pending]) -> None:
         try:
-            vectors = self._encode([p.text for p in batch])
-            for p, v in zip(batch, vectors, strict=True):
-                p.vector = np.array(v, copy=True)  # own row: a cached view would pin the batch
+            vectors = self._encode([t for p in batch for t in p.texts])
+            start = 0
+            for p in batch:
+                # Own copies: a cached query vector must not pin the whole batch array.
+                p.vectors = np.array(vectors[start:start + len(p.texts)], copy=True)
+                start += len(p.texts)
         except BaseException as exc:  # every waiter must learn of the failure, not hang
             for p in batch:
                 p.error = exc
@@ -93,5 +108,5 @@ class QueryBatcher:
                     p.done = True
                 self._busy = False
                 self.batches += 1
-                self.texts += len(batch)
+                self.texts += sum(len(p.texts) for p in batch)
                 self._cond.notify_all()

@@ -88,3 +88,40 @@ def test_waiting_for_company_gathers_a_batch() -> None:
 def test_invalid_configuration_is_refused() -> None:
     with pytest.raises(ValueError):
         QueryBatcher(SlowEncoder(), max_batch=0)
+
+
+def test_calls_with_several_texts_get_their_own_rows_back() -> None:
+    encoder = SlowEncoder()
+    batcher = QueryBatcher(encoder, max_batch=8)
+    results: dict[int, np.ndarray] = {}
+
+    def one(n: int) -> None:
+        results[n] = batcher.encode_many(["y" * (n * 10 + i) for i in range(1, n + 1)])
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in (1, 3, 12, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    for n, rows in results.items():
+        assert [int(r[0]) for r in rows] == [n * 10 + i for i in range(1, n + 1)]
+    assert sum(encoder.batches) == 18  # the 12-text call exceeds max_batch and still goes (alone)
+
+
+@pytest.mark.integration
+def test_embedder_batches_concurrent_calls_with_the_real_model(embedder) -> None:  # type: ignore[no-untyped-def]
+    """Batched embedding gives the same vectors as embedding each text alone."""
+    from freki.embedding import Embedder
+
+    texts = [f"question number {i} about coolant pumps" for i in range(12)]
+    alone = embedder.embed(texts)
+    batched = Embedder("all-MiniLM-L6-v2")
+    batched.enable_batching(max_batch=64)
+    out: dict[int, np.ndarray] = {}
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, batched.embed_query(texts[i])))
+               for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert all(float(np.dot(out[i], alone[i])) > 0.999 for i in range(12))
