@@ -59,11 +59,11 @@ class OllamaBackend:
         return self._settings.ollama_model
 
     def prepare(self) -> None:
-        """Check the default model is there; only log if the server is down (it may come up later)."""
+        """Check the default model is there; only log problems, since Ollama may come up (or pull) later."""
         try:
             self.resolve_model("")
-        except Unavailable as exc:
-            log.warning("Ollama is not reachable yet (%s); requests fail with UNAVAILABLE until it is", exc)
+        except ServiceError as exc:
+            log.warning("Ollama is not ready (%s); requests fail with %s until it is", exc, exc.grpc_code.name)
 
     def resolve_model(self, requested: str) -> str:
         """Return the model to use, checking once per model that the server has it."""
@@ -170,7 +170,11 @@ class OllamaBackend:
         except ServiceError:
             raise
         except Exception as exc:
-            raise self._translate(exc, model) from exc
+            error = self._translate(exc, model)
+            if isinstance(error, FailedPrecondition):
+                with self._known_lock:  # deleted since it was checked: check again next time
+                    self._known.pop(model, None)
+            raise error from exc
         finally:
             if stream is not None and hasattr(stream, "close"):
                 stream.close()  # ends the `with client.stream(...)` block: the connection is closed
