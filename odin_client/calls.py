@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
 import grpc
@@ -104,7 +104,7 @@ class CallRunner:
         budget_s: float,
         retryable: frozenset[grpc.StatusCode],
         on_attempt: Callable[[int], None] | None = None,
-    ) -> Iterator[Any]:
+    ) -> Generator[Any, None, None]:
         """Iterate a server stream, retrying the call only until its first message arrived.
 
         ``open_stream(timeout)`` must return a grpc streaming call (an iterator with ``cancel()``).
@@ -123,7 +123,7 @@ class CallRunner:
         deadline: float,
         retryable: frozenset[grpc.StatusCode],
         on_attempt: Callable[[int], None] | None,
-    ) -> Iterator[Any]:
+    ) -> Generator[Any, None, None]:
         attempts = 0
         while True:
             remaining = deadline - self.clock.monotonic()

@@ -173,14 +173,18 @@ class OdinClient:
             on_attempt=attempts.append,
         )
         received = 0
-        for event in events:
-            received += 1
-            kind = event.WhichOneof("event")
-            if kind == "text_delta":
-                yield event.text_delta
-            elif kind == "final":
-                yield generation_from_proto(event.final, elapsed_ms=_ms_since(start), attempts=len(attempts))
-                return
+        try:
+            for event in events:
+                received += 1
+                kind = event.WhichOneof("event")
+                if kind == "text_delta":
+                    yield event.text_delta
+                elif kind == "final":
+                    yield generation_from_proto(event.final, elapsed_ms=_ms_since(start),
+                                                attempts=len(attempts))
+                    return
+        finally:
+            events.close()  # a consumer that stops early cancels the call now, not at garbage collection
         raise StreamInterrupted(
             f"Geri (generation) GenerateStream ended after {received} event(s) without its final event; "
             "the answer is incomplete", service="geri", details="stream ended without final event",

@@ -133,6 +133,7 @@ class ControlledGeri(geri_pb2_grpc.GeriServiceServicer):
         self.omit_final = False
         self.release = threading.Event()
         self.blocked = threading.Event()
+        self.terminated = threading.Event()  # set when the RPC ends (completed or cancelled)
 
     def _answer(self, request: common_pb2.WolfRequest) -> common_pb2.WolfResponse:
         ids = ",".join(d.document_id for d in request.context.documents) or "none"
@@ -150,6 +151,7 @@ class ControlledGeri(geri_pb2_grpc.GeriServiceServicer):
 
     def GenerateStream(self, request: common_pb2.WolfRequest, context: grpc.ServicerContext) -> Iterator[Any]:  # noqa: N802
         self.rec.enter("GenerateStream", request, context)
+        context.add_callback(self.terminated.set)
         for i, delta in enumerate(self.stream_deltas, 1):
             yield geri_pb2.GenerateEvent(request_id=request.request_id, text_delta=delta)
             if i == self.break_after:

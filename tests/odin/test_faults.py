@@ -188,3 +188,14 @@ def test_stream_retried_before_first_message(make_client, geri):
     final = events[-1]
     assert final.text == "The gateway listens on port 7443." and final.attempts == 2
     assert servicer.rec.count("GenerateStream") == 2
+
+
+def test_consumer_stopping_early_cancels_the_stream(make_client, geri):
+    servicer, handle = geri
+    servicer.break_after = 1  # the server would hold the stream open
+    client = make_client(geri_target=handle.address)
+    events = client.generate_stream("q")
+    assert next(events) == "The gateway "
+    assert not servicer.terminated.is_set()
+    events.close()
+    assert servicer.terminated.wait(5)  # the server saw the call end without waiting for the deadline
