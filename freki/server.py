@@ -10,6 +10,7 @@ from wolf.v1 import freki_pb2, freki_pb2_grpc
 from freki.engine import FrekiEngine
 from freki.service import FrekiServicer
 from freki.settings import FrekiSettings
+from freki.watch import Watcher
 from wolf_service.interceptors import ErrorMappingInterceptor
 from wolf_service.serving import ServerHandle, build_grpc_server, serve_until_signal
 
@@ -19,7 +20,7 @@ SERVICE_NAME = freki_pb2.DESCRIPTOR.services_by_name["FrekiService"].full_name
 
 
 def build_server(
-    settings: FrekiSettings, *, engine: FrekiEngine | None = None
+    settings: FrekiSettings, *, engine: FrekiEngine | None = None, watcher: Watcher | None = None,
 ) -> tuple[ServerHandle, FrekiEngine]:
     """Create the engine (unless given), then start a server bound to ``settings.host:port``.
 
@@ -27,7 +28,9 @@ def build_server(
         The running server's handle (port 0 resolves to the bound port) and the engine.
     """
     engine = engine or FrekiEngine(settings)
-    servicer = FrekiServicer(engine, settings)
+    # The watcher (given, or made when watch.folders is set) starts with the server and stops before the store.
+    watcher = watcher or (Watcher(engine, settings) if settings.watch.folders else None)
+    servicer = FrekiServicer(engine, settings, watcher=watcher)
 
     def register(server: grpc.Server) -> None:
         freki_pb2_grpc.add_FrekiServiceServicer_to_server(servicer, server)
@@ -39,6 +42,9 @@ def build_server(
         max_workers=settings.max_workers,
         interceptors=[ErrorMappingInterceptor()],
     )
+    if watcher is not None:
+        watcher.start()
+        handle.closers.append(watcher.stop)
     log.info("Freki serving on %s:%d (store=%s, model=%s)", settings.host, handle.port,
              engine.chunks.backend, engine.embedder.identity.name)
     return handle, engine

@@ -9,15 +9,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import grpc
 from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 
-from freki import convert, validation
+from freki import convert, gdpr, validation
 from freki.engine import FrekiEngine
 from freki.indexing import IndexInput
 from freki.settings import FrekiSettings
+from freki.watch_status import watch_status_fields
 from wolf_service.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from freki.watch import Watcher
 
 log = logging.getLogger("freki.service")
 
@@ -27,8 +32,10 @@ MAX_PAGE_SIZE = 1000
 class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     """Implements every FrekiService RPC on top of a :class:`FrekiEngine`."""
 
-    def __init__(self, engine: FrekiEngine, settings: FrekiSettings) -> None:
+    def __init__(self, engine: FrekiEngine, settings: FrekiSettings, *, watcher: Watcher | None = None) -> None:
         self.engine = engine
+        # Erasure tells the folder watcher, so an erased file still in a watched folder stays out.
+        self.watcher = watcher
         self.settings = settings
         self.default_mode = settings.retrieval.default_mode
 
@@ -72,7 +79,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> freki_pb2.DeleteDocumentResponse:
         validation.require_request_id(request.request_id)
         doc_id = validation.require_document_id(request.document_id)
-        deleted = self.engine.delete_document(self._tenant(request.tenant_id), doc_id)
+        deleted = gdpr.erase_document(self.engine, self._tenant(request.tenant_id), doc_id, watcher=self.watcher)
         return freki_pb2.DeleteDocumentResponse(
             request_id=request.request_id, document_id=doc_id, chunks_deleted=deleted
         )
@@ -101,7 +108,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     def GetIndexStatus(
         self, request: freki_pb2.GetIndexStatusRequest, context: grpc.ServicerContext
     ) -> freki_pb2.IndexStatus:
-        status = self.engine.status(self._tenant(request.tenant_id))
+        status_tenant = self._tenant(request.tenant_id)
+        status = self.engine.status(status_tenant)
         return freki_pb2.IndexStatus(
             document_count=status.document_count,
             chunk_count=status.chunk_count,
@@ -109,6 +117,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             embedding_dimension=status.embedding_dimension,
             store_backend=status.store_backend,
             collection=status.collection,
+            **watch_status_fields(self.watcher, status_tenant),
         )
 
     def FullReindex(
@@ -129,7 +138,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> freki_pb2.DeleteOwnerDataResponse:
         validation.require_request_id(request.request_id)
         owner = _require_owner(request.owner_id)
-        docs, chunks = self.engine.delete_owner(self._tenant(request.tenant_id), owner)
+        erased = gdpr.erase_owner(self.engine, self._tenant(request.tenant_id), owner, watcher=self.watcher)
+        docs, chunks = erased.documents, erased.chunks
         return freki_pb2.DeleteOwnerDataResponse(
             request_id=request.request_id, documents_deleted=docs, chunks_deleted=chunks
         )
@@ -139,20 +149,9 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> Iterator[freki_pb2.ExportRecord]:
         validation.require_request_id(request.request_id)
         owner = _require_owner(request.owner_id)
-        exported = self.engine.export_owner(
-            self._tenant(request.tenant_id), owner, with_vectors=request.include_vectors
+        yield from gdpr.export_records(
+            self.engine, self._tenant(request.tenant_id), owner, with_vectors=request.include_vectors
         )
-        for record, chunks in exported:
-            yield freki_pb2.ExportRecord(document=convert.document_info(record))
-            for point in chunks:
-                yield freki_pb2.ExportRecord(chunk=freki_pb2.ExportedChunk(
-                    chunk_id=point.id,
-                    document_id=record.document_id,
-                    chunk_index=int(point.payload.get("chunk_index", 0)),
-                    content=str(point.payload.get("content", "")),
-                    metadata={str(k): str(v) for k, v in (point.payload.get("metadata") or {}).items()},
-                    vector=list(point.dense or []),
-                ))
 
 
 def _require_owner(owner_id: str) -> str:
