@@ -198,7 +198,10 @@ def store_config(settings: FrekiSettings) -> StoreConfig:
     """Map Freki settings onto the store factory's config."""
     rrf_k = settings.retrieval.rrf_k  # hybrid RRF runs inside the store
     if settings.store.backend == "edge":
-        return StoreConfig(backend="edge", data_dir=settings.data_dir / "qdrant", rrf_k=rrf_k)
+        return StoreConfig(
+            backend="edge", data_dir=settings.data_dir / "qdrant", rrf_k=rrf_k,
+            flush_writes=settings.store.flush_each_write,
+        )
     url = settings.store.url
     # ":memory:" and plain paths select qdrant-client's local mode (tests, tiny setups).
     if url == ":memory:":
