@@ -7,7 +7,7 @@ Why two fusion methods:
   retriever is weak for a query (a question phrased in other words than the passage gives BM25
   nothing useful to match), its arbitrary top ranks still pull noise into the fused top-10.
 * **Convex** fusion adds *calibrated* scores: ``(1 - w) * dense_relevance + w * lexical_relevance``.
-  Lexical relevance is an absolute transform of the BM25 score (``s / (s + half)``), not a per-query
+  Lexical relevance is an absolute transform of the BM25 score (``s / (s + half * n)``), not a per-query
   min-max rescale, so a query whose terms barely match anything contributes little lexical
   evidence, while an exact match on a rare term (an error code, a part number) contributes a lot.
   That is what makes hybrid search safe to use as a default on collections where one of the two
@@ -16,7 +16,9 @@ Why two fusion methods:
 Relevance scores (what ``RetrievedDocument.relevance_score`` means, per mode):
 
 * dense: cosine similarity of query and chunk embeddings, clipped to [0, 1].
-* sparse: ``s / (s + half)`` for BM25 score ``s``; 0.5 means the BM25 score equals ``half``.
+* sparse: ``s / (s + half * n)`` for BM25 score ``s`` of a query with ``n`` distinct terms; 0.5 means
+  the passage earns ``half`` (default 8) BM25 points per query term — every term matched, and rare
+  (IDF ~ 8 is about one passage in 3,000). Dividing by ``n`` makes long and short queries comparable.
 * hybrid/convex: the weighted mean of the two above (a chunk the lexical search did not return
   gets lexical relevance 0; one the dense search did not return gets its exact cosine).
 * hybrid/rrf: the RRF score divided by its maximum (ranked first by every retriever) — a measure

@@ -77,8 +77,8 @@ class RetrievalConfig:
     """How hybrid search fuses and how deep the candidate lists go (from ``RetrievalSettings``)."""
 
     fusion: Literal["rrf", "convex"] = "convex"
-    sparse_weight: float = 0.3
-    sparse_half_score: float = 8.0
+    sparse_weight: float = 0.4
+    sparse_half_score: float = 8.0  # per query term
     candidates: int = 100
     rrf_k: int = 60
     rerank_candidates: int = 30
@@ -143,7 +143,9 @@ class Retriever:
         self, text: str, mode: str, flt: list[FieldMatch], depth: int, payloads: dict[str, dict[str, Any]]
     ) -> list[Scored]:
         if mode == "sparse":
-            return self._scored(self._sparse_points(text, flt, depth), payloads, self._sparse_rel)
+            sparse_query = self._sparse.encode_query(text)
+            points = self._chunks.search_sparse(sparse_query, flt, depth) if sparse_query.indices else []
+            return self._scored(points, payloads, self._lexical_relevance(sparse_query))
         vector = self._embed_query(text)
         if mode == "dense":
             points = self._chunks.search_dense(vector.tolist(), flt, depth)
@@ -162,7 +164,8 @@ class Retriever:
         dense_points = self._chunks.search_dense(vector.tolist(), flt, depth)
         sparse_points = self._chunks.search_sparse(sparse_query, flt, depth) if sparse_query.indices else []
         dense = {p.id: fusion.dense_relevance(p.score) for p in dense_points}
-        sparse = {p.id: self._sparse_rel(p.score) for p in sparse_points}
+        lexical = self._lexical_relevance(sparse_query)
+        sparse = {p.id: lexical(p.score) for p in sparse_points}
         for p in (*dense_points, *sparse_points):
             payloads.setdefault(p.id, p.payload)
         # Lexical-only candidates get their exact cosine, so fusion compares like with like.
@@ -173,12 +176,10 @@ class Retriever:
                     dense[point.id] = fusion.dense_relevance(float(np.dot(vector, point.dense)))
         return fusion.convex(dense, sparse, self.config.sparse_weight)[:depth]
 
-    def _sparse_points(self, text: str, flt: list[FieldMatch], depth: int) -> list[ScoredPoint]:
-        sparse_query = self._sparse.encode_query(text)
-        return self._chunks.search_sparse(sparse_query, flt, depth) if sparse_query.indices else []
-
-    def _sparse_rel(self, score: float) -> float:
-        return fusion.sparse_relevance(score, self.config.sparse_half_score)
+    def _lexical_relevance(self, sparse_query: SparseVector) -> Callable[[float], float]:
+        # BM25 sums over query terms, so the score that counts as "half relevant" scales with their number.
+        half = self.config.sparse_half_score * max(1, len(sparse_query.indices))
+        return lambda score: fusion.sparse_relevance(score, half)
 
     @staticmethod
     def _scored(points: Sequence[ScoredPoint], payloads: dict[str, dict[str, Any]],
