@@ -115,6 +115,35 @@ class SentenceVectorCache:
                 self._docs[(tenant, new_id)] = vectors
 
 
+class TokenCountCache:
+    """Bounded LRU of model token counts, keyed by a digest of the text (so it holds no content).
+
+    The chunker counts model tokens of every sentence and candidate chunk; for an edited document
+    almost all of them are the same as last time, and tokenizing them again was about half the time
+    of an incremental re-index.
+    """
+
+    def __init__(self, count: Callable[[str], int], max_entries: int = 200_000) -> None:
+        self._count = count
+        self._max = max_entries
+        self._counts: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> int:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            found = self._counts.get(key)
+            if found is not None:
+                self._counts.move_to_end(key)
+                return found
+        value = self._count(text)
+        with self._lock:
+            self._counts[key] = value
+            if len(self._counts) > self._max:
+                self._counts.popitem(last=False)
+        return value
+
+
 SparseEncode = Callable[[Sequence[str]], list[SparseVector]]
 # Builds a chunker around a sentence-embedding function (one per document, for the cache).
 ChunkerFactory = Callable[[Callable[[list[str]], np.ndarray]], SemanticChunker]
