@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from freki.chunking import ChunkingConfig, SemanticChunker
 from freki.documents import DocumentRecord, DocumentRegistry
 from freki.embedding import Embedder
-from freki.indexing import Indexer, IndexInput, IndexResult
+from freki.indexing import Indexer, IndexInput, IndexResult, TokenCountCache
 from freki.rerank import CrossEncoderReranker
 from freki.retrieval import Hit, Query, RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
@@ -76,10 +76,10 @@ class FrekiEngine:
         if rs.query_batch_max > 1:
             self.embedder.enable_batching(rs.query_batch_max, rs.query_batch_wait_ms / 1000)
 
+        window_tokens = TokenCountCache(self.embedder.window_tokens)
+
         def make_chunker(embed):  # type: ignore[no-untyped-def]
-            return SemanticChunker(
-                self.chunking, counter, embed, self.embedder.window_tokens, self.embedder.max_seq_length
-            )
+            return SemanticChunker(self.chunking, counter, embed, window_tokens, self.embedder.max_seq_length)
 
         effective = make_chunker(self.embedder.embed).effective
         log.info("chunking: configured %s, effective %s (model window %d word-pieces)",
