@@ -1,0 +1,257 @@
+"""Freki speed through its gRPC API: index throughput, RetrieveContext latency and concurrency, vs txtai.
+
+Prints figures; asserts nothing. Sections:
+
+1. Index throughput: N SciFact abstracts (cut to one chunk each) through IndexDocument with 8
+   concurrent clients, in chunks/s, next to raw ``SentenceTransformer.encode`` on the same chunk
+   texts (the ceiling: the model alone).
+2. RetrieveContext p50/p99 (single client, query embedding included: every query text is new, so
+   the LRU cache never answers) at 10k and 100k chunks, dense and hybrid. The collections are
+   synthesised from real indexed SciFact chunks (see ``synthesise``): embedding 100k real chunks
+   takes hours on this box. Query texts are real SciFact claims.
+3. Throughput with 1 vs 64 concurrent clients (distinct queries), queries/s.
+4. Side by side with txtai (same packaged MiniLM model, hybrid = dense + BM25) on a SciFact subset
+   (all documents judged for the test claims + random others): index wall time, query p50,
+   nDCG@10, and Freki's figures as ratios to txtai's.
+
+    python scripts/bench_freki.py            # ~15-25 min on a busy 2-core box
+    python scripts/bench_freki.py --quick    # a few minutes: small N, 10k only, small txtai subset
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from evalsets import scifact  # noqa: E402
+from evalsets.harness import (  # noqa: E402
+    CACHE,
+    data_dir_for,
+    eval_settings,
+    evaluate,
+    index_corpus,
+    retrieve,
+    run_queries,
+    running_freki,
+    shared_embedder,
+)
+
+from freki.embedding import ModelIdentity, resolve_model_path  # noqa: E402
+from freki.sparse import SparseEncoder  # noqa: E402
+from freki.store import ChunkPoint, CollectionSpec, EdgeStore, StoredPoint  # noqa: E402
+
+BENCH_CACHE = CACHE.parent / "freki-bench"
+
+
+def one_chunk_texts(n: int) -> dict[str, str]:
+    """The first n SciFact abstracts, cut to ~120 words so each is exactly one chunk."""
+    es = scifact.load()
+    return {doc_id: " ".join(text.split()[:120]) for doc_id, text in list(es.corpus.items())[:n]}
+
+
+def bench_indexing(n: int) -> tuple[float, float]:
+    texts = one_chunk_texts(n)
+    with tempfile.TemporaryDirectory() as tmp, running_freki(eval_settings(Path(tmp))) as stub:
+        started = time.perf_counter()
+        stats = index_corpus(stub, texts, Path(tmp), workers=8, log_every=10**9)
+        freki_s = time.perf_counter() - started
+    chunks = stats["chunks"]
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(resolve_model_path("all-MiniLM-L6-v2"), device="cpu")
+    started = time.perf_counter()
+    model.encode(list(texts.values()), batch_size=32, normalize_embeddings=True, show_progress_bar=False)
+    raw_s = time.perf_counter() - started
+    freki_rate, raw_rate = chunks / freki_s, len(texts) / raw_s
+    print(f"index: {len(texts)} docs -> {chunks:.0f} chunks in {freki_s:.1f} s = {freki_rate:.1f} chunks/s via "
+          f"IndexDocument (8 clients); raw model.encode {raw_rate:.1f} texts/s; ratio {freki_rate / raw_rate:.2f}",
+          flush=True)
+    return freki_rate, raw_rate
+
+
+def seed_points(seed_dir: Path, collection: str = "freki_chunks") -> list[StoredPoint]:
+    """Every chunk (with its vector) of an indexed Freki data dir."""
+    store = EdgeStore(seed_dir / "qdrant")
+    try:
+        identity = shared_embedder(eval_settings(Path("."))).identity
+        store.ensure_collection(CollectionSpec(collection, identity.dimension, identity.name))
+        points: list[StoredPoint] = []
+        offset: str | None = None
+        while True:
+            page, offset = store.scroll([], limit=1000, offset=offset, with_vectors=True)
+            points.extend(page)
+            if offset is None:
+                return points
+    finally:
+        store.close()
+
+
+def synthesise(size: int, seed: list[StoredPoint], identity: ModelIdentity) -> Path:
+    """A Freki data dir with ``size`` chunks: the real seed chunks, then perturbed copies.
+
+    Copy i of a seed chunk keeps its text (so its BM25 vector is real) and gets the seed vector
+    plus Gaussian noise, renormalised (cosine to the seed ~0.9): realistic neighbourhood density
+    for HNSW without embedding 100k texts. Cached under .cache/freki-bench.
+    """
+    target = BENCH_CACHE / f"synth-{size}-{len(seed)}"
+    marker = target / "complete"
+    if marker.exists():
+        return target
+    store = EdgeStore(target / "qdrant")
+    store.ensure_collection(CollectionSpec("freki_chunks", identity.dimension, identity.name))
+    rng = np.random.default_rng(0)
+    sparse = SparseEncoder()
+    base = np.asarray([p.dense for p in seed], dtype=np.float32)
+    batch: list[ChunkPoint] = []
+    for i in range(size):
+        src = seed[i % len(seed)]
+        vec = base[i % len(seed)]
+        if i >= len(seed):
+            vec = vec + rng.normal(0, 0.022, vec.shape).astype(np.float32)
+            vec /= np.linalg.norm(vec)
+        payload = dict(src.payload, document_id=f"{src.payload.get('document_id')}~{i // len(seed)}")
+        batch.append(ChunkPoint(str(uuid.uuid5(uuid.NAMESPACE_URL, f"synth/{i}")), vec.tolist(),
+                                sparse.encode_passage(str(src.payload.get("content", ""))), payload))
+        if len(batch) == 2000:
+            store.upsert(batch)
+            batch = []
+    if batch:
+        store.upsert(batch)
+    print(f"  building HNSW for {size} points (blocks a few minutes at 100k)...", flush=True)
+    store.optimize()
+    store.close()
+    marker.write_text("ok")
+    return target
+
+
+def latency(data_dir: Path, queries: list[str], label: str) -> None:
+    with running_freki(eval_settings(data_dir)) as stub:
+        retrieve(stub, "warm up the model and the store", "dense", 5)
+        for mode in ("dense", "hybrid"):
+            times = []
+            for q in queries:
+                started = time.perf_counter()
+                retrieve(stub, f"{q} ({mode})", mode, 5)  # a suffix keeps each text new to the LRU
+                times.append((time.perf_counter() - started) * 1000)
+            times.sort()
+            p99 = times[min(len(times) - 1, int(0.99 * len(times)))]
+            print(f"RetrieveContext {label} {mode:6s}: p50 {statistics.median(times):.1f} ms, p99 {p99:.1f} ms "
+                  f"({len(times)} queries, 1 client)", flush=True)
+
+
+def concurrency(data_dir: Path, queries: list[str], clients: int, per_client: int) -> float:
+    with running_freki(eval_settings(data_dir)) as stub:
+        retrieve(stub, "warm up", "hybrid", 5)
+        texts = iter(queries)
+        lock = threading.Lock()
+
+        def worker(_: int) -> None:
+            for _ in range(per_client):
+                with lock:
+                    q = next(texts)
+                retrieve(stub, q, "hybrid", 5)
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(clients) as pool:
+            list(pool.map(worker, range(clients)))
+        qps = clients * per_client / (time.perf_counter() - started)
+    print(f"throughput hybrid, {clients:2d} concurrent clients: {qps:.1f} queries/s", flush=True)
+    return qps
+
+
+def side_by_side(n_docs: int) -> None:
+    es = scifact.load()
+    qrels = es.split("test")
+    judged = sorted({d for rel in qrels.values() for d in rel})
+    others = [d for d in es.corpus if d not in set(judged)]
+    rng = np.random.default_rng(1)
+    picked = judged[: n_docs // 2] + list(rng.choice(others, max(0, n_docs - len(judged[: n_docs // 2])),
+                                                      replace=False))
+    corpus = {d: es.corpus[d] for d in picked}
+    sub_qrels = {q: {d: g for d, g in rel.items() if d in corpus} for q, rel in qrels.items()}
+    sub_qrels = {q: rel for q, rel in sub_qrels.items() if rel}
+    queries = {q: es.queries[q] for q in sub_qrels}
+    print(f"side by side on {len(corpus)} SciFact documents, {len(queries)} test claims", flush=True)
+
+    data_dir = data_dir_for(f"bench-sub{len(corpus)}", corpus, eval_settings(Path(".")))
+    import shutil
+
+    shutil.rmtree(data_dir, ignore_errors=True)  # time a fresh index every run
+    with running_freki(eval_settings(data_dir)) as stub:
+        started = time.perf_counter()
+        index_corpus(stub, corpus, data_dir, workers=8, log_every=10**9)
+        f_index = time.perf_counter() - started
+        f_times = []
+        for q in queries.values():
+            t0 = time.perf_counter()
+            retrieve(stub, q, "default", 10)
+            f_times.append((time.perf_counter() - t0) * 1000)
+        f_ndcg = evaluate(run_queries(stub, queries, "default", 100), sub_qrels)["ndcg@10"]
+
+    from txtai import Embeddings
+
+    model_path = resolve_model_path("all-MiniLM-L6-v2")  # the same packaged weights Freki uses
+    emb = Embeddings(path=model_path, content=True, hybrid=True)
+    started = time.perf_counter()
+    emb.index([(d, t, None) for d, t in corpus.items()])
+    t_index = time.perf_counter() - started
+    t_times, runs = [], {}
+    for q, text in queries.items():
+        t0 = time.perf_counter()
+        res = emb.search(text, 100)
+        t_times.append((time.perf_counter() - t0) * 1000)
+        runs[q] = [(r["id"], r["score"]) for r in res]
+    t_ndcg = evaluate(runs, sub_qrels)["ndcg@10"]
+    f_p50, t_p50 = statistics.median(f_times), statistics.median(t_times)
+    print("| system | index wall s | query p50 ms | nDCG@10 |\n| --- | --- | --- | --- |")
+    print(f"| Freki (gRPC, default mode) | {f_index:.1f} | {f_p50:.1f} | {f_ndcg:.4f} |")
+    print(f"| txtai {version('txtai')} (in-process, hybrid) | {t_index:.1f} | {t_p50:.1f} | "
+          f"{t_ndcg:.4f} |")
+    print(f"| Freki / txtai | {f_index / t_index:.2f} | {f_p50 / t_p50:.2f} | {f_ndcg / t_ndcg:.2f} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes; skips the 100k collection")
+    parser.add_argument("--skip", default="", help="comma list of sections to skip: index,latency,concurrency,txtai")
+    args = parser.parse_args()
+    skip = set(args.skip.split(","))
+    n_index, sizes, n_lat, n_sub = (200, [10_000], 100, 300) if args.quick else (1000, [10_000, 100_000], 300, 1000)
+    es = scifact.load()
+    queries = list(es.queries.values())
+    if "index" not in skip:
+        bench_indexing(n_index)
+    seed_dir = data_dir_for("scifact", es.corpus, eval_settings(Path(".")))
+    if not (seed_dir / "eval-complete.json").exists():
+        print(f"no indexed SciFact cache at {seed_dir}; run scripts/eval_retrieval.py --sets scifact first")
+        skip |= {"latency", "concurrency"}
+    if "latency" not in skip or "concurrency" not in skip:
+        seed = seed_points(seed_dir)
+        identity = shared_embedder(eval_settings(Path("."))).identity
+        print(f"seed: {len(seed)} real SciFact chunks", flush=True)
+        dirs = {size: synthesise(size, seed, identity) for size in sizes}
+        if "latency" not in skip:
+            for size, d in dirs.items():
+                latency(d, queries[:n_lat], f"{size // 1000}k")
+        if "concurrency" not in skip:
+            one = concurrency(dirs[10_000], queries[n_lat:], 1, 64 if args.quick else 128)
+            many = concurrency(dirs[10_000], queries[n_lat + 200:], 64, 4 if args.quick else 8)
+            print(f"64 clients vs 1: {many / one:.1f}x", flush=True)
+    if "txtai" not in skip:
+        side_by_side(n_sub)
+
+
+if __name__ == "__main__":
+    main()
