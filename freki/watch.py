@@ -67,7 +67,7 @@ class Watcher:
         self._stop = threading.Event()
         self._rescan: set[str] = set()
         self._threads: list[threading.Thread] = []
-        self._observer = PollingObserver(self.settings.poll_interval_s) if self.settings.polling else Observer()
+        self._observer = PollingObserver(timeout=self.settings.poll_interval_s) if self.settings.polling else Observer()
         self._busy: WatchedFolder | None = None
         # Outcomes since start (created, updated, unchanged, moved, deleted, skipped): for logs and tests.
         self.counts: Counter[str] = Counter()

@@ -4,7 +4,7 @@ Document ids: a watched file's id is ``<folder name>/<path relative to the folde
 e.g. ``notes/2026/plan.md``. A path, not a content hash, because a file is the *same document* across
 edits: re-indexing it must find its previous chunks to keep the unchanged ones. Renames change the id;
 ``freki.watch_moves`` moves the stored points to the new id so a rename costs no embedding.
-Characters the gRPC API refuses in document ids are replaced by ``_`` plus a short hash of the original
+Characters the gRPC API refuses in document ids are replaced by ``_``, plus ``+`` and a short hash of the original
 path, so every watched document can still be fetched or deleted by id, and two names never collide.
 """
 
@@ -80,7 +80,7 @@ class WatchedFolder:
         if clean == raw and len(raw) <= MAX_DOCUMENT_ID:
             return raw
         digest = hashlib.sha256(raw.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-        return f"{clean[: MAX_DOCUMENT_ID - 13]}~{digest}"
+        return f"{clean[: MAX_DOCUMENT_ID - 13]}+{digest}"
 
     @property
     def id_prefix(self) -> str:

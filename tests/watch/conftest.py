@@ -72,8 +72,9 @@ class Watched:
         return {r.document_id for r in self.engine.registry.iterate(TENANT)}
 
     def search(self, text: str, top_k: int = 5) -> list[common_pb2.RetrievedDocument]:
-        response = self.stub.RetrieveContext(common_pb2.WolfRequest(
-            request_id="t", model_type=common_pb2.RAG, prompt=text, retrieval=common_pb2.RetrievalOptions(top_k=top_k)), timeout=30)
+        request = common_pb2.WolfRequest(request_id="t", model_type=common_pb2.RAG, prompt=text,
+                                         retrieval=common_pb2.RetrievalOptions(top_k=top_k))
+        response = self.stub.RetrieveContext(request, timeout=30)
         return list(response.rag_context.documents)
 
     def status(self) -> freki_pb2.IndexStatus:

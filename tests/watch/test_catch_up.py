@@ -23,7 +23,8 @@ def test_restart_reconciles_added_changed_removed_and_renamed_files(tmp_path: Pa
     try:
         settle(watched.watcher)
         assert watched.doc_ids() == {"docs/keep.md", "docs/edit.md", "docs/drop.md", "docs/old.md"}
-        hares = {p.payload["chunk_hash"]: p.dense for p in watched.engine.chunks_of(TENANT, "docs/old.md", with_vectors=True)}
+        old = watched.engine.chunks_of(TENANT, "docs/old.md", with_vectors=True)
+        hares = {p.payload["chunk_hash"]: p.dense for p in old}
     finally:
         stop()
 

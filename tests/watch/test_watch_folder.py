@@ -55,7 +55,8 @@ def test_rename_and_folder_move_keep_vectors_without_embedding(watched: Watched)
     (watched.folder / "a.md").write_text(paragraphs("badgers", 5))
     wait_for(lambda: "docs/a.md" in watched.doc_ids(), what="a.md indexed")
     settle(watched.watcher)
-    vectors = {p.payload["chunk_hash"]: p.dense for p in watched.engine.chunks_of(TENANT, "docs/a.md", with_vectors=True)}
+    original = watched.engine.chunks_of(TENANT, "docs/a.md", with_vectors=True)
+    vectors = {p.payload["chunk_hash"]: p.dense for p in original}
     embedded = watched.engine.embedder.texts_embedded
 
     os.rename(watched.folder / "a.md", watched.folder / "b.md")
