@@ -1,0 +1,164 @@
+"""Per-tenant API keys, checked by a server interceptor.
+
+Clients send ``authorization: Bearer <key>`` metadata. Settings hold only the key's
+SHA-256 (hex), never the key, so a leaked settings file or ``ps`` listing does not leak
+credentials; ``python -m wolf_service.auth`` hashes a key read from stdin. Each key
+belongs to exactly one tenant, and the interceptor enforces it on every request that
+has a ``tenant_id`` field: empty → filled with the key's tenant; another tenant →
+PERMISSION_DENIED. Health checks and reflection stay open so probes and grpcurl work.
+Auth is on as soon as at least one key is configured, off otherwise (local demo).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+from pydantic import BaseModel, Field, field_validator
+
+from wolf_service.tls import TlsSettings
+from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, is_infrastructure
+
+AUTH_HEADER = "authorization"
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class ApiKey(BaseModel):
+    """One API key: who it is (for logs and audit), its tenant, and the SHA-256 of the key."""
+
+    name: str = Field(..., min_length=1, max_length=128, description="Shown in logs and audit, e.g. 'acme-ci'.")
+    tenant: str = Field(..., pattern=r"^[A-Za-z0-9_.\-@]{1,128}$")
+    sha256: str = Field(..., description="hex SHA-256 of the key: `python -m wolf_service.auth < keyfile`.")
+
+    @field_validator("sha256")
+    @classmethod
+    def _is_hash(cls, value: str) -> str:
+        value = value.strip().lower()
+        if not _HEX64.match(value):
+            raise ValueError(
+                "sha256 must be the 64-hex-digit SHA-256 of the key, not the key itself "
+                "(hash it with: python -m wolf_service.auth < keyfile)"
+            )
+        return value
+
+
+class SecuritySettings(BaseModel):
+    """API keys and TLS. Both off by default (plaintext, no keys) for the local demo."""
+
+    api_keys: list[ApiKey] = Field(default_factory=list, description="Empty = no authentication.")
+    tls: TlsSettings = TlsSettings()
+
+    @field_validator("api_keys")
+    @classmethod
+    def _unique(cls, keys: list[ApiKey]) -> list[ApiKey]:
+        seen: dict[str, str] = {}
+        for key in keys:
+            if key.sha256 in seen:
+                raise ValueError(f"api_keys {seen[key.sha256]!r} and {key.name!r} have the same key")
+            seen[key.sha256] = key.name
+        return keys
+
+
+def hash_key(key: str) -> str:
+    """The hex SHA-256 stored in settings for ``key``."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def bearer_token(context: grpc.ServicerContext) -> str | None:
+    """The token of an ``authorization: Bearer <token>`` header; "" when the header has another form."""
+    for key, value in context.invocation_metadata() or ():
+        if key == AUTH_HEADER:
+            scheme, _, token = str(value).strip().partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else ""
+    return None
+
+
+class ApiKeyInterceptor(WrappingInterceptor):
+    """Authenticates calls by API key and pins each request to its key's tenant.
+
+    Args:
+        keys: Returns the configured keys; read on every call so a settings reload
+            (key rotation) takes effect without a restart.
+    """
+
+    def __init__(self, keys: Callable[[], list[ApiKey]]) -> None:
+        self._keys = keys
+
+    def applies_to(self, method: str) -> bool:
+        return not is_infrastructure(method)
+
+    def identify(self, context: grpc.ServicerContext) -> str | None:
+        """Name of the key the call presented, if it is a configured key."""
+        key = self._match(bearer_token(context))
+        return key.name if key else None
+
+    def _match(self, token: str | None) -> ApiKey | None:
+        if not token:
+            return None
+        digest = hash_key(token)
+        found = None
+        for key in self._keys():
+            # Compare against every key (no early exit) so timing does not reveal which prefix matched.
+            if hmac.compare_digest(digest, key.sha256):
+                found = key
+        return found
+
+    def _authorize(self, request: Any, context: grpc.ServicerContext) -> None:
+        keys = self._keys()
+        if not keys:
+            return
+        token = bearer_token(context)
+        if token is None:
+            context.abort(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "missing API key: send metadata 'authorization: Bearer <key>'",
+            )
+        if token == "":
+            context.abort(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "malformed authorization metadata: expected 'Bearer <key>'",
+            )
+        key = self._match(token)
+        if key is None:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "invalid API key: it matches no configured key")
+        assert key is not None  # abort() raised otherwise
+        if not hasattr(request, "tenant_id"):
+            return  # e.g. ListModels: no tenant-scoped data
+        asked = str(request.tenant_id or "")
+        if not asked:
+            request.tenant_id = key.tenant
+        elif asked != key.tenant:
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"API key {key.name!r} is for tenant {key.tenant!r}; it cannot act on tenant {asked!r} "
+                "(leave tenant_id empty or set it to the key's tenant)",
+            )
+
+    def unary(self, method: str, request: Any, context: grpc.ServicerContext, call: UnaryCall) -> Any:
+        self._authorize(request, context)
+        return call(request, context)
+
+    def stream(
+        self, method: str, request: Any, context: grpc.ServicerContext, call: StreamCall
+    ) -> Iterator[Any]:
+        self._authorize(request, context)
+        yield from call(request, context)
+
+
+def main() -> int:
+    """Print the SHA-256 to put in settings for the key read from stdin (one line)."""
+    key = sys.stdin.readline().strip()
+    if not key:
+        print("usage: python -m wolf_service.auth < keyfile   (reads the key from stdin)", file=sys.stderr)
+        return 2
+    print(hash_key(key))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""Operations wiring shared by Freki and Geri: metrics, logs, API keys, TLS, audit, reload.
+
+A service builds one :class:`ServiceOps` from its settings, passes
+:meth:`ServiceOps.interceptors` and :attr:`ServiceOps.credentials` to
+``build_grpc_server``, then calls :meth:`ServiceOps.attach` so the metrics endpoint and
+the reload poller stop with the server. Each feature is off unless its settings say so:
+
+=================  =======================================  =====================
+feature            settings                                  default
+=================  =======================================  =====================
+metrics endpoint   ``metrics.port`` (0 = any free port)      off
+JSON logs          ``log.level``, ``log.format``            INFO, json
+API keys           ``security.api_keys``                    none (no auth)
+TLS / mTLS         ``security.tls.cert_file`` … ``client_ca_file``  plaintext
+audit trail        ``audit_log`` (a file path)              off
+hot reload         ``reload.poll_interval_s`` + SIGHUP      2 s when a file is used
+=================  =======================================  =====================
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from wolf_service.audit import AuditLog
+from wolf_service.auditing import AuditedRpc, AuditInterceptor
+from wolf_service.auth import ApiKeyInterceptor
+from wolf_service.interceptors import ErrorMappingInterceptor
+from wolf_service.logs import AccessLogInterceptor, apply_levels
+from wolf_service.metrics import MetricsInterceptor, MetricsServer, ServiceMetrics
+from wolf_service.reload import ReloadHook, SettingsReloader, SettingsSource
+from wolf_service.serving import ServerHandle
+from wolf_service.tls import server_credentials
+
+log = logging.getLogger("wolf_service.ops")
+
+# Safe to change on a running service of either kind; each service adds its own.
+COMMON_RELOADABLE = frozenset({"log.level", "log.levels", "security.api_keys", "reload.poll_interval_s"})
+
+
+class ServiceOps:
+    """The operational parts of one server, built from its settings.
+
+    Args:
+        service: ``"freki"`` or ``"geri"`` (metric label, log name).
+        settings: The live settings object; must have ``metrics``, ``log``, ``security``,
+            ``audit_log`` and ``reload`` fields.
+        audited: RPCs written to the audit log.
+        default_tenant: What an empty ``tenant_id`` means, for logs and audit.
+        audit_path: The audit file; defaults to ``settings.audit_log`` (None = no audit).
+    """
+
+    def __init__(
+        self, service: str, settings: Any, *, audited: Mapping[str, AuditedRpc] | None = None,
+        default_tenant: str = "", audit_path: Path | None = None,
+    ) -> None:
+        self.service = service
+        self.settings = settings
+        self.metrics = ServiceMetrics(service)
+        # The lambda reads the live settings, so rotated keys apply on reload without a restart.
+        self.auth = ApiKeyInterceptor(lambda: settings.security.api_keys)
+        identify = self.auth.identify
+        self.audit: AuditInterceptor | None = None
+        audit_path = audit_path or settings.audit_log
+        if audit_path is not None and audited:
+            self.audit = AuditInterceptor(AuditLog(Path(audit_path)), dict(audited), identify, default_tenant)
+        self._access = AccessLogInterceptor(identify, default_tenant)
+        self.credentials: grpc.ServerCredentials | None = server_credentials(settings.security.tls)
+        self.metrics_server: MetricsServer | None = None
+        self.reloader: SettingsReloader | None = None
+
+    def interceptors(self) -> list[grpc.ServerInterceptor]:
+        """Outermost first: metrics and the access log see every outcome, including auth refusals;
+        audit records refused attempts too; errors are mapped closest to the handler."""
+        chain: list[grpc.ServerInterceptor] = [MetricsInterceptor(self.metrics), self._access]
+        if self.audit is not None:
+            chain.append(self.audit)
+        chain += [self.auth, ErrorMappingInterceptor()]
+        return chain
+
+    def attach(self, handle: ServerHandle) -> None:
+        """Start the metrics endpoint (when configured) and stop it and the reloader with ``handle``."""
+        if self.settings.metrics.port is not None:
+            self.metrics_server = MetricsServer(self.metrics, self.settings.metrics)
+        handle.closers.append(self.close)
+        mode = "TLS" if self.credentials is not None else "plaintext"
+        if self.settings.security.tls.client_ca_file is not None:
+            mode = "mTLS"
+        keys = len(self.settings.security.api_keys)
+        log.info("%s security: %s, %s", self.service, mode,
+                 f"API keys on ({keys} keys)" if keys else "API keys off (no keys configured)")
+
+    def enable_reload(
+        self,
+        source: SettingsSource,
+        reloadable: Iterable[str],
+        *,
+        hooks: Iterable[ReloadHook] = (),
+        sighup: bool = False,
+    ) -> SettingsReloader:
+        """Reload settings on SIGHUP (``sighup``; main thread only) and when the file changes."""
+
+        def _log_levels(changed: set[str], live: Any) -> None:
+            if any(name.startswith("log.") for name in changed):
+                apply_levels(live.log)
+
+        self.reloader = SettingsReloader(
+            live=self.settings, load=source.load, reloadable=frozenset(reloadable) | COMMON_RELOADABLE,
+            path=source.path, hooks=[_log_levels, *hooks],
+        )
+        if sighup:
+            self.reloader.install_sighup()
+        self.reloader.start_polling(self.settings.reload.poll_interval_s)
+        return self.reloader
+
+    def close(self) -> None:
+        """Stop the metrics endpoint and the reload poller."""
+        if self.metrics_server is not None:
+            self.metrics_server.close()
+            self.metrics_server = None
+        if self.reloader is not None:
+            self.reloader.close()

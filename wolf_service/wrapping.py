@@ -1,0 +1,99 @@
+"""Base class for server interceptors that run code around every call.
+
+gRPC server interceptors only see the method name and metadata; to observe the
+request, the response and the final status code they must wrap the handler. This
+module does that once, for unary and server-streaming RPCs (the only kinds Freki and
+Geri define), so the metrics, access-log, auth and audit interceptors each implement
+two small methods instead of re-doing the handler plumbing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+
+UnaryCall = Callable[[Any, grpc.ServicerContext], Any]
+StreamCall = Callable[[Any, grpc.ServicerContext], Iterator[Any]]
+
+# Probes and tooling must work without credentials and are not part of the audit trail.
+INFRASTRUCTURE_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+
+
+def is_infrastructure(method: str) -> bool:
+    """True for health-check and reflection methods."""
+    return method.startswith(INFRASTRUCTURE_PREFIXES)
+
+
+def final_code(context: grpc.ServicerContext, failed: bool) -> grpc.StatusCode:
+    """The status code a call ended with, as far as the server knows.
+
+    ``context.abort`` sets the code before raising, so after an exception the code is
+    normally known; a bare exception that escaped every interceptor becomes UNKNOWN,
+    which is what grpcio reports to the client in that case.
+    """
+    code = context.code()  # type: ignore[attr-defined]
+    if isinstance(code, grpc.StatusCode):
+        return code
+    return grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK
+
+
+def rpc_name(method: str) -> str:
+    """``/wolf.v1.FrekiService/IndexDocument`` → ``FrekiService/IndexDocument``."""
+    service, _, name = method.lstrip("/").rpartition("/")
+    return f"{service.rpartition('.')[2]}/{name}" if service else method
+
+
+class WrappingInterceptor(grpc.ServerInterceptor):
+    """Wraps unary-unary and unary-stream handlers with :meth:`unary` and :meth:`stream`.
+
+    Streaming-request handlers (only reflection uses them) pass through untouched.
+    """
+
+    def applies_to(self, method: str) -> bool:
+        """Whether this interceptor wraps ``method``; all methods by default."""
+        return True
+
+    def unary(self, method: str, request: Any, context: grpc.ServicerContext, call: UnaryCall) -> Any:
+        """Run ``call(request, context)`` and return its response."""
+        return call(request, context)
+
+    def stream(
+        self, method: str, request: Any, context: grpc.ServicerContext, call: StreamCall
+    ) -> Iterator[Any]:
+        """Yield the messages of ``call(request, context)``."""
+        yield from call(request, context)
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = continuation(handler_call_details)
+        method: str = handler_call_details.method  # type: ignore[attr-defined]
+        if handler is None or not self.applies_to(method):
+            return handler
+        if handler.unary_unary is not None:
+            inner_uu = handler.unary_unary
+
+            def unary_unary(request: Any, context: grpc.ServicerContext) -> Any:
+                return self.unary(method, request, context, inner_uu)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            inner_us = handler.unary_stream
+
+            def unary_stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+                return self.stream(method, request, context, inner_us)
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
