@@ -13,6 +13,10 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from wolf_service.auth import SecuritySettings
+from wolf_service.logs import LogSettings
+from wolf_service.metrics import MetricsSettings
+from wolf_service.reload import ReloadSettings
 from wolf_service.settings import FileSettings
 
 
@@ -154,6 +158,12 @@ class FrekiSettings(FileSettings):
     # Re-embed the whole document when more than this fraction of its chunks changed.
     full_reindex_ratio: float = Field(0.5, ge=0.0, le=1.0)
     default_tenant: str = "default"
+
+    # Operations (docs/operations.md): Prometheus endpoint, logs, API keys + TLS, audit trail, hot reload.
+    metrics: MetricsSettings = MetricsSettings()
+    log: LogSettings = LogSettings()
+    security: SecuritySettings = SecuritySettings()
+    reload: ReloadSettings = ReloadSettings()
 
     watch: WatchSettings = WatchSettings()
     # Append-only JSON-lines log of erasures and exports (who, what, when); None = <data_dir>/audit.jsonl.
