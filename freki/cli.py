@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import logging
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from freki.settings import FrekiSettings
+from wolf_service.reload import SettingsSource
 from wolf_service.settings import SettingsError
 
 
@@ -20,17 +22,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.add_argument("--data-dir")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", help="overrides log.level (DEBUG, INFO, WARNING, ERROR)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``freki`` console script."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides: dict[str, Any] = {
         k: v for k, v in (("host", args.host), ("port", args.port), ("data_dir", args.data_dir)) if v is not None
     }
+    if args.log_level:
+        overrides["log"] = {"level": args.log_level}
     try:
         settings = FrekiSettings.load(args.config, **overrides)
     except SettingsError as exc:
@@ -38,7 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from freki.server import serve
 
-    serve(settings)
+    path = args.config or os.environ.get("FREKI_SETTINGS_FILE")
+    # A reload repeats exactly this load (file, env, command-line overrides), so flags keep winning.
+    source = SettingsSource(lambda: FrekiSettings.load(args.config, **overrides), Path(path) if path else None)
+    serve(settings, reload_from=source)
     return 0
 
 

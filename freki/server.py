@@ -7,11 +7,14 @@ import logging
 import grpc
 from wolf.v1 import freki_pb2, freki_pb2_grpc
 
+from freki import operations
 from freki.engine import FrekiEngine
 from freki.service import FrekiServicer
 from freki.settings import FrekiSettings
 from freki.watch import Watcher
-from wolf_service.interceptors import ErrorMappingInterceptor
+from wolf_service.logs import configure_logging
+from wolf_service.reload import SettingsSource
+from wolf_service.service_ops import ServiceOps
 from wolf_service.serving import ServerHandle, build_grpc_server, serve_until_signal
 
 log = logging.getLogger("freki.server")
@@ -21,8 +24,12 @@ SERVICE_NAME = freki_pb2.DESCRIPTOR.services_by_name["FrekiService"].full_name
 
 def build_server(
     settings: FrekiSettings, *, engine: FrekiEngine | None = None, watcher: Watcher | None = None,
+    reload_from: SettingsSource | None = None, sighup: bool = False,
 ) -> tuple[ServerHandle, FrekiEngine]:
     """Create the engine (unless given), then start a server bound to ``settings.host:port``.
+
+    Metrics, access logs, API keys, TLS and the audit trail follow ``settings`` (all off
+    by default); ``reload_from`` turns on hot reload of that settings source.
 
     Returns:
         The running server's handle (port 0 resolves to the bound port) and the engine.
@@ -31,6 +38,8 @@ def build_server(
     # The watcher (given, or made when watch.folders is set) starts with the server and stops before the store.
     watcher = watcher or (Watcher(engine, settings) if settings.watch.folders else None)
     servicer = FrekiServicer(engine, settings, watcher=watcher)
+    ops = ServiceOps("freki", settings, audited=operations.AUDITED, default_tenant=settings.default_tenant,
+                     audit_path=settings.audit_log or settings.data_dir / "audit.jsonl")
 
     def register(server: grpc.Server) -> None:
         freki_pb2_grpc.add_FrekiServiceServicer_to_server(servicer, server)
@@ -40,8 +49,13 @@ def build_server(
         service_names=[SERVICE_NAME],
         address=f"{settings.host}:{settings.port}",
         max_workers=settings.max_workers,
-        interceptors=[ErrorMappingInterceptor()],
+        interceptors=ops.interceptors(),
+        credentials=ops.credentials,
     )
+    operations.install_metrics(ops.metrics, engine)
+    ops.attach(handle)
+    if reload_from is not None:
+        ops.enable_reload(reload_from, operations.RELOADABLE, hooks=[operations.reload_hook(engine)], sighup=sighup)
     if watcher is not None:
         watcher.start()
         handle.closers.append(watcher.stop)
@@ -50,8 +64,9 @@ def build_server(
     return handle, engine
 
 
-def serve(settings: FrekiSettings) -> None:
-    """Run until SIGTERM/SIGINT, then stop gracefully and close the store."""
-    handle, engine = build_server(settings)
+def serve(settings: FrekiSettings, reload_from: SettingsSource | None = None) -> None:
+    """Run until SIGTERM/SIGINT, then stop gracefully and close the store. SIGHUP reloads settings."""
+    configure_logging(settings.log)
+    handle, engine = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
     print(f"freki listening on {settings.host}:{handle.port}", flush=True)
     serve_until_signal(handle, grace=settings.shutdown_grace_s, on_stop=engine.close)
