@@ -39,7 +39,10 @@ from google.protobuf.json_format import MessageToDict
 from wolf.v1 import freki_pb2
 
 from freki import convert
+from freki.documents import DocumentRecord
 from freki.engine import FrekiEngine
+from freki.watch_state import FILE_NAME as STATE_FILE
+from freki.watch_state import WatchState, erasure_marks
 from wolf_service.audit import AuditLog
 
 if TYPE_CHECKING:
@@ -60,9 +63,8 @@ def erase_owner(engine: FrekiEngine, tenant: str, owner_id: str, *, watcher: Wat
     """Erase every document of ``owner_id`` in ``tenant`` (see the module docstring for what that covers)."""
     with _paused(watcher):
         records = list(engine.registry.iterate(tenant, owner_id=owner_id))
-        if watcher is not None:
-            # Markers first: a crash after this leaves data to erase again, never erased data to resurrect.
-            watcher.forget(records)
+        # Markers first: a crash after this leaves data to erase again, never erased data to resurrect.
+        _keep_out_of_watch(engine, watcher, records)
         documents, chunks = engine.delete_owner(tenant, owner_id)
     return Erasure(documents=documents, chunks=chunks)
 
@@ -71,9 +73,17 @@ def erase_document(engine: FrekiEngine, tenant: str, document_id: str, *, watche
     """Erase one document; returns its chunks deleted. Raises NotFound when it is not indexed."""
     with _paused(watcher):
         record = engine.get_document(tenant, document_id)
-        if watcher is not None:
-            watcher.forget([record])
+        _keep_out_of_watch(engine, watcher, [record])
         return engine.delete_document(tenant, document_id)
+
+
+def _keep_out_of_watch(engine: FrekiEngine, watcher: Watcher | None, records: list[DocumentRecord]) -> None:
+    # Without a running watcher (watching switched off for now) the markers still go to its state file,
+    # so turning watching back on later does not re-index the erased files.
+    if watcher is not None:
+        watcher.forget(records)
+    else:
+        WatchState(Path(engine.settings.data_dir) / STATE_FILE).mark_erased(erasure_marks(records))
 
 
 def _paused(watcher: Watcher | None) -> AbstractContextManager[None]:

@@ -45,7 +45,8 @@ from freki.watch_files import (
     resolve_folders,
 )
 from freki.watch_moves import move_document
-from freki.watch_state import WatchState
+from freki.watch_state import FILE_NAME as STATE_FILE
+from freki.watch_state import WatchState, erasure_marks
 from freki.watch_status import FolderState, FolderStatus, SkippedFile
 from wolf_service.errors import InvalidArgument
 
@@ -61,7 +62,7 @@ class Watcher:
         self._folders = [FolderState(f) for f in resolve_folders(settings)]
         self._queue: queue.Queue[Task] = queue.Queue(maxsize=self.settings.queue_size)
         self._debouncer = Debouncer(self.settings.debounce_s, self.settings.max_pending)
-        self.state = WatchState(Path(settings.data_dir) / "watch_state.json")
+        self.state = WatchState(Path(settings.data_dir) / STATE_FILE)
         self._work_lock = threading.RLock()  # one file at a time; erasure waits for the file in progress
         self._status_lock = threading.Lock()
         self._stop = threading.Event()
@@ -136,8 +137,7 @@ class Watcher:
 
     def forget(self, records: Iterable[DocumentRecord]) -> None:
         """Deleted on request: keep these files out of the index while unchanged; drop them from status."""
-        marks = [(r.tenant_id, r.document_id, r.metadata[META_FILE_SHA]) for r in records
-                 if r.metadata.get(META_FOLDER) and r.metadata.get(META_FILE_SHA)]
+        marks = erasure_marks(records)
         self.state.mark_erased(marks)
         with self._status_lock:
             for tenant, doc_id, _ in marks:

@@ -17,11 +17,16 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
+
+from freki.documents import DocumentRecord
+from freki.watch_files import META_FILE_SHA, META_FOLDER
 
 log = logging.getLogger("freki.watch")
 
 VERSION = 1
+FILE_NAME = "watch_state.json"  # in the data dir
 
 
 def _key(tenant: str, document_id: str) -> str:
@@ -82,3 +87,9 @@ class WatchState:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)
+
+
+def erasure_marks(records: Iterable[DocumentRecord]) -> list[tuple[str, str, str]]:
+    """(tenant, document id, file SHA-256) of the records that came from a watched folder."""
+    return [(r.tenant_id, r.document_id, r.metadata[META_FILE_SHA]) for r in records
+            if r.metadata.get(META_FOLDER) and r.metadata.get(META_FILE_SHA)]

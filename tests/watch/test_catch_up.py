@@ -6,10 +6,13 @@ import os
 import time
 from pathlib import Path
 
+import grpc
 import pytest
-from wolf.v1 import freki_pb2
+from wolf.v1 import freki_pb2, freki_pb2_grpc
 
-from tests.watch.conftest import TENANT, paragraphs, settle, start_watched, wait_for
+from freki.engine import FrekiEngine
+from freki.server import build_server
+from tests.watch.conftest import TENANT, paragraphs, settle, start_watched, wait_for, watch_settings
 
 pytestmark = pytest.mark.integration
 
@@ -90,5 +93,37 @@ def test_erased_owner_stays_erased_while_its_file_is_unchanged(tmp_path: Path, e
         time.sleep(0.01)
         (folder / "cv.md").write_text(paragraphs("applicant", 2) + "\n\nUpdated CV, sent again by Alice.")
         wait_for(lambda: watched.doc_ids() == {"docs/cv.md"}, what="changed file indexed again")
+    finally:
+        stop()
+
+
+def test_erasure_while_watching_is_off_is_still_honoured_when_it_is_back_on(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    folder, data = tmp_path / "docs", tmp_path / "data"
+    folder.mkdir()
+    (folder / "bob.md").write_text(paragraphs("bobdata", 2))
+    owned = [{"path": str(folder), "name": "docs", "owner_id": "bob"}]
+    watched, stop = start_watched(folder, data, embedder, folders=owned)
+    try:
+        settle(watched.watcher)
+        assert watched.doc_ids() == {"docs/bob.md"}
+    finally:
+        stop()
+    # Same data dir, watching switched off: the erasure must still reach the watcher's state.
+    settings = watch_settings(data, folder, folders=[])
+    engine = FrekiEngine(settings, embedder=embedder)
+    handle, engine = build_server(settings, engine=engine)
+    try:
+        with grpc.insecure_channel(handle.address) as channel:
+            response = freki_pb2_grpc.FrekiServiceStub(channel).DeleteOwnerData(
+                freki_pb2.DeleteOwnerDataRequest(request_id="erase-bob", owner_id="bob"), timeout=30)
+        assert response.documents_deleted == 1
+    finally:
+        handle.stop(1.0)
+        engine.close()
+    watched, stop = start_watched(folder, data, embedder, folders=owned)
+    try:
+        settle(watched.watcher)
+        assert watched.doc_ids() == set()
+        assert "deleted on request" in watched.status().watch_folders[0].skipped[0].reason
     finally:
         stop()
