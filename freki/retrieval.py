@@ -122,7 +122,9 @@ class Retriever:
         flt = scope_filter(query)
         texts = list(dict.fromkeys([query.text, *query.variants]))
         second_stage = bool(query.mmr_diversity) or (query.rerank and self.reranker is not None)
-        depth = max(query.top_k, self.config.candidates) if second_stage or len(texts) > 1 else query.top_k
+        # Fusion, re-ranking, MMR and variant merging choose among candidates; a plain list needs only top_k.
+        deep = second_stage or len(texts) > 1 or query.mode == "hybrid"
+        depth = max(query.top_k, self.config.candidates) if deep else query.top_k
         payloads: dict[str, dict[str, Any]] = {}
         lists = [self._search(text, query.mode, flt, depth, payloads) for text in texts]
         if len(lists) == 1:
