@@ -17,8 +17,10 @@ from wolf.v1 import freki_pb2
 
 from freki.chunking import ChunkingConfig, SemanticChunker
 from freki.engine import FrekiEngine
+from freki.service import FrekiServicer
 from freki.settings import ChunkingSettings, FrekiSettings
 from freki.tokens import get_token_counter
+from freki.watch import Watcher
 from wolf_service.auditing import AuditedRpc
 from wolf_service.metrics import ServiceMetrics
 
@@ -33,6 +35,7 @@ RELOADABLE = frozenset({
     "chunking",  # applied to documents indexed (or changed) after the reload
     "max_prompt_chars",
     "max_document_bytes",
+    "watch",  # the folder watcher is restarted with the new folders and options
 })
 
 INDEXING_RPCS = ("FrekiService/IndexDocument", "FrekiService/FullReindex")
@@ -144,11 +147,39 @@ def apply_chunking(engine: FrekiEngine, chunking: ChunkingSettings) -> None:
     log.info("chunking for new documents: %s", new_effective)
 
 
-def reload_hook(engine: FrekiEngine) -> Callable[[set[str], FrekiSettings], None]:
+def restart_watcher(servicer: FrekiServicer, live: FrekiSettings) -> None:
+    """Replace the folder watcher with one for the new ``watch`` settings (none if no folders).
+
+    The old watcher finishes the file in progress and stops; the new one catches up on
+    every folder at start, so nothing changed in between is missed.
+    """
+    old = servicer.watcher
+    if old is not None:
+        old.stop()
+    new = Watcher(servicer.engine, live) if live.watch.folders else None
+    if new is not None:
+        new.start()
+    servicer.watcher = new
+    log.info("folder watcher restarted: %s", ", ".join(str(f.path) for f in live.watch.folders) or "no folders")
+
+
+def current_watch_depth(servicer: FrekiServicer) -> Callable[[], int]:
+    """Files the (current) watcher has waiting, for the queue-depth gauge."""
+
+    def depth() -> int:
+        watcher = servicer.watcher
+        return watcher.status()[1] if watcher is not None else 0
+
+    return depth
+
+
+def reload_hook(engine: FrekiEngine, servicer: FrekiServicer) -> Callable[[set[str], FrekiSettings], None]:
     """The reload hook that applies Freki's reloadable changes the engine copied at start-up."""
 
     def hook(changed: set[str], live: FrekiSettings) -> None:
         if any(name.startswith("chunking.") for name in changed):
             apply_chunking(engine, live.chunking)
+        if any(name == "watch" or name.startswith("watch.") for name in changed):
+            restart_watcher(servicer, live)
 
     return hook
