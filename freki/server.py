@@ -52,13 +52,15 @@ def build_server(
         interceptors=ops.interceptors(),
         credentials=ops.credentials,
     )
-    operations.install_metrics(ops.metrics, engine)
+    operations.install_metrics(ops.metrics, engine, operations.current_watch_depth(servicer))
     ops.attach(handle)
     if reload_from is not None:
-        ops.enable_reload(reload_from, operations.RELOADABLE, hooks=[operations.reload_hook(engine)], sighup=sighup)
+        hooks = [operations.reload_hook(engine, servicer)]
+        ops.enable_reload(reload_from, operations.RELOADABLE, hooks=hooks, sighup=sighup)
     if watcher is not None:
         watcher.start()
-        handle.closers.append(watcher.stop)
+    # A settings reload may replace the watcher, so stop whichever one is current.
+    handle.closers.append(lambda: servicer.watcher.stop() if servicer.watcher is not None else None)
     log.info("Freki serving on %s:%d (store=%s, model=%s)", settings.host, handle.port,
              engine.chunks.backend, engine.embedder.identity.name)
     return handle, engine
