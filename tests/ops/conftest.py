@@ -16,6 +16,7 @@ from freki.engine import FrekiEngine
 from freki.server import build_server
 from freki.settings import FrekiSettings
 from wolf_service.auth import hash_key
+from wolf_service.reload import SettingsSource
 from wolf_service.service_ops import ServiceOps
 from wolf_service.serving import ServerHandle
 
@@ -87,9 +88,11 @@ def start_freki(shared_engine: FrekiEngine, tmp_path: Path) -> Iterator[ServerFa
     """Start Freki servers with given settings overrides; all are stopped in ``finally``."""
     handles: list[ServerHandle] = []
 
-    def start(settings: FrekiSettings | None = None, **overrides: Any) -> ServerHandle:
+    def start(
+        settings: FrekiSettings | None = None, reload_from: SettingsSource | None = None, **overrides: Any
+    ) -> ServerHandle:
         settings = settings or ops_settings(tmp_path, **overrides)
-        handle, _ = build_server(settings, engine=shared_engine)
+        handle, _ = build_server(settings, engine=shared_engine, reload_from=reload_from)
         handles.append(handle)
         return handle
 
