@@ -136,14 +136,14 @@ class Watcher:
             yield
 
     def forget(self, records: Iterable[DocumentRecord]) -> None:
-        """Deleted on request: keep these files out of the index while unchanged; drop them from status."""
-        marks = erasure_marks(records)
-        self.state.mark_erased(marks)
+        """Deleted on request: keep these files' content out of the index; drop them from status."""
+        records = list(records)
+        self.state.mark_erased(erasure_marks(records))
         with self._status_lock:
-            for tenant, doc_id, _ in marks:
+            for record in records:
                 for folder in self._folders:
-                    if folder.spec.tenant_id == tenant:
-                        folder.indexed.discard(doc_id)
+                    if folder.spec.tenant_id == record.tenant_id:
+                        folder.indexed.discard(record.document_id)
 
     # -- events (watchdog's thread) -------------------------------------------------------
     def _touch(self, spec: WatchedFolder, path: Path, moved_from: Path | None) -> None:
@@ -251,9 +251,8 @@ class Watcher:
                 self._delete(spec, doc_id, path)
                 return
             sha = file_sha256(data)
-            if self.state.is_erased(tenant, doc_id, sha):
-                raise FileSkipped("deleted on request (GDPR) and unchanged since; change or remove the file")
-            self.state.clear(tenant, doc_id)
+            if self.state.is_erased(tenant, sha):
+                raise FileSkipped("its content was deleted on request (GDPR); change or remove the file")
             source_folder = self._folder_of(moved_from) if moved_from is not None else None
             if moved_from is not None and source_folder is not None and not moved_from.exists():
                 old_id = source_folder.spec.document_id(moved_from)
@@ -284,7 +283,6 @@ class Watcher:
             deleted = self.engine.delete_document(spec.tenant_id, doc_id)
             log.info("deleted %s (%s): %d chunks", doc_id, path or "file gone", deleted)
             self._count("deleted")
-        self.state.clear(spec.tenant_id, doc_id)
         with self._status_lock:
             folder = self._state_of(spec)
             folder.indexed.discard(doc_id)

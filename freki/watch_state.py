@@ -1,11 +1,12 @@
-"""The watcher's persistent state: documents deleted on request whose files are still being watched.
+"""The watcher's persistent state: content deleted on request that is still (or again) in a watched folder.
 
 Without it, erasing a data owner (or deleting one document through the API) would be undone by the
-watcher at the next catch-up: the file is still in the folder, so it would be indexed again. For each
-such document the state keeps one pair — a hash of (tenant, document id) and the SHA-256 of the file's
-bytes at deletion — and the watcher skips the file while it is byte-for-byte unchanged. Changing the
-file (new data arriving) indexes it again; removing it clears the entry. Only hashes are stored, never
-paths or content, so the state file itself holds no personal data to erase.
+watcher at the next change or start: the file is still in the folder, so it would be indexed again. For
+each erased watched document the state keeps a hash of (tenant, SHA-256 of the file's bytes), and the
+watcher skips any file of that tenant with exactly those bytes — under its old name, renamed or copied
+while Freki was down. Changing the file (new data) indexes it again. Only hashes are stored, never paths
+or content, so the state file itself holds no personal data. Entries are never dropped on their own: an
+identical copy appearing later is still the erased data.
 
 The file is rewritten atomically (temp file, fsync, rename) so a crash leaves the old or the new state.
 """
@@ -29,8 +30,8 @@ VERSION = 1
 FILE_NAME = "watch_state.json"  # in the data dir
 
 
-def _key(tenant: str, document_id: str) -> str:
-    return hashlib.sha256(f"{tenant}\x1f{document_id}".encode("utf-8", "surrogateescape")).hexdigest()
+def _key(tenant: str, file_sha: str) -> str:
+    return hashlib.sha256(f"{tenant}\x1f{file_sha}".encode("utf-8", "surrogateescape")).hexdigest()
 
 
 class WatchState:
@@ -55,25 +56,19 @@ class WatchState:
         erased = raw.get("erased", {}) if isinstance(raw, dict) else {}
         return {str(k): str(v) for k, v in erased.items()}
 
-    def is_erased(self, tenant: str, document_id: str, file_sha: str) -> bool:
-        """True while a file deleted on request is unchanged since its deletion."""
+    def is_erased(self, tenant: str, file_sha: str) -> bool:
+        """True when a file with these bytes was deleted on request in this tenant."""
         with self._lock:
-            return self._erased.get(_key(tenant, document_id)) == file_sha
+            return _key(tenant, file_sha) in self._erased
 
-    def mark_erased(self, items: list[tuple[str, str, str]]) -> None:
-        """Remember (tenant, document id, file SHA-256) triples as deleted on request."""
+    def mark_erased(self, items: list[tuple[str, str]]) -> None:
+        """Remember (tenant, file SHA-256) pairs as deleted on request."""
         if not items:
             return
         with self._lock:
-            for tenant, document_id, sha in items:
-                self._erased[_key(tenant, document_id)] = sha
+            for tenant, sha in items:
+                self._erased[_key(tenant, sha)] = "erased"
             self._save()
-
-    def clear(self, tenant: str, document_id: str) -> None:
-        """Drop a marker (the file changed or disappeared)."""
-        with self._lock:
-            if self._erased.pop(_key(tenant, document_id), None) is not None:
-                self._save()
 
     def __len__(self) -> int:
         with self._lock:
@@ -89,7 +84,7 @@ class WatchState:
         os.replace(tmp, self.path)
 
 
-def erasure_marks(records: Iterable[DocumentRecord]) -> list[tuple[str, str, str]]:
-    """(tenant, document id, file SHA-256) of the records that came from a watched folder."""
-    return [(r.tenant_id, r.document_id, r.metadata[META_FILE_SHA]) for r in records
+def erasure_marks(records: Iterable[DocumentRecord]) -> list[tuple[str, str]]:
+    """(tenant, file SHA-256) of the records that came from a watched folder."""
+    return [(r.tenant_id, r.metadata[META_FILE_SHA]) for r in records
             if r.metadata.get(META_FOLDER) and r.metadata.get(META_FILE_SHA)]
