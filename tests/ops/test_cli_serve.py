@@ -1,0 +1,97 @@
+"""`freki serve` as a real process: JSON logs on stderr, metrics, SIGHUP reload, refused restart-only
+change, SIGTERM shutdown — the way an operator runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Process:
+    """A child process whose stderr JSON lines are collected by a thread."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.lines: list[dict[str, Any]] = []
+        self.raw: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.raw.append(line)
+            try:
+                self.lines.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass  # tqdm progress bars from the model loader are not log lines
+
+    def wait_for(self, text: str, timeout: float = 120.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for entry in list(self.lines):
+                if text in entry.get("msg", ""):
+                    return entry
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"no log line containing {text!r}; stderr:\n{''.join(self.raw)[-3000:]}")
+
+
+def test_freki_serve_reloads_on_sighup_and_stops_on_sigterm(tmp_path: Path) -> None:
+    port, metrics_port = free_port(), free_port()
+    config = tmp_path / "freki.json"
+    settings = {"host": "127.0.0.1", "port": port, "data_dir": str(tmp_path / "data"),
+                "metrics": {"port": metrics_port}, "reload": {"poll_interval_s": 0},
+                "retrieval": {"top_k": 5}}
+    config.write_text(json.dumps(settings))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = Process([sys.executable, "-m", "freki.cli", "serve", "--config", str(config)], env)
+    try:
+        proc.wait_for("Freki serving on")
+        probe = subprocess.run([sys.executable, "-m", "wolf_service.healthcheck", f"127.0.0.1:{port}"],
+                               capture_output=True, text=True, timeout=60, check=False)
+        assert probe.returncode == 0, probe.stderr
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as reply:
+            assert b'wolf_rpc_requests_total{code="OK",method="Health/Check",service="freki"} 1.0' in reply.read()
+
+        config.write_text(json.dumps({**settings, "retrieval": {"top_k": 8}, "log": {"level": "DEBUG"}}))
+        proc.proc.send_signal(signal.SIGHUP)
+        applied = proc.wait_for("settings reloaded (SIGHUP)")
+        assert applied["applied_fields"] == "log.level,retrieval.top_k" and applied["level"] == "INFO"
+
+        config.write_text(json.dumps({**settings, "port": free_port()}))
+        proc.proc.send_signal(signal.SIGHUP)
+        refused = proc.wait_for("refused")
+        assert refused["level"] == "WARNING" and refused["refused_fields"] == "port"
+
+        config.write_text("{not json")
+        proc.proc.send_signal(signal.SIGHUP)
+        assert proc.wait_for("keeping the current settings")["level"] == "ERROR"
+
+        proc.proc.send_signal(signal.SIGTERM)
+        assert proc.proc.wait(timeout=60) == 0
+        proc.wait_for("stopped")
+    finally:
+        if proc.proc.poll() is None:
+            proc.proc.kill()
+            proc.proc.wait(timeout=30)
