@@ -152,13 +152,14 @@ class SettingsReloader:
         """Reload whenever the file's modification time or size changes."""
         if self.path is None or interval_s <= 0 or self._thread is not None:
             return
+        # Stamp now, not in the thread: a change made before the thread first runs must still count.
+        first = _stamp(self.path)
         self._thread = threading.Thread(
-            target=self._poll, args=(self.path, interval_s), name="reload-poll", daemon=True
+            target=self._poll, args=(self.path, interval_s, first), name="reload-poll", daemon=True
         )
         self._thread.start()
 
-    def _poll(self, path: Path, interval_s: float) -> None:
-        last = _stamp(path)
+    def _poll(self, path: Path, interval_s: float, last: tuple[int, int] | None) -> None:
         while not self._stop.wait(interval_s):
             now = _stamp(path)
             if now != last:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.request
+import uuid
 
 import grpc
 import pytest
@@ -42,8 +43,10 @@ def test_counters_move_with_real_calls(start_freki) -> None:  # type: ignore[no-
         first = stub.IndexDocument(index_request("metrics-geri", GERI_DOC, tenant="metrics"))
         stub.IndexDocument(index_request("metrics-geri", GERI_DOC, tenant="metrics"))  # unchanged
         stub.IndexDocument(index_request("metrics-bakery", BAKERY_DOC, tenant="metrics"))
-        for _ in range(2):  # the second identical query is a cache hit
-            stub.RetrieveContext(retrieve_request("Which port does Geri listen on?", tenant="metrics"))
+        # The model is shared by the whole session: a query no other test sends misses, then hits.
+        query = f"Which port does Geri listen on? ({uuid.uuid4().hex})"
+        for _ in range(2):
+            stub.RetrieveContext(retrieve_request(query, tenant="metrics"))
         with pytest.raises(grpc.RpcError) as bad:
             stub.RetrieveContext(retrieve_request("", tenant="metrics"))
         assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -38,6 +38,9 @@ LONG_DOC = " ".join(
 )
 
 
+_WRITES: list[Path] = []
+
+
 def write(path: Path, **changes: Any) -> None:
     data = json.loads(json.dumps(BASE))
     for key, value in changes.items():
@@ -46,8 +49,9 @@ def write(path: Path, **changes: Any) -> None:
         else:
             data[key] = value
     path.write_text(json.dumps(data))
-    # mtime has a coarse clock on some file systems; make every write visible to the poller.
-    stamp = time.time() + (os.stat(path).st_mtime_ns % 7) + 1
+    # Some file systems have a coarse mtime clock; give every write its own, later mtime.
+    _WRITES.append(path)
+    stamp = time.time() + len(_WRITES)
     os.utime(path, (stamp, stamp))
 
 
