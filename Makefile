@@ -7,7 +7,7 @@ PIP := $(PY) -m pip
 PROTO_SRC := $(wildcard protos/wolf/v1/*.proto)
 STAMP := $(VENV)/.installed
 
-.PHONY: install protos check-protos lint typecheck test test-fast bench demo eval clean
+.PHONY: install protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval clean
 
 install: $(STAMP)
 
@@ -37,6 +37,14 @@ typecheck: install
 
 test: install check-protos lint
 	$(VENV)/bin/pytest -q
+
+# Operations: metrics, logs, audit, auth, TLS, reload, compose files, documented grpcurl commands.
+test-ops: install
+	$(VENV)/bin/pytest -q tests/ops
+
+# No Docker engine needed: schema-check the compose files (tests/ops/test_compose.py checks references too).
+check-compose: install
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.compose-spec docker-compose.yml docker-compose.test.yml
 
 test-fast: install
 	$(VENV)/bin/pytest -q -m "not integration"
