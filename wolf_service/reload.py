@@ -62,8 +62,11 @@ class ReloadResult:
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` → ``{"a.b": 1}``; lists and scalars are leaves."""
-    if isinstance(value, dict) and value:
+    """``{"a": {"b": 1}}`` → ``{"a.b": 1}``; lists and scalars are leaves.
+
+    An empty dict has no leaves, so ``{}`` → ``{"k": 1}`` reports only ``k``'s path.
+    """
+    if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
             out.update(flatten(item, f"{prefix}.{key}" if prefix else str(key)))

@@ -172,3 +172,23 @@ def test_running_freki_uses_reloaded_settings(start_freki, tmp_path: Path) -> No
         (inbox / "note.md").write_text("# Note\n\nThe reload test drops this file into the inbox folder.\n")
         listed = lambda: stub.ListDocuments(freki_pb2.ListDocumentsRequest(tenant_id=tenant)).documents  # noqa: E731
         assert wait_for(lambda: any(d.source.endswith("note.md") for d in listed()), timeout=60)
+
+
+def test_geri_reloads_generation_defaults_but_not_its_backend(tmp_path: Path) -> None:
+    from geri.operations import RELOADABLE as GERI_RELOADABLE
+    from geri.settings import GeriSettings
+
+    path = tmp_path / "geri.json"
+    base = {"port": 0, "backend": "ollama", "ollama_model": "llama3.2"}
+    path.write_text(json.dumps(base))
+    live = GeriSettings.load(path)
+    reloader = SettingsReloader(live=live, load=lambda: GeriSettings.load(path),
+                                reloadable=GERI_RELOADABLE | COMMON_RELOADABLE, path=path)
+    path.write_text(json.dumps({**base, "system_prompt": "Answer in one word.", "default_max_tokens": 64,
+                                "ollama_options": {"num_thread": 2}}))
+    assert reloader.reload("test").applied == {"system_prompt", "default_max_tokens", "ollama_options.num_thread"}
+    assert (live.system_prompt, live.default_max_tokens, live.ollama_options) == (
+        "Answer in one word.", 64, {"num_thread": 2})
+    path.write_text(json.dumps({**base, "ollama_model": "qwen2.5:0.5b", "backend": "embedded"}))
+    assert reloader.reload("test").refused == {"ollama_model", "backend"}
+    assert (live.ollama_model, live.backend, live.system_prompt) == ("llama3.2", "ollama", "Answer in one word.")
