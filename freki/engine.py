@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from freki.chunking import ChunkingConfig, SemanticChunker
 from freki.documents import DocumentRecord, DocumentRegistry
 from freki.embedding import Embedder
-from freki.indexing import Indexer, IndexInput, IndexResult, TokenCountCache
+from freki.indexing import Indexer, IndexInput, IndexResult, TokenCountCache, embed_in_slices
 from freki.rerank import CrossEncoderReranker
 from freki.retrieval import Hit, Query, RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
@@ -149,7 +149,7 @@ class FrekiEngine:
         chunks_done = 0
         for doc_id in ids:
             points = self.chunks_of(tenant, doc_id)
-            vectors = self.embedder.embed([str(p.payload.get("content", "")) for p in points])
+            vectors = embed_in_slices(self.embedder.embed, [str(p.payload.get("content", "")) for p in points])
             sparse = self.indexer.sparse_encode([str(p.payload.get("content", "")) for p in points])
             self.chunks.upsert([
                 ChunkPoint(id=p.id, dense=v.tolist(), sparse=s, payload=p.payload)
