@@ -78,14 +78,23 @@ class Watcher:
         """Watch every folder, then catch up on changes made while Freki was down."""
         handler = EventRouter(self.folders, self._touch, self._sweep)
         for folder in self._folders:
-            self._observer.schedule(handler, str(folder.spec.root), recursive=True)
             folder.scanning = True  # before the first status call can see an idle watcher
-        self._observer.start()
+        try:
+            self._start_observer(handler)
+        except OSError as exc:  # e.g. the inotify watch limit (fs.inotify.max_user_watches) is reached
+            log.warning("file events unavailable (%s); polling every %.1fs instead", exc, self.settings.poll_interval_s)
+            self._observer = PollingObserver(timeout=self.settings.poll_interval_s)
+            self._start_observer(handler)
         for target, name in ((self._work, "freki-watch-worker"), (self._catch_up_all, "freki-watch-catchup")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
         log.info("watching %s", ", ".join(str(f.spec.root) for f in self._folders))
+
+    def _start_observer(self, handler: EventRouter) -> None:
+        for folder in self._folders:
+            self._observer.schedule(handler, str(folder.spec.root), recursive=True)
+        self._observer.start()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop watching; the file being indexed is finished, queued work is dropped (catch-up redoes it)."""

@@ -68,3 +68,23 @@ def test_polling_observer_picks_up_creates_renames_and_deletes(tmp_path: Path, e
         wait_for(lambda: watched.doc_ids() == set(), what="delete seen by polling")
     finally:
         stop()
+
+
+def test_falls_back_to_polling_when_file_events_are_unavailable(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    from watchdog.observers import Observer
+
+    class NoInotify(Observer):  # type: ignore[misc,valid-type]
+        def start(self) -> None:
+            raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr("freki.watch.Observer", NoInotify)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    watched, stop = start_watched(folder, tmp_path / "data", embedder, poll_interval_s=0.2)
+    try:
+        (folder / "late.txt").write_text(paragraphs("fallback", 2))
+        wait_for(lambda: watched.doc_ids() == {"docs/late.txt"}, what="file seen by the polling fallback")
+    finally:
+        stop()
