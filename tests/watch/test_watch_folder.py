@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from wolf.v1 import freki_pb2
 
 from tests.watch.conftest import TENANT, Watched, paragraphs, settle, wait_for
 
@@ -22,6 +23,8 @@ def test_created_file_is_indexed_and_searchable(watched: Watched) -> None:
     assert "wolves-2" in " ".join(h.content for h in hits)
     folder_status = watched.status().watch_folders[0]
     assert folder_status.path == str(watched.folder) and folder_status.files_indexed == 1
+    other = watched.stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest(tenant_id="other"), timeout=30)
+    assert list(other.watch_folders) == [], "another tenant does not see this tenant's folders"
 
 
 def test_modified_file_is_reindexed_incrementally(watched: Watched) -> None:
