@@ -126,7 +126,9 @@ class Retriever:
         deep = second_stage or len(texts) > 1 or query.mode == "hybrid"
         depth = max(query.top_k, self.config.candidates) if deep else query.top_k
         payloads: dict[str, dict[str, Any]] = {}
-        lists = [self._search(text, query.mode, flt, depth, payloads) for text in texts]
+        # Scores must be exact for every hit a later stage looks at: top_k, or all candidates.
+        need = depth if second_stage or len(texts) > 1 else query.top_k
+        lists = [self._search(text, query.mode, flt, depth, need, payloads) for text in texts]
         if len(lists) == 1:
             ranked = lists[0]
         elif query.mode == "hybrid" and self.config.fusion == "rrf":
@@ -142,7 +144,8 @@ class Retriever:
 
     # -- one query text in one mode ------------------------------------------------------------------
     def _search(
-        self, text: str, mode: str, flt: list[FieldMatch], depth: int, payloads: dict[str, dict[str, Any]]
+        self, text: str, mode: str, flt: list[FieldMatch], depth: int, need: int,
+        payloads: dict[str, dict[str, Any]],
     ) -> list[Scored]:
         if mode == "sparse":
             sparse_query = self._sparse.encode_query(text)
@@ -159,10 +162,10 @@ class Retriever:
             points = self._chunks.search_hybrid(vector.tolist(), sparse_query, flt, depth, depth)
             lists = 2 if sparse_query.indices else 1
             return self._scored(points, payloads, lambda s: fusion.rrf_relevance(s, lists, self.config.rrf_k))
-        return self._convex(vector, sparse_query, flt, depth, payloads)
+        return self._convex(vector, sparse_query, flt, depth, need, payloads)
 
     def _convex(self, vector: np.ndarray, sparse_query: SparseVector, flt: list[FieldMatch], depth: int,
-                payloads: dict[str, dict[str, Any]]) -> list[Scored]:
+                need: int, payloads: dict[str, dict[str, Any]]) -> list[Scored]:
         dense_points = self._chunks.search_dense(vector.tolist(), flt, depth)
         sparse_points = self._chunks.search_sparse(sparse_query, flt, depth) if sparse_query.indices else []
         dense = {p.id: fusion.dense_relevance(p.score) for p in dense_points}
@@ -170,13 +173,22 @@ class Retriever:
         sparse = {p.id: lexical(p.score) for p in sparse_points}
         for p in (*dense_points, *sparse_points):
             payloads.setdefault(p.id, p.payload)
-        # Lexical-only candidates get their exact cosine, so fusion compares like with like.
-        missing = [i for i in sparse if i not in dense]
-        if missing:
-            for point in self._chunks.retrieve(missing, with_vectors=True):
-                if point.dense is not None:
-                    dense[point.id] = fusion.dense_relevance(float(np.dot(vector, point.dense)))
-        return fusion.convex(dense, sparse, self.config.sparse_weight)[:depth]
+        # A lexical-only candidate's cosine is at most the lowest one the dense search returned (else it
+        # would be in that list), so the bound stands in for it and exact cosines are fetched only for
+        # such candidates that reach the head of the fused list: fusion then compares like with like
+        # where it matters, without pulling ~100 vectors per query.
+        bound = min(dense.values()) if dense else 0.0
+        estimated = {i for i in sparse if i not in dense}
+        while True:
+            ranked = fusion.convex({**dict.fromkeys(estimated, bound), **dense}, sparse, self.config.sparse_weight)
+            head = [s.id for s in ranked[:need] if s.id in estimated]
+            if not head:
+                return ranked[:depth]
+            exact = {p.id: p.dense for p in self._chunks.retrieve(head, with_vectors=True)}
+            for i in head:
+                vec = exact.get(i)
+                dense[i] = fusion.dense_relevance(float(np.dot(vector, vec))) if vec is not None else 0.0
+            estimated.difference_update(head)
 
     def _lexical_relevance(self, sparse_query: SparseVector) -> Callable[[float], float]:
         # BM25 sums over query terms, so the score that counts as "half relevant" scales with their number.
