@@ -75,7 +75,14 @@ def main() -> None:
     parser.add_argument("--paragraphs", type=int, default=100)
     parser.add_argument("--edits", type=int, default=5)
     parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch intra-op threads (0 = torch's default); 1 avoids OpenMP spin-waiting when "
+                             "other processes load the cores, which can make small passes 50x slower")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = FrekiSettings(data_dir=Path(tmp))
