@@ -206,10 +206,15 @@ class Watcher:
 
     def _work_once(self) -> None:
         self._run_rescans()
-        for pending in self._debouncer.pop_due(limit=16):
+        ready = self._debouncer.pop_due(limit=16)
+        # Present files first: one may be the other half of a vanished path's move (see watch_debounce).
+        ready.sort(key=lambda p: not p.path.exists())
+        vanished = [p.path for p in ready if not p.path.exists()] + self._debouncer.vanished()
+        for pending in ready:
             folder = self._folder_of(pending.path)
             if folder is not None:
-                self._process(Task(folder.spec, path=pending.path, moved_from=pending.moved_from))
+                moved_from = pending.moved_from or self._paired_move(folder.spec, pending.path, vanished)
+                self._process(Task(folder.spec, path=pending.path, moved_from=moved_from))
         try:
             task = self._queue.get(timeout=0.05 if len(self._debouncer) else 0.2)
         except queue.Empty:
@@ -234,6 +239,24 @@ class Watcher:
                 continue
             for doc_id in vanished_under(self.engine, folder.spec, PurePosixPath(rel)):
                 self._process(Task(folder.spec, delete_id=doc_id))
+
+    def _paired_move(self, spec: WatchedFolder, path: Path, vanished: list[Path]) -> Path | None:
+        """A vanished path whose indexed bytes equal ``path``'s: a move reported as delete + create."""
+        if not vanished or not path.exists() or self.engine.registry.get(spec.tenant_id, spec.document_id(path)):
+            return None
+        try:
+            sha = file_sha256(read_file(path, self.settings.max_file_bytes))
+        except (OSError, FileSkipped):
+            return None
+        for gone in vanished:
+            source = self._folder_of(gone)
+            if source is None or source.spec.tenant_id != spec.tenant_id:
+                continue
+            record = self.engine.registry.get(spec.tenant_id, source.spec.document_id(gone))
+            if record is not None and record.metadata.get(META_FILE_SHA) == sha:
+                vanished.remove(gone)
+                return gone
+        return None
 
     def _process(self, task: Task) -> None:
         with self._work_lock:

@@ -7,6 +7,11 @@ same as at the last event (a writer that keeps writing without events, e.g. over
 re-arms it). What to do with the path (index, re-index, delete) is decided when it is processed, from
 what is on disk then, so the order of the events in a burst does not matter.
 
+A vanished path is held back (up to ``HOLD`` quiet periods) while files that exist are still pending:
+inotify can report a move as a deletion plus a creation (a file moved into a folder created a moment
+before, whose watch did not exist yet), and handing both over together lets the worker pair them by
+content and keep the vectors.
+
 Memory is bounded: at most ``max_pending`` distinct paths wait; past that the debouncer reports an
 overflow and the watcher rescans the folder instead of tracking every event.
 """
@@ -22,6 +27,10 @@ from pathlib import Path
 from freki.watch_files import stat_key
 
 StatKey = tuple[int, int] | None
+HOLD = 3  # quiet periods a vanished path may wait for a pending creation it could be the other half of
+# watchdog holds a rename's first half for 0.5 s to pair it; a shorter quiet period would hand over the
+# new name before the old name's event even arrived, and the pair could not be matched.
+MIN_DELAY = 0.6
 
 
 @dataclass
@@ -42,7 +51,7 @@ class Debouncer:
         self, delay: float, max_pending: int, *, clock: Callable[[], float] = time.monotonic,
         stat: Callable[[Path], StatKey] = stat_key,
     ) -> None:
-        self._delay = delay
+        self._delay = max(delay, MIN_DELAY)
         self._max = max_pending
         self._clock = clock
         self._stat = stat
@@ -75,7 +84,9 @@ class Debouncer:
         """Up to ``limit`` paths whose quiet period is over and whose file stopped changing."""
         now = self._clock()
         with self._lock:
-            due = [p for p in self._pending.values() if p.due <= now]
+            present_waiting = any(p.stat is not None and p.due > now for p in self._pending.values())
+            due = [p for p in self._pending.values() if p.due <= now and not (
+                present_waiting and p.stat is None and p.moved_from is None and now < p.due + HOLD * self._delay)]
             due.sort(key=lambda p: p.due)
             ready: list[Pending] = []
             for item in due:
@@ -102,6 +113,11 @@ class Debouncer:
         with self._lock:
             for path in [p for p in self._pending if p.is_relative_to(root)]:
                 del self._pending[path]
+
+    def vanished(self) -> list[Path]:
+        """Pending paths that were gone when last touched (candidates for the old half of a move)."""
+        with self._lock:
+            return [p.path for p in self._pending.values() if p.stat is None]
 
     def __len__(self) -> int:
         with self._lock:

@@ -81,6 +81,25 @@ def test_rename_and_folder_move_keep_vectors_without_embedding(watched: Watched)
     assert hits[0].document_id == "docs/old/b.md"
 
 
+def test_moves_into_freshly_created_folders_keep_vectors(watched: Watched) -> None:
+    # inotify may report these as delete + create (the new folder's watch is added after the move);
+    # the watcher pairs the halves by content instead of re-embedding.
+    (watched.folder / "m.md").write_text(paragraphs("martens", 3))
+    wait_for(lambda: "docs/m.md" in watched.doc_ids(), what="m.md indexed")
+    settle(watched.watcher)
+    embedded = watched.engine.embedder.texts_embedded
+    current = watched.folder / "m.md"
+    for depth in range(3):
+        target_dir = watched.folder / f"year{depth}" / "q1"
+        target_dir.mkdir(parents=True)
+        os.rename(current, target_dir / "m.md")
+        current = target_dir / "m.md"
+        expected = f"docs/year{depth}/q1/m.md"
+        wait_for(lambda e=expected: watched.doc_ids() == {e}, what=f"move to {expected}")  # type: ignore[misc]
+    settle(watched.watcher)
+    assert watched.engine.embedder.texts_embedded == embedded, watched.watcher.counts
+
+
 def test_editor_style_saves_index_once_when_complete(watched: Watched) -> None:
     target = watched.folder / "plan.md"
     target.write_text(paragraphs("herons", 3))

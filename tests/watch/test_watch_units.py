@@ -135,6 +135,26 @@ def test_rename_chains_collapse_to_one_move_and_absorb_pending_sources() -> None
     assert (item.path, item.moved_from) == (Path("/w/c.md"), Path("/w/a.md"))
 
 
+def test_a_vanished_path_waits_for_a_pending_creation_it_may_pair_with() -> None:
+    clock, stats = Clock(), {}
+    d = Debouncer(1.0, 10, clock=clock, stat=lambda p: stats.get(p))
+    d.touch(Path("/w/a.md"))  # gone: reported as a deletion
+    clock.now += 0.2
+    stats[Path("/w/new/a.md")] = (5, 5)
+    d.touch(Path("/w/new/a.md"))  # the creation half of the same move, a moment later
+    clock.now += 0.9
+    assert d.pop_due() == [], "the deletion waits while the creation is still pending"
+    clock.now += 0.2
+    assert sorted(p.path.name for p in d.pop_due()) == ["a.md", "a.md"], "both halves are handed over together"
+    d.touch(Path("/w/gone.md"))
+    stats[Path("/w/busy.md")] = (1, 1)
+    for _ in range(5):  # a file that keeps changing cannot hold a deletion back for ever
+        stats[Path("/w/busy.md")] = (stats[Path("/w/busy.md")][0] + 1, 1)
+        d.touch(Path("/w/busy.md"))
+        clock.now += 0.9
+    assert [p.path.name for p in d.pop_due()] == ["gone.md"]
+
+
 def test_the_pending_set_is_bounded() -> None:
     d = Debouncer(1.0, 2, clock=Clock(), stat=lambda p: None)
     assert d.touch(Path("/w/1")) and d.touch(Path("/w/2")) and d.touch(Path("/w/1"))
