@@ -115,7 +115,7 @@ class WatchSettings(BaseModel):
     folders: list[WatchFolderSettings] = []
     include: list[str] = ["*"]
     exclude: list[str] = DEFAULT_WATCH_EXCLUDES
-    # A file is indexed once no event touched it for this long (editors save in bursts).
+    # A file is indexed once no event touched it for this long (editors save in bursts); at least 0.6 s.
     debounce_s: float = Field(1.0, ge=0.0, le=600.0)
     max_file_bytes: int = Field(20 * 1024 * 1024, ge=1)
     # Files waiting in the work queue; the startup scan blocks when it is full (bounded memory).
