@@ -35,8 +35,8 @@ from evalsets.harness import (  # noqa: E402
     eval_settings,
     evaluate,
     index_corpus,
-    running_freki,
     run_queries,
+    running_freki,
 )
 
 from freki import fusion  # noqa: E402
