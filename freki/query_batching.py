@@ -75,7 +75,8 @@ class QueryBatcher:
 
     def _take(self) -> list[_Pending]:
         with self._cond:
-            batch, total = [], 0
+            batch: list[_Pending] = []
+            total = 0
             while self._pending and (not batch or total + len(self._pending[0].texts) <= self._max_batch):
                 item = self._pending.pop(0)
                 batch.append(item)
