@@ -41,6 +41,7 @@ from evalsets.harness import (  # noqa: E402
 
 from freki import fusion  # noqa: E402
 from freki.settings import RetrievalSettings  # noqa: E402
+from freki.sparse import SparseEncoder  # noqa: E402
 
 CONFIGS: dict[str, tuple[str, dict[str, object]]] = {
     "dense": ("dense", {}),
@@ -102,15 +103,17 @@ def tune(es: EvalSet, data_dir: Path, quick: int | None) -> None:
     with running_freki(eval_settings(data_dir)) as stub:
         dense = _chunk_lists(stub, queries, "dense")
         sparse = _chunk_lists(stub, queries, "sparse")
-    half0 = RetrievalSettings().sparse_half_score
-    print("weight \\ half " + " ".join(f"{h:>7g}" for h in (2, 4, 8, 16, 32)))
+    half0 = RetrievalSettings().sparse_half_score  # per query term, as the server computed relevance
+    terms = {q: max(1, len(SparseEncoder().encode_query(text).indices)) for q, text in queries.items()}
+    print("lexical weight \\ half score per query term")
+    print("               " + " ".join(f"{h:>7g}" for h in (2, 4, 8, 16, 32)))
     for w in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0):
         row = []
         for half in (2.0, 4.0, 8.0, 16.0, 32.0):
             runs = {}
             for q in queries:
                 d = {cid: rel for cid, (doc, rel) in dense[q].items()}
-                s = {cid: fusion.sparse_relevance(fusion.bm25_from_relevance(rel, half0), half)
+                s = {cid: fusion.sparse_relevance(fusion.bm25_from_relevance(rel, half0 * terms[q]), half * terms[q])
                      for cid, (doc, rel) in sparse[q].items()}
                 owner = {cid: doc for cid, (doc, _) in {**dense[q], **sparse[q]}.items()}
                 best: dict[str, float] = {}
