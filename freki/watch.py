@@ -44,7 +44,7 @@ from freki.watch_files import (
     read_file,
     resolve_folders,
 )
-from freki.watch_moves import move_document
+from freki.watch_moves import move_document, paired_source
 from freki.watch_state import FILE_NAME as STATE_FILE
 from freki.watch_state import WatchState, erasure_marks
 from freki.watch_status import FolderState, FolderStatus, SkippedFile
@@ -241,22 +241,8 @@ class Watcher:
                 self._process(Task(folder.spec, delete_id=doc_id))
 
     def _paired_move(self, spec: WatchedFolder, path: Path, vanished: list[Path]) -> Path | None:
-        """A vanished path whose indexed bytes equal ``path``'s: a move reported as delete + create."""
-        if not vanished or not path.exists() or self.engine.registry.get(spec.tenant_id, spec.document_id(path)):
-            return None
-        try:
-            sha = file_sha256(read_file(path, self.settings.max_file_bytes))
-        except (OSError, FileSkipped):
-            return None
-        for gone in vanished:
-            source = self._folder_of(gone)
-            if source is None or source.spec.tenant_id != spec.tenant_id:
-                continue
-            record = self.engine.registry.get(spec.tenant_id, source.spec.document_id(gone))
-            if record is not None and record.metadata.get(META_FILE_SHA) == sha:
-                vanished.remove(gone)
-                return gone
-        return None
+        return paired_source(self.engine, spec, path, vanished, folder_of=lambda p: folder_of(self.folders, p),
+                             max_bytes=self.settings.max_file_bytes)
 
     def _process(self, task: Task) -> None:
         with self._work_lock:

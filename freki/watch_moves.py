@@ -13,11 +13,14 @@ and only changed text (if the file was also edited) costs embeddings.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from freki.documents import chunk_point_id
 from freki.engine import FrekiEngine
 from freki.store import ChunkPoint
+from freki.watch_files import META_FILE_SHA, FileSkipped, WatchedFolder, file_sha256, read_file
 
 log = logging.getLogger("freki.watch")
 
@@ -63,3 +66,28 @@ def move_document(engine: FrekiEngine, tenant: str, old_id: str, new_id: str, *,
         engine.indexer.sentence_cache.rename(tenant, old_id, new_id)
     log.info("moved %d chunks of %r to %r without re-embedding", len(upserts), old_id, new_id)
     return len(upserts)
+
+
+def paired_source(
+    engine: FrekiEngine, spec: WatchedFolder, path: Path, vanished: list[Path], *,
+    folder_of: Callable[[Path], WatchedFolder | None], max_bytes: int,
+) -> Path | None:
+    """A vanished path whose indexed bytes equal the new file ``path``'s: a move reported as delete + create.
+
+    The match is removed from ``vanished``. None when ``path`` is already indexed or nothing matches.
+    """
+    if not vanished or not path.exists() or engine.registry.get(spec.tenant_id, spec.document_id(path)):
+        return None
+    try:
+        sha = file_sha256(read_file(path, max_bytes))
+    except (OSError, FileSkipped):
+        return None
+    for gone in vanished:
+        source = folder_of(gone)
+        if source is None or source.tenant_id != spec.tenant_id:
+            continue
+        record = engine.registry.get(spec.tenant_id, source.document_id(gone))
+        if record is not None and record.metadata.get(META_FILE_SHA) == sha:
+            vanished.remove(gone)
+            return gone
+    return None
