@@ -35,7 +35,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy freki geri odin_client wolf_service
 
-test: install check-protos lint
+test: install check-protos lint typecheck
 	$(VENV)/bin/pytest -q
 
 # Operations: metrics, logs, audit, auth, TLS, reload, compose files, documented grpcurl commands.
@@ -49,7 +49,11 @@ check-compose: install
 test-fast: install
 	$(VENV)/bin/pytest -q -m "not integration"
 
+# txtai (the peer in bench_freki's side-by-side) and bm25s come from the `bench` extra.
 bench: install
+	$(PIP) install --quiet -e '.[dev,bench]'
+	$(PY) scripts/bench_store.py
+	$(PY) scripts/bench_chunking.py
 	$(PY) scripts/bench_freki.py
 	$(PY) scripts/bench_geri.py
 	$(PY) scripts/bench_incremental.py
