@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from freki.settings import FrekiSettings
-from wolf_service.reload import SettingsSource
+from wolf_service.reload import cli_settings
 from wolf_service.settings import SettingsError
 
 
@@ -35,15 +33,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.log_level:
         overrides["log"] = {"level": args.log_level}
     try:
-        settings = FrekiSettings.load(args.config, **overrides)
+        settings, source = cli_settings(FrekiSettings, args.config, overrides)
     except SettingsError as exc:
         print(f"freki: {exc}", file=sys.stderr)
         return 2
     from freki.server import serve
 
-    path = args.config or os.environ.get("FREKI_SETTINGS_FILE")
-    # A reload repeats exactly this load (file, env, command-line overrides), so flags keep winning.
-    source = SettingsSource(lambda: FrekiSettings.load(args.config, **overrides), Path(path) if path else None)
     serve(settings, reload_from=source)
     return 0
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from geri.settings import GeriSettings
-from wolf_service.reload import SettingsSource
+from wolf_service.reload import cli_settings
 from wolf_service.settings import SettingsError
 
 
@@ -37,16 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.log_level:
         overrides["log"] = {"level": args.log_level}
     try:
-        settings = GeriSettings.load(args.config, **overrides)
+        settings, source = cli_settings(GeriSettings, args.config, overrides)
     except SettingsError as exc:
         print(f"geri: {exc}", file=sys.stderr)
         return 2
     # Imported here so `geri --help` stays fast (the server pulls in grpc, torch on demand).
     from geri.server import serve
 
-    path = args.config or os.environ.get("GERI_SETTINGS_FILE")
-    # A reload repeats exactly this load (file, env, command-line overrides), so flags keep winning.
-    source = SettingsSource(lambda: GeriSettings.load(args.config, **overrides), Path(path) if path else None)
     serve(settings, reload_from=source)
     return 0
 

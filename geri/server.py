@@ -14,7 +14,7 @@ from geri.settings import GeriSettings
 from wolf_service.logs import configure_logging
 from wolf_service.reload import SettingsSource
 from wolf_service.service_ops import ServiceOps
-from wolf_service.serving import ServerHandle, build_grpc_server, serve_until_signal
+from wolf_service.serving import ServerHandle, serve_until_signal
 
 log = logging.getLogger("geri.server")
 
@@ -41,16 +41,8 @@ def build_server(
     def register(server: grpc.Server) -> None:
         geri_pb2_grpc.add_GeriServiceServicer_to_server(servicer, server)
 
-    handle = build_grpc_server(
-        register=register,
-        service_names=[SERVICE_NAME],
-        address=f"{settings.host}:{settings.port}",
-        max_workers=settings.max_workers,
-        interceptors=ops.interceptors(),
-        credentials=ops.credentials,
-    )
     operations.install_metrics(ops.metrics, backend)
-    ops.attach(handle)
+    handle = ops.start_server(register, SERVICE_NAME)
     if reload_from is not None:
         ops.enable_reload(reload_from, operations.RELOADABLE, sighup=sighup)
     log.info(

@@ -12,14 +12,17 @@ nothing; the log says why. Triggers: SIGHUP and/or polling the file's mtime.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
+
+from wolf_service.settings import FileSettings
 
 log = logging.getLogger("wolf_service.reload")
 
@@ -45,6 +48,29 @@ class SettingsSource:
 
     load: Callable[[], BaseModel]
     path: Path | None = None
+
+
+FileSettingsT = TypeVar("FileSettingsT", bound=FileSettings)
+
+
+def cli_settings(
+    settings_cls: type[FileSettingsT], config: str | None, overrides: dict[str, Any]
+) -> tuple[FileSettingsT, SettingsSource]:
+    """Load a service's settings for ``serve`` and a source that repeats exactly this load.
+
+    A reload then reads the same file and environment and applies the same command-line
+    overrides, so flags keep winning over the file.
+
+    Raises:
+        SettingsError: the file or a value is invalid.
+    """
+    prefix = str(settings_cls.model_config.get("env_prefix", ""))
+    path = config or os.environ.get(f"{prefix}SETTINGS_FILE")
+
+    def load() -> FileSettingsT:
+        return settings_cls.load(config, **overrides)
+
+    return load(), SettingsSource(load, Path(path) if path else None)
 
 
 @dataclass(frozen=True)

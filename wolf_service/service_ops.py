@@ -20,7 +20,7 @@ hot reload         ``reload.poll_interval_s`` + SIGHUP      2 s when a file is u
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from wolf_service.interceptors import ErrorMappingInterceptor
 from wolf_service.logs import AccessLogInterceptor, apply_levels
 from wolf_service.metrics import MetricsInterceptor, MetricsServer, ServiceMetrics
 from wolf_service.reload import ReloadHook, SettingsReloader, SettingsSource
-from wolf_service.serving import ServerHandle
+from wolf_service.serving import ServerHandle, build_grpc_server
 from wolf_service.tls import server_credentials
 
 log = logging.getLogger("wolf_service.ops")
@@ -81,6 +81,20 @@ class ServiceOps:
             chain.append(self.audit)
         chain += [self.auth, ErrorMappingInterceptor()]
         return chain
+
+    def start_server(self, register: Callable[[grpc.Server], None], service_name: str) -> ServerHandle:
+        """Start the service's gRPC server on ``settings.host:port`` with these interceptors and
+        credentials (plus health and reflection), then :meth:`attach` to it."""
+        handle = build_grpc_server(
+            register=register,
+            service_names=[service_name],
+            address=f"{self.settings.host}:{self.settings.port}",
+            max_workers=self.settings.max_workers,
+            interceptors=self.interceptors(),
+            credentials=self.credentials,
+        )
+        self.attach(handle)
+        return handle
 
     def attach(self, handle: ServerHandle) -> None:
         """Start the metrics endpoint (when configured) and stop it and the reloader with ``handle``."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "sparse"
@@ -178,3 +178,12 @@ class VectorStore(Protocol):
     def close(self) -> None:
         """Release the engine after in-flight calls finish; later calls raise ``CollectionNotReady``."""
         ...
+
+
+def stored_point(record: Any, with_vectors: bool) -> StoredPoint:
+    """A record of either engine as a StoredPoint (qdrant-client and qdrant-edge records share
+    ``id``, ``payload`` and a named-vector dict ``vector``)."""
+    dense = None
+    if with_vectors and isinstance(record.vector, dict) and DENSE_VECTOR in record.vector:
+        dense = [float(x) for x in cast(list[float], record.vector[DENSE_VECTOR])]
+    return StoredPoint(str(record.id), dict(record.payload or {}), dense)

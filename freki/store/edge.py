@@ -31,6 +31,7 @@ from freki.store.base import (
     ScoredPoint,
     SparseVector,
     StoredPoint,
+    stored_point,
 )
 from freki.store.edge_layout import (
     CollectionPaths,
@@ -264,13 +265,6 @@ class EdgeStore(GuardedStore):
         )
         return self._query(request, "run a hybrid search")
 
-    @staticmethod
-    def _stored(record: qe.Record, with_vectors: bool) -> StoredPoint:
-        dense = None
-        if with_vectors and isinstance(record.vector, dict) and DENSE_VECTOR in record.vector:
-            dense = [float(x) for x in cast(list[float], record.vector[DENSE_VECTOR])]
-        return StoredPoint(str(record.id), dict(record.payload or {}), dense)
-
     def _engine_scroll(
         self, conditions: Conditions, limit: int, offset: str | None, with_vectors: bool
     ) -> tuple[list[StoredPoint], str | None]:
@@ -285,7 +279,7 @@ class EdgeStore(GuardedStore):
             records, next_offset = self._require_shard().scroll(request)
         except Exception as exc:
             raise _engine_error(exc, "scroll points") from exc
-        return [self._stored(r, with_vectors) for r in records], (str(next_offset) if next_offset is not None else None)
+        return [stored_point(r, with_vectors) for r in records], (str(next_offset) if next_offset is not None else None)
 
     def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
         try:
@@ -294,7 +288,7 @@ class EdgeStore(GuardedStore):
             )
         except Exception as exc:
             raise _engine_error(exc, "retrieve points") from exc
-        return [self._stored(r, with_vectors) for r in records]
+        return [stored_point(r, with_vectors) for r in records]
 
     def _engine_count(self, conditions: Conditions) -> int:
         try:

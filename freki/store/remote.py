@@ -16,7 +16,7 @@ import contextlib
 import math
 import threading
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any
 
 import grpc
 from qdrant_client import QdrantClient, models
@@ -31,6 +31,7 @@ from freki.store.base import (
     ScoredPoint,
     SparseVector,
     StoredPoint,
+    stored_point,
 )
 from freki.store.errors import StoreError, StoreUnavailable
 from freki.store.filters import remote_filter
@@ -261,13 +262,6 @@ class RemoteStore(GuardedStore):
             limit=limit,
         )
 
-    @staticmethod
-    def _stored(record: models.Record, with_vectors: bool) -> StoredPoint:
-        dense = None
-        if with_vectors and isinstance(record.vector, dict) and DENSE_VECTOR in record.vector:
-            dense = [float(x) for x in cast(list[float], record.vector[DENSE_VECTOR])]
-        return StoredPoint(str(record.id), dict(record.payload or {}), dense)
-
     def _engine_scroll(
         self, conditions: Conditions, limit: int, offset: str | None, with_vectors: bool
     ) -> tuple[list[StoredPoint], str | None]:
@@ -280,14 +274,14 @@ class RemoteStore(GuardedStore):
                 with_payload=True,
                 with_vectors=[DENSE_VECTOR] if with_vectors else False,
             )
-        return [self._stored(r, with_vectors) for r in records], (str(next_offset) if next_offset is not None else None)
+        return [stored_point(r, with_vectors) for r in records], (str(next_offset) if next_offset is not None else None)
 
     def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
         with self._calling("retrieve points"):
             records = self._client.retrieve(
                 self._name, ids, with_payload=True, with_vectors=[DENSE_VECTOR] if with_vectors else False
             )
-        return [self._stored(r, with_vectors) for r in records]
+        return [stored_point(r, with_vectors) for r in records]
 
     def _engine_count(self, conditions: Conditions) -> int:
         with self._calling("count points"):
