@@ -19,7 +19,7 @@ import grpc
 
 from wolf_service.audit import AuditLog, Scalar
 from wolf_service.interceptors import request_id_of
-from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, final_code, rpc_name
+from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, final_code, observe_stream, rpc_name
 
 log = logging.getLogger("wolf_service.auditing")
 
@@ -101,15 +101,8 @@ class AuditInterceptor(WrappingInterceptor):
         self, method: str, request: Any, context: grpc.ServicerContext, call: StreamCall
     ) -> Iterator[Any]:
         started = time.perf_counter()
-        failed, last, sent = True, None, 0
-        code: grpc.StatusCode | None = None
-        try:
-            for message in call(request, context):
-                last, sent = message, sent + 1
-                yield message
-            failed = False
-        except GeneratorExit:
-            code = grpc.StatusCode.CANCELLED
-            raise
-        finally:
-            self._record(method, request, context, code or final_code(context, failed), started, last, sent)
+
+        def on_end(code: grpc.StatusCode, sent: int, last: Any) -> None:
+            self._record(method, request, context, code, started, last, sent)
+
+        return observe_stream(call, request, context, on_end)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
 
 from wolf_service.errors import status_code_of
+from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor
 
 log = logging.getLogger("wolf_service.errors")
 
@@ -48,48 +49,23 @@ def _is_abort(exc: BaseException, context: grpc.ServicerContext) -> bool:
     return type(exc) is Exception and context.code() is not None  # type: ignore[attr-defined]
 
 
-class ErrorMappingInterceptor(grpc.ServerInterceptor):
+class ErrorMappingInterceptor(WrappingInterceptor):
     """Map exceptions raised by handlers to gRPC status codes, for unary and streaming RPCs."""
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = continuation(handler_call_details)
-        if handler is None:
-            return None
-        rpc = handler_call_details.method  # type: ignore[attr-defined]
-        if handler.unary_unary is not None:
-            inner_uu = handler.unary_unary
+    def unary(self, method: str, request: Any, context: grpc.ServicerContext, call: UnaryCall) -> Any:
+        try:
+            return call(request, context)
+        except Exception as exc:
+            if _is_abort(exc, context):
+                raise
+            _abort_for(exc, method, request, context)
 
-            def unary_unary(request: Any, context: grpc.ServicerContext) -> Any:
-                try:
-                    return inner_uu(request, context)
-                except Exception as exc:
-                    if _is_abort(exc, context):
-                        raise
-                    _abort_for(exc, rpc, request, context)
-
-            return grpc.unary_unary_rpc_method_handler(
-                unary_unary,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            inner_us = handler.unary_stream
-
-            def unary_stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-                try:
-                    yield from inner_us(request, context)
-                except Exception as exc:
-                    if _is_abort(exc, context):
-                        raise
-                    _abort_for(exc, rpc, request, context)
-
-            return grpc.unary_stream_rpc_method_handler(
-                unary_stream,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+    def stream(
+        self, method: str, request: Any, context: grpc.ServicerContext, call: StreamCall
+    ) -> Iterator[Any]:
+        try:
+            yield from call(request, context)
+        except Exception as exc:
+            if _is_abort(exc, context):
+                raise
+            _abort_for(exc, method, request, context)

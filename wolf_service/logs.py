@@ -22,7 +22,7 @@ import grpc
 from pydantic import BaseModel, Field, field_validator
 
 from wolf_service.interceptors import request_id_of
-from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, final_code, rpc_name
+from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, final_code, observe_stream, rpc_name
 
 access_log = logging.getLogger("wolf_service.access")
 
@@ -171,16 +171,8 @@ class AccessLogInterceptor(WrappingInterceptor):
         self, method: str, request: Any, context: grpc.ServicerContext, call: StreamCall
     ) -> Iterator[Any]:
         started = time.perf_counter()
-        failed = True
-        code: grpc.StatusCode | None = None
-        sent = 0
-        try:
-            for message in call(request, context):
-                sent += 1
-                yield message
-            failed = False
-        except GeneratorExit:
-            code = grpc.StatusCode.CANCELLED
-            raise
-        finally:
-            self._log(method, request, context, code or final_code(context, failed), started, sent)
+
+        def on_end(code: grpc.StatusCode, sent: int, _last: Any) -> None:
+            self._log(method, request, context, code, started, sent)
+
+        return observe_stream(call, request, context, on_end)

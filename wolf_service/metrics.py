@@ -21,7 +21,7 @@ from prometheus_client.exposition import start_http_server
 from prometheus_client.registry import Collector
 from pydantic import BaseModel, Field
 
-from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, final_code, rpc_name
+from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, final_code, observe_stream, rpc_name
 
 log = logging.getLogger("wolf_service.metrics")
 
@@ -131,20 +131,12 @@ class MetricsInterceptor(WrappingInterceptor):
         started = time.perf_counter()
         gauge = self.metrics.in_flight.labels(self.metrics.service, rpc)
         gauge.inc()
-        failed = True
-        code: grpc.StatusCode | None = None
-        try:
-            for message in call(request, context):
-                self.metrics._responded(rpc, message)
-                yield message
-            failed = False
-        except GeneratorExit:
-            # The client went away (or the deadline passed) while we were streaming.
-            code = grpc.StatusCode.CANCELLED
-            raise
-        finally:
+
+        def on_end(code: grpc.StatusCode, _sent: int, _last: Any) -> None:
             gauge.dec()
-            self.metrics._finished(rpc, code or final_code(context, failed), started)
+            self.metrics._finished(rpc, code, started)
+
+        return observe_stream(call, request, context, on_end, lambda message: self.metrics._responded(rpc, message))
 
 
 class MetricsServer:

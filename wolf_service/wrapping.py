@@ -45,6 +45,35 @@ def rpc_name(method: str) -> str:
     return f"{service.rpartition('.')[2]}/{name}" if service else method
 
 
+def observe_stream(
+    call: StreamCall,
+    request: Any,
+    context: grpc.ServicerContext,
+    on_end: Callable[[grpc.StatusCode, int, Any], None],
+    on_message: Callable[[Any], None] | None = None,
+) -> Iterator[Any]:
+    """Yield the messages of ``call(request, context)`` and report how the stream ended.
+
+    ``on_message`` sees each message before it is sent; ``on_end(code, sent, last)`` runs
+    exactly once with the final status (CANCELLED when the client went away or its
+    deadline passed mid-stream), the number of messages sent and the last one.
+    """
+    failed, sent, last = True, 0, None
+    code: grpc.StatusCode | None = None
+    try:
+        for message in call(request, context):
+            if on_message is not None:
+                on_message(message)
+            sent, last = sent + 1, message
+            yield message
+        failed = False
+    except GeneratorExit:
+        code = grpc.StatusCode.CANCELLED
+        raise
+    finally:
+        on_end(code or final_code(context, failed), sent, last)
+
+
 class WrappingInterceptor(grpc.ServerInterceptor):
     """Wraps unary-unary and unary-stream handlers with :meth:`unary` and :meth:`stream`.
 
