@@ -122,12 +122,12 @@ def test_scores_are_in_unit_interval_sorted_and_respect_the_threshold(server) ->
             assert ask(stub, "coolant pump fault codes", mode, top_k=10, score_threshold=scores[0] + 1e-3) == []
 
 
+# Convex fusion only: with ~20 passages every variant's list holds every passage, so RRF favours
+# passages both variants rank middling over either variant's best; fusion.rrf's unit tests cover
+# RRF merging of variants.
+@pytest.mark.parametrize("server", ["edge-convex", "remote-convex"], indirect=True)
 def test_query_variants_are_merged(server) -> None:  # type: ignore[no-untyped-def]
-    fusion, stub = server
-    if fusion == "rrf":
-        # With ~20 passages every variant's list holds every passage, so RRF favours passages both
-        # variants rank middling over either variant's best; fusion.rrf's unit tests cover merging.
-        pytest.skip("variant merging by RRF is not meaningful on a corpus smaller than the candidate depth")
+    _, stub = server
     alone = ids(ask(stub, CODE_QUERY, common_pb2.SEARCH_MODE_HYBRID, top_k=2))
     assert "car-battery" not in alone
     merged = ids(ask(stub, CODE_QUERY, common_pb2.SEARCH_MODE_HYBRID, top_k=4,
