@@ -83,6 +83,13 @@ class DocumentRegistry:
         """Remove a record (no error when absent)."""
         self._store.delete_ids([document_point_id(tenant, document_id)])
 
+    def delete_owner(self, tenant: str, owner_id: str) -> int:
+        """Remove every record of one data owner in one call; returns how many there were."""
+        if not owner_id:
+            # An empty owner would make the filter match the whole tenant.
+            raise ValueError("owner_id must be non-empty to erase an owner's records")
+        return self._store.delete_where(self._filter(tenant, owner_id))
+
     def page(
         self, tenant: str, *, owner_id: str = "", limit: int = 100, offset: str | None = None
     ) -> tuple[list[DocumentRecord], str | None]:

@@ -65,7 +65,7 @@ def erase_owner(engine: FrekiEngine, tenant: str, owner_id: str, *, watcher: Wat
         records = list(engine.registry.iterate(tenant, owner_id=owner_id))
         # Markers first: a crash after this leaves data to erase again, never erased data to resurrect.
         _keep_out_of_watch(engine, watcher, records)
-        documents, chunks = engine.delete_owner(tenant, owner_id)
+        documents, chunks = engine.delete_owner(tenant, owner_id, records)
     return Erasure(documents=documents, chunks=chunks)
 
 
