@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from freki.chunking import ChunkingConfig, SemanticChunker
 from freki.documents import DocumentRecord, DocumentRegistry
 from freki.embedding import Embedder
-from freki.indexing import Indexer, IndexInput, IndexResult, TokenCountCache, embed_in_slices
+from freki.indexing import (
+    Indexer,
+    IndexInput,
+    IndexResult,
+    TokenCountCache,
+    document_chunks,
+    document_filter,
+    embed_in_slices,
+)
 from freki.rerank import CrossEncoderReranker
 from freki.retrieval import Hit, Query, RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
@@ -124,22 +132,14 @@ class FrekiEngine:
     def delete_document(self, tenant: str, document_id: str) -> int:
         """Delete a document's chunks, record and cached vectors; returns chunks deleted."""
         self.get_document(tenant, document_id)
-        deleted = self.chunks.delete_where(_doc_filter(tenant, document_id))
+        deleted = self.chunks.delete_where(document_filter(tenant, document_id))
         self.registry.delete(tenant, document_id)
         self.indexer.sentence_cache.forget(tenant, document_id)
         return deleted
 
     def chunks_of(self, tenant: str, document_id: str, *, with_vectors: bool = False) -> list[StoredPoint]:
         """A document's chunks in order."""
-        points: list[StoredPoint] = []
-        offset: str | None = None
-        while True:
-            page, offset = self.chunks.scroll(
-                _doc_filter(tenant, document_id), limit=512, offset=offset, with_vectors=with_vectors
-            )
-            points.extend(page)
-            if offset is None:
-                return sorted(points, key=lambda p: int(p.payload.get("chunk_index", 0)))
+        return document_chunks(self.chunks, tenant, document_id, with_vectors=with_vectors)
 
     def full_reindex(self, tenant: str, document_id: str = "") -> tuple[int, int]:
         """Re-embed stored chunk texts with the current model; returns (documents, chunks)."""
@@ -212,7 +212,3 @@ def store_config(settings: FrekiSettings) -> StoreConfig:
         backend="remote", url=url, api_key=settings.store.api_key, timeout_s=settings.store.timeout_s,
         rrf_k=rrf_k,
     )
-
-
-def _doc_filter(tenant: str, document_id: str) -> list[FieldMatch]:
-    return [FieldMatch("tenant_id", (tenant,)), FieldMatch("document_id", (document_id,))]

@@ -28,7 +28,7 @@ from freki.chunking import Chunk, SemanticChunker
 from freki.documents import DocumentRecord, DocumentRegistry, chunk_point_id
 from freki.embedding import Embedder
 from freki.parsing import parse_document
-from freki.store import ChunkPoint, FieldMatch, SparseVector, VectorStore
+from freki.store import ChunkPoint, FieldMatch, SparseVector, StoredPoint, VectorStore
 from wolf_service.errors import InvalidArgument
 
 log = logging.getLogger("freki.indexing")
@@ -119,6 +119,26 @@ class SentenceVectorCache:
 # call would hold every query behind it for the whole document; in slices, queries join the next call.
 # 32 = sentence-transformers' own batch size: smaller slices cost up to ~45% more CPU on 2 cores.
 INDEX_SLICE = 32
+
+
+def document_filter(tenant: str, document_id: str) -> list[FieldMatch]:
+    """The store filter selecting one document's chunks."""
+    return [FieldMatch("tenant_id", (tenant,)), FieldMatch("document_id", (document_id,))]
+
+
+def document_chunks(
+    store: VectorStore, tenant: str, document_id: str, *, with_vectors: bool = False
+) -> list[StoredPoint]:
+    """Every stored chunk of one document, in chunk order, paging through the store."""
+    points: list[StoredPoint] = []
+    offset: str | None = None
+    while True:
+        page, offset = store.scroll(
+            document_filter(tenant, document_id), limit=512, offset=offset, with_vectors=with_vectors
+        )
+        points.extend(page)
+        if offset is None:
+            return sorted(points, key=lambda p: int(p.payload.get("chunk_index", 0)))
 
 
 def embed_in_slices(
@@ -245,7 +265,7 @@ class Indexer:
         self, doc: IndexInput, content_type: str, metadata: dict[str, str], chunks: list[Chunk],
         digest: str, existed: bool, started: float,
     ) -> IndexResult:
-        existing_ids = {p.id for p in self._scroll_all(doc.tenant_id, doc.document_id)}
+        existing_ids = {p.id for p in document_chunks(self._chunks, doc.tenant_id, doc.document_id)}
         occurrences: dict[str, int] = {}
         ids: list[str] = []
         for chunk in chunks:
@@ -285,16 +305,6 @@ class Indexer:
             content_hash=digest,
             duration_ms=_ms(started),
         )
-
-    def _scroll_all(self, tenant: str, document_id: str) -> list[Any]:
-        flt = [FieldMatch("tenant_id", (tenant,)), FieldMatch("document_id", (document_id,))]
-        points: list[Any] = []
-        offset: str | None = None
-        while True:
-            page, offset = self._chunks.scroll(flt, limit=512, offset=offset)
-            points.extend(page)
-            if offset is None:
-                return points
 
     @staticmethod
     def _payload(
