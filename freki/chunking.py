@@ -34,7 +34,7 @@ import numpy as np
 from freki.parsing import ParsedDocument, Section
 from freki.segmenting import SectionPlan, find_anchors, partition_span
 from freki.sentences import SPACE, Unit, join_units, section_units
-from freki.tokens import TokenCounter
+from wolf_service.tokens import TokenCounter
 
 # Sentences compared with the next one when scoring a gap; small keeps the score local.
 CONTEXT_SENTENCES = 3

@@ -35,8 +35,8 @@ from freki.store import (
     VectorStore,
     make_store,
 )
-from freki.tokens import get_token_counter
 from wolf_service.errors import NotFound
+from wolf_service.tokens import get_token_counter
 
 log = logging.getLogger("freki.engine")
 

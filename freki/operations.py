@@ -19,10 +19,10 @@ from freki.chunking import ChunkingConfig, SemanticChunker
 from freki.engine import FrekiEngine
 from freki.service import FrekiServicer
 from freki.settings import ChunkingSettings, FrekiSettings
-from freki.tokens import get_token_counter
 from freki.watch import Watcher
 from wolf_service.auditing import AuditedRpc
 from wolf_service.metrics import ServiceMetrics
+from wolf_service.tokens import get_token_counter
 
 log = logging.getLogger("freki.operations")
 

@@ -26,7 +26,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from freki.chunking import ChunkingConfig, SemanticChunker  # noqa: E402
 from freki.parsing import parse_document  # noqa: E402
-from freki.tokens import get_token_counter  # noqa: E402
+from wolf_service.tokens import get_token_counter  # noqa: E402
 
 WORDS = {
     "kitchen": "chef sauce onion garlic oven recipe pan butter dough soup simmers bakes roasts stirs".split(),

@@ -16,7 +16,7 @@ import pytest
 
 from freki.chunking import Chunk, ChunkingConfig, SemanticChunker
 from freki.parsing import parse_document
-from freki.tokens import get_token_counter
+from wolf_service.tokens import get_token_counter
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ import pytest
 from freki.chunking import Chunk, ChunkingConfig, SemanticChunker
 from freki.parsing import ParsedDocument, Section, parse_document
 from freki.sentences import join_units, section_units
-from freki.tokens import get_token_counter
+from wolf_service.tokens import get_token_counter
 
 TOPICS = ["Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel"]
 FILLER = "quiet river stone lamp garden window paper violin market ladder cloud copper".split()

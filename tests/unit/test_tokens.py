@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from freki import tokens
-from freki.tokens import TokenCounter, TokenizerUnavailable, ensure_bpe_cached, get_token_counter
+from wolf_service import tokens
+from wolf_service.tokens import TokenCounter, TokenizerUnavailable, ensure_bpe_cached, get_token_counter
 
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 
