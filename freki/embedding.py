@@ -16,10 +16,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
+from freki.encoders import Encoder, build_encoder, default_cache_dir
 from freki.query_batching import QueryBatcher
+from freki.settings import FrekiSettings
 from wolf_service.errors import FailedPrecondition
 
 log = logging.getLogger("freki.embedding")
@@ -47,13 +50,15 @@ def resolve_model_path(name: str) -> str:
 class Embedder:
     """A loaded sentence-transformers model with a query-embedding LRU cache.
 
-    Thread-safe: encoding is serialised because torch already uses every core for one
-    batch, and interleaving batches from several threads only adds contention.
+    Thread-safe: encoding is serialised because the engine (ONNX Runtime by default, or torch;
+    see freki.encoders) already uses every core for one batch, and interleaving batches from
+    several threads only adds contention.
     """
 
     def __init__(
         self, model: str = "all-MiniLM-L6-v2", *, device: str = "cpu", batch_size: int = 32,
-        query_cache_size: int = 4096,
+        query_cache_size: int = 4096, backend: Literal["onnx", "torch"] = "onnx",
+        cache_dir: Path | None = None,
     ) -> None:
         # Never let a run-time hub lookup hang or leak: models come from installed packages or paths.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -84,6 +89,10 @@ class Embedder:
         # A private tokenizer copy for window counting: a fast tokenizer keeps padding/truncation state
         # per call, so sharing one with encode() from another thread corrupts that batch's padding.
         self._tokenizer = copy.deepcopy(self._model.tokenizer)
+        self._encoder: Encoder = build_encoder(
+            self._model, backend=backend, device=device, model_path=path,
+            cache_dir=cache_dir or default_cache_dir(), max_length=self.max_seq_length,
+        )
         self._tokenizer_lock = threading.Lock()
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -95,6 +104,20 @@ class Embedder:
         # Set by enable_batching(): merges concurrent embed() calls into shared model passes.
         self._batcher: QueryBatcher | None = None
 
+    @classmethod
+    def from_settings(cls, settings: FrekiSettings) -> Embedder:
+        """The embedder a Freki server with ``settings`` uses."""
+        return cls(
+            settings.embedding_model, device=settings.embedding_device,
+            batch_size=settings.embedding_batch_size, query_cache_size=settings.retrieval.query_cache_size,
+            backend=settings.embedding_backend, cache_dir=settings.embedding_cache_dir,
+        )
+
+    @property
+    def backend(self) -> str:
+        """Which engine runs the model: "onnx" or "torch" (see freki.encoders)."""
+        return self._encoder.name
+
     @property
     def dimension(self) -> int:
         """Length of each vector."""
@@ -105,11 +128,15 @@ class Embedder:
         with self._tokenizer_lock:
             return len(self._tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed texts (documents or sentences) as an ``(n, dim)`` float32 array of unit vectors."""
+    def embed(self, texts: Sequence[str], *, urgent: bool = False) -> np.ndarray:
+        """Embed texts (documents or sentences) as an ``(n, dim)`` float32 array of unit vectors.
+
+        ``urgent``: someone is waiting on these (a query); with batching enabled they are encoded
+        ahead of queued indexing work.
+        """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self._batcher.encode_many(texts) if self._batcher else self._encode(texts)
+        vectors = self._batcher.encode_many(texts, urgent=urgent) if self._batcher else self._encode(texts)
         self.texts_embedded += len(texts)
         return vectors
 
@@ -119,14 +146,7 @@ class Embedder:
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:
-            vectors = self._model.encode(
-                list(texts),
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return np.asarray(vectors, dtype=np.float32)
+            return self._encoder.encode(texts, self.batch_size)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query, served from the LRU cache when it was seen recently."""
@@ -137,7 +157,7 @@ class Embedder:
                     self._cache.move_to_end(text)
                     self.cache_hits += 1
                     return cached
-        vector = self.embed([text])[0]
+        vector = self.embed([text], urgent=True)[0]
         vector.setflags(write=False)
         if self._cache_size:
             with self._cache_lock:

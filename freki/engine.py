@@ -58,12 +58,7 @@ class FrekiEngine:
 
     def __init__(self, settings: FrekiSettings, *, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        self.embedder = embedder or Embedder(
-            settings.embedding_model,
-            device=settings.embedding_device,
-            batch_size=settings.embedding_batch_size,
-            query_cache_size=settings.retrieval.query_cache_size,
-        )
+        self.embedder = embedder or Embedder.from_settings(settings)
         store_cfg = store_config(settings)
         self.chunks: VectorStore = make_store(store_cfg)
         self.chunks.ensure_collection(CollectionSpec(

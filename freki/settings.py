@@ -147,6 +147,11 @@ class FrekiSettings(FileSettings):
     embedding_model: str = "all-MiniLM-L6-v2"
     embedding_device: str = "cpu"
     embedding_batch_size: int = Field(32, ge=1, le=4096)
+    # "onnx": ONNX Runtime on CPU, exported from the model on first start and checked against torch
+    # (freki/encoders.py; falls back to torch, with a warning, if export or the check fails).
+    embedding_backend: Literal["onnx", "torch"] = "onnx"
+    # Where the ONNX export is cached; None = $XDG_CACHE_HOME/freki (~/.cache/freki).
+    embedding_cache_dir: Path | None = None
 
     chunking: ChunkingSettings = ChunkingSettings()
     store: StoreSettings = StoreSettings()

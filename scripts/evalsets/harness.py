@@ -48,9 +48,7 @@ def shared_embedder(settings: FrekiSettings) -> Embedder:
     global _embedder
     with _embedder_lock:
         if _embedder is None:
-            _embedder = Embedder(settings.embedding_model, device=settings.embedding_device,
-                                 batch_size=settings.embedding_batch_size,
-                                 query_cache_size=settings.retrieval.query_cache_size)
+            _embedder = Embedder.from_settings(settings)
         return _embedder
 
 
