@@ -2,9 +2,11 @@
 
 Prints figures; asserts nothing. Sections:
 
+0. Encoders: the bare model under torch (``SentenceTransformer.encode``) and ONNX Runtime (Freki's
+   default, freki/encoders.py): cosine between their vectors, batch throughput, one-query latency.
 1. Index throughput: N SciFact abstracts (cut to ~80 words, one chunk each) through IndexDocument with 8
    concurrent clients, in chunks/s, next to raw ``SentenceTransformer.encode`` on the same chunk
-   texts (the ceiling: the model alone).
+   texts, and next to the raw ONNX encoder (the ceiling of the engine Freki runs).
 2. RetrieveContext p50/p99 (single client, query embedding included: every query text is new, so
    the LRU cache never answers) at 10k and 100k chunks, dense and hybrid. The collections are
    synthesised from real indexed SciFact chunks (see ``synthesise``): embedding 100k real chunks
@@ -49,6 +51,7 @@ from evalsets.harness import (  # noqa: E402
 )
 
 from freki.embedding import ModelIdentity, resolve_model_path  # noqa: E402
+from freki.encoders import Encoder, OnnxEncoder, TorchEncoder, default_cache_dir, export_onnx  # noqa: E402
 from freki.sparse import SparseEncoder  # noqa: E402
 from freki.store import ChunkPoint, CollectionSpec, EdgeStore, StoredPoint  # noqa: E402
 
@@ -68,17 +71,49 @@ def bench_indexing(n: int) -> tuple[float, float]:
         stats = index_corpus(stub, texts, Path(tmp), workers=8, log_every=10**9)
         freki_s = time.perf_counter() - started
     chunks = stats["chunks"]
+    freki_rate = chunks / freki_s
+    print(f"index: {len(texts)} docs -> {chunks:.0f} chunks in {freki_s:.1f} s = {freki_rate:.1f} chunks/s via "
+          f"IndexDocument (8 clients, {shared_embedder(eval_settings(Path('.'))).backend} encoder)", flush=True)
+    raw_rate = 0.0
+    for name, encoder in raw_encoders().items():
+        started = time.perf_counter()
+        encoder.encode(list(texts.values()), batch_size=32)
+        rate = len(texts) / (time.perf_counter() - started)
+        raw_rate = raw_rate or rate  # the first is sentence-transformers' own model.encode
+        print(f"  raw {name} encode of the same texts: {rate:.1f} texts/s; Freki / raw = {freki_rate / rate:.2f}",
+              flush=True)
+    return freki_rate, raw_rate
+
+
+def raw_encoders() -> dict[str, Encoder]:
+    """The bare model: sentence-transformers' ``model.encode`` (torch) and the ONNX export Freki runs."""
     from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(resolve_model_path("all-MiniLM-L6-v2"), device="cpu")
-    started = time.perf_counter()
-    model.encode(list(texts.values()), batch_size=32, normalize_embeddings=True, show_progress_bar=False)
-    raw_s = time.perf_counter() - started
-    freki_rate, raw_rate = chunks / freki_s, len(texts) / raw_s
-    print(f"index: {len(texts)} docs -> {chunks:.0f} chunks in {freki_s:.1f} s = {freki_rate:.1f} chunks/s via "
-          f"IndexDocument (8 clients); raw model.encode {raw_rate:.1f} texts/s; ratio {freki_rate / raw_rate:.2f}",
-          flush=True)
-    return freki_rate, raw_rate
+    path = resolve_model_path("all-MiniLM-L6-v2")
+    model = SentenceTransformer(path, device="cpu")
+    onnx = OnnxEncoder(export_onnx(model, path, default_cache_dir()), model.tokenizer, max_length=256)
+    return {"torch (model.encode)": TorchEncoder(model), "onnx": onnx}
+
+
+def bench_encoders(texts: list[str], queries: list[str]) -> None:
+    """Torch vs ONNX on the bare model: agreement, batch throughput and one-query latency."""
+    encoders = raw_encoders()
+    vectors = {name: enc.encode(texts, batch_size=32) for name, enc in encoders.items()}
+    (_, ref), (_, onnx) = vectors.items()
+    cosines = np.sum(ref * onnx, axis=1)
+    print(f"encoders: cosine ONNX vs torch over {len(texts)} passages: min {cosines.min():.6f}, "
+          f"mean {cosines.mean():.6f}", flush=True)
+    for name, enc in encoders.items():
+        started = time.perf_counter()
+        enc.encode(texts, batch_size=32)
+        rate = len(texts) / (time.perf_counter() - started)
+        times = []
+        for q in queries:
+            t0 = time.perf_counter()
+            enc.encode([q], batch_size=1)
+            times.append((time.perf_counter() - t0) * 1000)
+        print(f"  {name:20s}: {rate:6.1f} passages/s (batch 32); one query p50 {statistics.median(times):.1f} ms",
+              flush=True)
 
 
 def seed_points(seed_dir: Path, collection: str = "freki_chunks") -> list[StoredPoint]:
@@ -225,12 +260,16 @@ def side_by_side(n_docs: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes; skips the 100k collection")
-    parser.add_argument("--skip", default="", help="comma list of sections to skip: index,latency,concurrency,txtai")
+    parser.add_argument("--skip", default="",
+                        help="comma list of sections to skip: encoders,index,latency,concurrency,txtai")
     args = parser.parse_args()
     skip = set(args.skip.split(","))
     n_index, sizes, n_lat, n_sub = (200, [10_000], 100, 300) if args.quick else (1000, [10_000, 100_000], 300, 1000)
     es = scifact.load()
     queries = list(es.queries.values())
+    if "encoders" not in skip:
+        passages = list(one_chunk_texts(n_index).values())
+        bench_encoders(passages[:256], queries[:100])
     if "index" not in skip:
         bench_indexing(n_index)
     seed_dir = data_dir_for("scifact", es.corpus, eval_settings(Path(".")))
