@@ -10,6 +10,10 @@ default), so a lone caller's latency is unchanged.
 There is no background thread: whichever caller finds the model free becomes the *leader*, takes
 pending calls up to ``max_batch`` texts (always at least one call, however large), encodes them
 in one pass, hands every waiter its rows and steps down.
+
+Queries jump the queue: a call made with ``urgent=True`` (``Embedder.embed_query``) is taken
+before every waiting indexing call, and a pass that carries urgent calls carries nothing else,
+so a query waits for at most the one pass already running, never for the indexing backlog.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import numpy as np
 @dataclass
 class _Pending:
     texts: list[str]
+    urgent: bool = False
     vectors: np.ndarray | None = None
     error: BaseException | None = None
     done: bool = False
@@ -52,9 +57,12 @@ class QueryBatcher:
         """The embedding of one text."""
         return self.encode_many([text])[0]
 
-    def encode_many(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings of ``texts`` as an ``(n, dim)`` array, computed in whatever pass they land in."""
-        mine = _Pending(list(texts))
+    def encode_many(self, texts: Sequence[str], *, urgent: bool = False) -> np.ndarray:
+        """Embeddings of ``texts`` as an ``(n, dim)`` array, computed in whatever pass they land in.
+
+        ``urgent`` calls (queries someone is waiting on) go into the next pass ahead of the rest.
+        """
+        mine = _Pending(list(texts), urgent)
         with self._cond:
             self._pending.append(mine)
             self._cond.notify_all()  # a leader gathering company (max_wait_s) wants to know
@@ -75,12 +83,17 @@ class QueryBatcher:
 
     def _take(self) -> list[_Pending]:
         with self._cond:
+            urgent = [p for p in self._pending if p.urgent]
+            candidates = urgent or self._pending
             batch: list[_Pending] = []
             total = 0
-            while self._pending and (not batch or total + len(self._pending[0].texts) <= self._max_batch):
-                item = self._pending.pop(0)
+            for item in candidates:
+                if batch and total + len(item.texts) > self._max_batch:
+                    break
                 batch.append(item)
                 total += len(item.texts)
+            taken = {id(p) for p in batch}
+            self._pending = [p for p in self._pending if id(p) not in taken]
             return batch
 
     def _gather(self) -> None:

@@ -125,3 +125,37 @@ def test_embedder_batches_concurrent_calls_with_the_real_model(embedder) -> None
     for t in threads:
         t.join(30)
     assert all(float(np.dot(out[i], alone[i])) > 0.999 for i in range(12))
+
+
+def test_queries_jump_ahead_of_queued_indexing_work() -> None:
+    """While one pass runs, indexing slices queue up; a query arriving last goes in the next pass, alone."""
+    release = threading.Event()
+    passes: list[list[str]] = []
+
+    def gated(texts: Sequence[str]) -> np.ndarray:
+        passes.append(list(texts))
+        if len(passes) == 1:
+            release.wait(10)
+        return np.asarray([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
+
+    batcher = QueryBatcher(gated, max_batch=64)
+    slices = [[f"doc{i}-chunk{j}" for j in range(32)] for i in range(4)]
+    threads = [threading.Thread(target=batcher.encode_many, args=(s,)) for s in slices]
+    threads[0].start()
+    while not passes:  # slice 0 is running (blocked) ...
+        time.sleep(0.001)
+    for t in threads[1:]:  # ... slices 1-3 queue behind it ...
+        t.start()
+    while len(batcher._pending) < 3:
+        time.sleep(0.001)
+    query: dict[str, np.ndarray] = {}
+    asker = threading.Thread(target=lambda: query.__setitem__("v", batcher.encode_many(["the query"], urgent=True)))
+    asker.start()  # ... and the query arrives last.
+    while len(batcher._pending) < 4:
+        time.sleep(0.001)
+    release.set()
+    for t in [*threads, asker]:
+        t.join(10)
+    assert passes[1] == ["the query"]
+    assert query["v"][0][0] == len("the query")
+    assert sorted(len(p) for p in passes[2:]) == [32, 64]  # the indexing slices still share passes
