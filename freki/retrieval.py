@@ -126,9 +126,12 @@ class Retriever:
         deep = second_stage or len(texts) > 1 or query.mode == "hybrid"
         depth = max(query.top_k, self.config.candidates) if deep else query.top_k
         payloads: dict[str, dict[str, Any]] = {}
+        # Candidate lists deeper than top_k carry ids and scores only: loading ~100 payloads per search
+        # cost more than the search itself (and holds the GIL); the hits' payloads are loaded at the end.
+        collect = payloads if depth <= query.top_k else None
         # Scores must be exact for every hit a later stage looks at: top_k, or all candidates.
         need = depth if second_stage or len(texts) > 1 else query.top_k
-        lists = [self._search(text, query.mode, flt, depth, need, payloads) for text in texts]
+        lists = [self._search(text, query.mode, flt, depth, need, collect) for text in texts]
         if len(lists) == 1:
             ranked = lists[0]
         elif query.mode == "hybrid" and self.config.fusion == "rrf":
@@ -136,43 +139,69 @@ class Retriever:
         else:
             ranked = fusion.mean_relevance(lists)
         if query.rerank and self.reranker is not None:
-            ranked = self._rerank(query.text, ranked[: max(query.top_k, self.config.rerank_candidates)], payloads)
+            head = ranked[: max(query.top_k, self.config.rerank_candidates)]
+            self._load_payloads([s.id for s in head], payloads)
+            ranked = self._rerank(query.text, head, payloads)
         ranked = [s for s in ranked if s.score >= query.score_threshold]
         if query.mmr_diversity:
             ranked = self._mmr(ranked, query.top_k, query.mmr_diversity)
-        return [Hit(s.id, s.score, payloads.get(s.id, {})) for s in ranked[: query.top_k]]
+        return self._hits(ranked, query.top_k, payloads)
+
+    def _hits(self, ranked: list[Scored], k: int, payloads: dict[str, dict[str, Any]]) -> list[Hit]:
+        """The first k ranked candidates that still exist, with payloads (loaded where a search left none)."""
+        hits: list[Hit] = []
+        start = 0
+        while len(hits) < k and start < len(ranked):
+            window = ranked[start : start + k - len(hits)]
+            start += len(window)
+            self._load_payloads([s.id for s in window], payloads)
+            # A candidate deleted since the search (document removed or re-indexed) is skipped.
+            hits.extend(Hit(s.id, s.score, payloads[s.id]) for s in window if s.id in payloads)
+        return hits
+
+    def _load_payloads(self, ids: list[str], payloads: dict[str, dict[str, Any]]) -> None:
+        missing = [i for i in ids if i not in payloads]
+        if missing:
+            payloads.update((p.id, p.payload) for p in self._chunks.retrieve(missing))
 
     # -- one query text in one mode ------------------------------------------------------------------
     def _search(
         self, text: str, mode: str, flt: list[FieldMatch], depth: int, need: int,
-        payloads: dict[str, dict[str, Any]],
+        payloads: dict[str, dict[str, Any]] | None,
     ) -> list[Scored]:
+        """Candidates for one query text; their payloads go into ``payloads`` unless it is None."""
+        light = payloads is None
         if mode == "sparse":
             sparse_query = self._sparse.encode_query(text)
-            points = self._chunks.search_sparse(sparse_query, flt, depth) if sparse_query.indices else []
+            points = (self._chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
+                      if sparse_query.indices else [])
             return self._scored(points, payloads, self._lexical_relevance(sparse_query))
         vector = self._embed_query(text)
         if mode == "dense":
-            points = self._chunks.search_dense(vector.tolist(), flt, depth)
+            points = self._chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
             return self._scored(points, payloads, fusion.dense_relevance)
         if mode != "hybrid":
             raise ValueError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
         sparse_query = self._sparse.encode_query(text)
         if self.config.fusion == "rrf":
-            points = self._chunks.search_hybrid(vector.tolist(), sparse_query, flt, depth, depth)
+            points = self._chunks.search_hybrid(vector.tolist(), sparse_query, flt, depth, depth,
+                                                with_payload=not light)
             lists = 2 if sparse_query.indices else 1
             return self._scored(points, payloads, lambda s: fusion.rrf_relevance(s, lists, self.config.rrf_k))
         return self._convex(vector, sparse_query, flt, depth, need, payloads)
 
     def _convex(self, vector: np.ndarray, sparse_query: SparseVector, flt: list[FieldMatch], depth: int,
-                need: int, payloads: dict[str, dict[str, Any]]) -> list[Scored]:
-        dense_points = self._chunks.search_dense(vector.tolist(), flt, depth)
-        sparse_points = self._chunks.search_sparse(sparse_query, flt, depth) if sparse_query.indices else []
+                need: int, payloads: dict[str, dict[str, Any]] | None) -> list[Scored]:
+        light = payloads is None
+        dense_points = self._chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
+        sparse_points = (self._chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
+                         if sparse_query.indices else [])
         dense = {p.id: fusion.dense_relevance(p.score) for p in dense_points}
         lexical = self._lexical_relevance(sparse_query)
         sparse = {p.id: lexical(p.score) for p in sparse_points}
-        for p in (*dense_points, *sparse_points):
-            payloads.setdefault(p.id, p.payload)
+        if payloads is not None:
+            for p in (*dense_points, *sparse_points):
+                payloads.setdefault(p.id, p.payload)
         # A lexical-only candidate's cosine is at most the lowest one the dense search returned (else it
         # would be in that list), so the bound stands in for it and exact cosines are fetched only for
         # such candidates that reach the head of the fused list: fusion then compares like with like
@@ -196,10 +225,11 @@ class Retriever:
         return lambda score: fusion.sparse_relevance(score, half)
 
     @staticmethod
-    def _scored(points: Sequence[ScoredPoint], payloads: dict[str, dict[str, Any]],
+    def _scored(points: Sequence[ScoredPoint], payloads: dict[str, dict[str, Any]] | None,
                 relevance: Callable[[float], float]) -> list[Scored]:
-        for p in points:
-            payloads.setdefault(p.id, p.payload)
+        if payloads is not None:
+            for p in points:
+                payloads.setdefault(p.id, p.payload)
         return [Scored(p.id, relevance(p.score)) for p in points]
 
     # -- second stage ----------------------------------------------------------------------------------

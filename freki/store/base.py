@@ -141,18 +141,24 @@ class VectorStore(Protocol):
         """Apply one logical batch (upserts, then payload updates, then deletes) that readers see whole."""
         ...
 
+    # Searches return payloads unless ``with_payload=False``: candidate lists for fusion need only ids
+    # and scores, and loading ~100 payloads per search costs more than the search itself.
     def search_dense(
-        self, vector: Sequence[float], filter: Filter, limit: int, score_threshold: float | None = None
+        self, vector: Sequence[float], filter: Filter, limit: int, score_threshold: float | None = None,
+        *, with_payload: bool = True,
     ) -> list[ScoredPoint]:
         """Nearest points by cosine similarity, best first, optionally only those scoring >= threshold."""
         ...
 
-    def search_sparse(self, vector: SparseVector, filter: Filter, limit: int) -> list[ScoredPoint]:
+    def search_sparse(
+        self, vector: SparseVector, filter: Filter, limit: int, *, with_payload: bool = True
+    ) -> list[ScoredPoint]:
         """Best points by IDF-weighted sparse dot product, best first."""
         ...
 
     def search_hybrid(
-        self, dense: Sequence[float], sparse: SparseVector, filter: Filter, limit: int, prefetch_limit: int
+        self, dense: Sequence[float], sparse: SparseVector, filter: Filter, limit: int, prefetch_limit: int,
+        *, with_payload: bool = True,
     ) -> list[ScoredPoint]:
         """Dense and sparse candidates (``prefetch_limit`` each) fused by reciprocal rank fusion."""
         ...

@@ -220,24 +220,27 @@ class EdgeStore(GuardedStore):
         return [ScoredPoint(str(h.id), float(h.score), dict(h.payload or {})) for h in hits]
 
     def _engine_search_dense(
-        self, vector: list[float], conditions: Conditions, limit: int, score_threshold: float | None
+        self, vector: list[float], conditions: Conditions, limit: int, score_threshold: float | None,
+        with_payload: bool,
     ) -> list[ScoredPoint]:
         request = qe.QueryRequest(
             limit=limit,
             query=qe.Query.Nearest(vector, using=DENSE_VECTOR),
             filter=edge_filter(conditions),
             score_threshold=score_threshold,
-            with_payload=True,
+            with_payload=with_payload,
             with_vector=False,
         )
         return self._query(request, "run a dense search")
 
-    def _engine_search_sparse(self, vector: SparseVector, conditions: Conditions, limit: int) -> list[ScoredPoint]:
+    def _engine_search_sparse(
+        self, vector: SparseVector, conditions: Conditions, limit: int, with_payload: bool
+    ) -> list[ScoredPoint]:
         request = qe.QueryRequest(
             limit=limit,
             query=qe.Query.Nearest(qe.SparseVector(vector.indices, vector.values), using=SPARSE_VECTOR),
             filter=edge_filter(conditions),
-            with_payload=True,
+            with_payload=with_payload,
             with_vector=False,
         )
         return self._query(request, "run a sparse search")
@@ -249,6 +252,7 @@ class EdgeStore(GuardedStore):
         conditions: Conditions,
         limit: int,
         prefetch_limit: int,
+        with_payload: bool,
     ) -> list[ScoredPoint]:
         flt = edge_filter(conditions)
         prefetches = [qe.Prefetch(limit=prefetch_limit, query=qe.Query.Nearest(dense, using=DENSE_VECTOR), filter=flt)]
@@ -260,7 +264,7 @@ class EdgeStore(GuardedStore):
             prefetches=prefetches,
             query=qe.Fusion.Rrf(k=self.rrf_k),  # type: ignore[arg-type]  # stub omits nested Rrf
             filter=flt,
-            with_payload=True,
+            with_payload=with_payload,
             with_vector=False,
         )
         return self._query(request, "run a hybrid search")

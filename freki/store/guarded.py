@@ -154,6 +154,8 @@ class GuardedStore(ABC):
         filter: Sequence[FieldMatch],
         limit: int,
         score_threshold: float | None = None,
+        *,
+        with_payload: bool = True,
     ) -> list[ScoredPoint]:
         """Nearest points by cosine similarity, best first."""
         spec = self._require_open()
@@ -162,9 +164,11 @@ class GuardedStore(ABC):
         if score_threshold is not None:
             score_threshold = float(score_threshold)
         with self._reading():
-            return self._engine_search_dense(dense, conditions, limit, score_threshold)
+            return self._engine_search_dense(dense, conditions, limit, score_threshold, with_payload)
 
-    def search_sparse(self, vector: SparseVector, filter: Sequence[FieldMatch], limit: int) -> list[ScoredPoint]:
+    def search_sparse(
+        self, vector: SparseVector, filter: Sequence[FieldMatch], limit: int, *, with_payload: bool = True
+    ) -> list[ScoredPoint]:
         """Best points by IDF-weighted sparse dot product; an empty query vector matches nothing."""
         spec = self._require_open()
         self._require_sparse(spec)
@@ -173,7 +177,7 @@ class GuardedStore(ABC):
         if not sparse.indices:
             return []
         with self._reading():
-            return self._engine_search_sparse(sparse, conditions, limit)
+            return self._engine_search_sparse(sparse, conditions, limit, with_payload)
 
     def search_hybrid(
         self,
@@ -182,6 +186,8 @@ class GuardedStore(ABC):
         filter: Sequence[FieldMatch],
         limit: int,
         prefetch_limit: int,
+        *,
+        with_payload: bool = True,
     ) -> list[ScoredPoint]:
         """Dense and sparse candidates fused by reciprocal rank fusion, best first."""
         spec = self._require_open()
@@ -194,7 +200,7 @@ class GuardedStore(ABC):
             # An empty sparse query scores nothing (qdrant-edge even returns zero-score filler hits), so the
             # hybrid search then degrades to ranking the dense candidates alone.
             return self._engine_search_hybrid(
-                dense_q, sparse_q if sparse_q.indices else None, conditions, limit, prefetch_limit
+                dense_q, sparse_q if sparse_q.indices else None, conditions, limit, prefetch_limit, with_payload
             )
 
     def scroll(
@@ -273,11 +279,14 @@ class GuardedStore(ABC):
 
     @abstractmethod
     def _engine_search_dense(
-        self, vector: list[float], conditions: Conditions, limit: int, score_threshold: float | None
+        self, vector: list[float], conditions: Conditions, limit: int, score_threshold: float | None,
+        with_payload: bool,
     ) -> list[ScoredPoint]: ...
 
     @abstractmethod
-    def _engine_search_sparse(self, vector: SparseVector, conditions: Conditions, limit: int) -> list[ScoredPoint]: ...
+    def _engine_search_sparse(
+        self, vector: SparseVector, conditions: Conditions, limit: int, with_payload: bool
+    ) -> list[ScoredPoint]: ...
 
     @abstractmethod
     def _engine_search_hybrid(
@@ -287,6 +296,7 @@ class GuardedStore(ABC):
         conditions: Conditions,
         limit: int,
         prefetch_limit: int,
+        with_payload: bool,
     ) -> list[ScoredPoint]: ...
 
     @abstractmethod

@@ -208,16 +208,20 @@ class RemoteStore(GuardedStore):
             self._client.delete(self._name, points_selector=selector, wait=True)
 
     # ---------------------------------------------------------------------------------------------- reads
-    def _query(self, action: str, **kwargs: Any) -> list[ScoredPoint]:
+    def _query(self, action: str, with_payload: bool, **kwargs: Any) -> list[ScoredPoint]:
         with self._calling(action):
-            hits = self._client.query_points(self._name, with_payload=True, with_vectors=False, **kwargs).points
+            hits = self._client.query_points(
+                self._name, with_payload=with_payload, with_vectors=False, **kwargs
+            ).points
         return [ScoredPoint(str(h.id), float(h.score), dict(h.payload or {})) for h in hits]
 
     def _engine_search_dense(
-        self, vector: list[float], conditions: Conditions, limit: int, score_threshold: float | None
+        self, vector: list[float], conditions: Conditions, limit: int, score_threshold: float | None,
+        with_payload: bool,
     ) -> list[ScoredPoint]:
         return self._query(
             "run a dense search",
+            with_payload,
             query=vector,
             using=DENSE_VECTOR,
             query_filter=remote_filter(conditions),
@@ -225,10 +229,13 @@ class RemoteStore(GuardedStore):
             score_threshold=score_threshold,
         )
 
-    def _engine_search_sparse(self, vector: SparseVector, conditions: Conditions, limit: int) -> list[ScoredPoint]:
+    def _engine_search_sparse(
+        self, vector: SparseVector, conditions: Conditions, limit: int, with_payload: bool
+    ) -> list[ScoredPoint]:
         query = models.SparseVector(indices=vector.indices, values=vector.values)
         return self._query(
             "run a sparse search",
+            with_payload,
             query=query,
             using=SPARSE_VECTOR,
             query_filter=remote_filter(conditions),
@@ -242,6 +249,7 @@ class RemoteStore(GuardedStore):
         conditions: Conditions,
         limit: int,
         prefetch_limit: int,
+        with_payload: bool,
     ) -> list[ScoredPoint]:
         flt = remote_filter(conditions)
         prefetch = [models.Prefetch(query=dense, using=DENSE_VECTOR, limit=prefetch_limit, filter=flt)]
@@ -256,6 +264,7 @@ class RemoteStore(GuardedStore):
             )
         return self._query(
             "run a hybrid search",
+            with_payload,
             prefetch=prefetch,
             query=models.RrfQuery(rrf=models.Rrf(k=self.rrf_k)),
             query_filter=flt,

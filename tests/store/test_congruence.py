@@ -217,6 +217,31 @@ def test_hybrid_search_fuses_to_the_same_top_ids(loaded: tuple[Pair, list[ChunkP
     assert edge[0].id == remote[0].id == target.id  # first in both rankings: the fused winner
 
 
+def test_searches_without_payload_rank_the_same_and_carry_none(loaded: tuple[Pair, list[ChunkPoint]]) -> None:
+    """Candidate lists for fusion skip payload loading; ids, order and scores must not change."""
+    pair, _ = loaded
+    rng = random.Random(13)
+    flt = FILTERS[1]
+    dense, sparse = random_dense(rng), random_sparse(rng, terms=3)
+    calls: list[tuple[str, tuple[Any, ...]]] = [
+        ("search_dense", (dense, flt, 10)),
+        ("search_sparse", (sparse, flt, 10)),
+        ("search_hybrid", (dense, sparse, flt, 10, 20)),
+    ]
+    for method, args in calls:
+        full_edge, full_remote = both(pair, method, *args)
+        bare_edge, bare_remote = both(pair, method, *args, with_payload=False)
+        assert full_edge and all(h.payload for h in full_edge)
+        for full, bare in ((full_edge, bare_edge), (full_remote, bare_remote)):
+            # Equal scores (RRF ranks, shared sparse terms) may come back in either order, and a tie at
+            # the cut may swap which point is included: compare scores in order, and ids above the cut.
+            assert [h.score for h in bare] == pytest.approx([h.score for h in full], abs=1e-6), method
+            cut = full[-1].score
+            assert {h.id: h.score for h in bare if h.score > cut + 1e-6} == pytest.approx(
+                {h.id: h.score for h in full if h.score > cut + 1e-6}, abs=1e-6), method
+            assert all(h.payload == {} for h in bare), method
+
+
 def test_tenant_filter_isolates_tenants_in_every_search(loaded: tuple[Pair, list[ChunkPoint]]) -> None:
     pair, points = loaded
     acme = [FieldMatch("tenant_id", ("acme",))]
