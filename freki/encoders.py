@@ -81,6 +81,11 @@ class OnnxEncoder:
 
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # ONNX Runtime's worker threads spin-wait after each run by default. In a server that burns the
+        # cores the gRPC threads and the vector search need: measured on 2 cores, one client's queries
+        # kept 1.7 cores busy with spinning on and 1.2 with it off, and were faster (89 vs 76 queries/s).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._tokenizer = tokenizer
