@@ -118,11 +118,16 @@ def index_corpus(stub: freki_pb2_grpc.FrekiServiceStub, corpus: Mapping[str, str
 def retrieve(stub: freki_pb2_grpc.FrekiServiceStub, prompt: str, mode: str, top_k: int,
              variants: Sequence[str] = (), **options: Any) -> common_pb2.WolfResponse:
     """One RetrieveContext call."""
-    request = common_pb2.WolfRequest(
+    return stub.RetrieveContext(retrieve_request(prompt, mode, top_k, variants, **options), timeout=120)
+
+
+def retrieve_request(prompt: str, mode: str, top_k: int, variants: Sequence[str] = (),
+                     **options: Any) -> common_pb2.WolfRequest:
+    """The WolfRequest of a RetrieveContext call."""
+    return common_pb2.WolfRequest(
         request_id=str(uuid.uuid4()), model_type=common_pb2.RAG, prompt=prompt,
         retrieval=common_pb2.RetrievalOptions(top_k=top_k, mode=MODES[mode], query_variants=list(variants),
                                               **options))
-    return stub.RetrieveContext(request, timeout=120)
 
 
 def doc_ranking(response: common_pb2.WolfResponse) -> list[tuple[str, float]]:
