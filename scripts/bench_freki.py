@@ -24,6 +24,7 @@ Prints figures; asserts nothing. Sections:
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -86,6 +87,7 @@ def bench_indexing(n: int) -> tuple[float, float]:
     return freki_rate, raw_rate
 
 
+@functools.cache
 def raw_encoders() -> dict[str, Encoder]:
     """The bare model: sentence-transformers' ``model.encode`` (torch) and the ONNX export Freki runs."""
     from sentence_transformers import SentenceTransformer
