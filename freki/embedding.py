@@ -58,7 +58,7 @@ class Embedder:
     def __init__(
         self, model: str = "all-MiniLM-L6-v2", *, device: str = "cpu", batch_size: int = 32,
         query_cache_size: int = 4096, backend: Literal["onnx", "torch"] = "onnx",
-        cache_dir: Path | None = None,
+        cache_dir: Path | None = None, bulk_bf16: bool = True,
     ) -> None:
         # Never let a run-time hub lookup hang or leak: models come from installed packages or paths.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -91,7 +91,7 @@ class Embedder:
         self._tokenizer = copy.deepcopy(self._model.tokenizer)
         self._encoder: Encoder = build_encoder(
             self._model, backend=backend, device=device, model_path=path,
-            cache_dir=cache_dir or default_cache_dir(), max_length=self.max_seq_length,
+            cache_dir=cache_dir or default_cache_dir(), max_length=self.max_seq_length, bulk_bf16=bulk_bf16,
         )
         self._tokenizer_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -111,11 +111,12 @@ class Embedder:
             settings.embedding_model, device=settings.embedding_device,
             batch_size=settings.embedding_batch_size, query_cache_size=settings.retrieval.query_cache_size,
             backend=settings.embedding_backend, cache_dir=settings.embedding_cache_dir,
+            bulk_bf16=settings.embedding_bulk_bf16,
         )
 
     @property
     def backend(self) -> str:
-        """Which engine runs the model: "onnx" or "torch" (see freki.encoders)."""
+        """Which engine runs the model: "onnx", "onnx+bf16" (bf16 for indexing batches) or "torch"."""
         return self._encoder.name
 
     @property

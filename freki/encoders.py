@@ -12,6 +12,14 @@ engines and the ONNX encoder is only used when each probe's cosine to torch is a
 ``MIN_PROBE_COSINE``. Otherwise, or when export fails (read-only directory, a model the exporter
 cannot trace), Freki logs why and stays on torch: slower, never different.
 
+Indexing batches (chunks and sentences, many texts at once) run in bf16 instead when the CPU has
+native bf16 instructions (AVX512-BF16 or AMX): torch autocast, so matrix products take bf16 inputs
+and accumulate in fp32 while normalisation and softmax stay fp32. On the reference box that is
+1.3-2.0x faster than fp32 ONNX for batches of 256 tokens and more, with a cosine to fp32 of 0.99997,
+and slower below that size, so a batch is routed by its size (``BULK_MIN_TOKENS``): a lone query
+always runs in fp32 ONNX. The bf16 path is checked with the same probes and dropped, with a log
+line, when it disagrees or the CPU lacks bf16 (emulated bf16 is slower than fp32).
+
 int8 quantisation (onnxruntime dynamic, per channel) was measured and rejected: 1.5x faster than
 fp32 ONNX but cosine to fp32 down to 0.988 on short sentences, below the 0.99 equivalence bar.
 """
@@ -22,14 +30,17 @@ import hashlib
 import logging
 import os
 import tempfile
+import threading
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
+    import torch
     from sentence_transformers import SentenceTransformer
 
 log = logging.getLogger("freki.encoders")
@@ -37,6 +48,10 @@ log = logging.getLogger("freki.encoders")
 # Bump when the exported graph changes shape or meaning, so stale cache files are not reused.
 EXPORT_FORMAT = 1
 MIN_PROBE_COSINE = 0.99
+# Padded tokens (rows x width) from which a batch runs on the bulk (bf16) runner. Measured on the
+# reference box, bf16 over fp32 ONNX: 0.56-0.95x for one text under 100 tokens, 1.15-1.3x from
+# ~100-200 tokens, 1.3-2.0x from 256 up to batches of 32 x 256.
+BULK_MIN_TOKENS = 256
 PROBE_TEXTS = (
     "hello",
     "Error E-4711: the relay refused the connection on port 9427.",
@@ -71,12 +86,20 @@ class TorchEncoder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-class OnnxEncoder:
-    """The exported model run by ONNX Runtime on CPU, with the model's own (fast) tokenizer."""
+class BatchRunner(Protocol):
+    """Runs the model on padded batches of token ids; returns each batch's unit vectors, ``(rows, dim)``."""
+
+    name: str
+
+    def run(self, feeds: Sequence[dict[str, np.ndarray]]) -> list[np.ndarray]: ...
+
+
+class OnnxRunner:
+    """The exported model run by ONNX Runtime on CPU, fp32."""
 
     name = "onnx"
 
-    def __init__(self, path: Path, tokenizer: Any, max_length: int) -> None:
+    def __init__(self, path: Path) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -88,31 +111,145 @@ class OnnxEncoder:
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._inputs = [i.name for i in self._session.get_inputs()]
+        self.path = path
+
+    def run(self, feeds: Sequence[dict[str, np.ndarray]]) -> list[np.ndarray]:
+        # One batch at a time: ONNX Runtime spreads each over every core itself.
+        return [np.asarray(self._session.run(None, {n: feed[n] for n in self._inputs})[0]) for feed in feeds]
+
+
+class TorchBf16Runner:
+    """The torch model under bf16 autocast on CPU, traced to TorchScript (see the module docstring for
+    when bf16 pays).
+
+    Traced, not eager: eager torch takes the GIL back between its ~100 ops per pass, and in a
+    server whose other threads hold the GIL each re-take can wait a switch interval. Replaying
+    an indexing run's batches next to one busy Python thread took eager bf16 55 s against 16 s
+    for ONNX Runtime. The traced graph runs in C++ without the GIL.
+
+    Batches run side by side on ``workers`` threads, each with its own share of the cores for
+    OpenMP, rather than one batch at a time across all cores: torch splits each op statically
+    between its threads, so one preempted thread stalls the whole op, and the server's other
+    threads preempt often. On 2 cores, the same batches took (quiet / next to a busy thread):
+    ONNX Runtime 9.5 / 15.6 s, traced bf16 on 2 OpenMP threads 7.7 / 19.8 s, on 2 workers of
+    one thread each 6.0 / 10.4 s.
+    """
+
+    name = "bf16"
+
+    def __init__(self, model: SentenceTransformer, workers: int | None = None) -> None:
+        import torch
+
+        self._names = list(model.tokenizer.model_input_names)
+        # A padded sample, so that the traced graph keeps the attention-mask path (the probe checks it).
+        sample = model.tokenizer(["an example", "a somewhat longer example text"], padding=True, return_tensors="pt")
+        # With the JIT's own autocast pass off, tracing inside autocast records the casts as graph ops.
+        # TorchScript is deprecated in favour of torch.compile, which needs a C++ compiler at run time. If a
+        # torch release drops it, this raises and build_encoder keeps indexing on fp32 ONNX (logged).
+        previous = torch._C._jit_set_autocast_mode(False)
+        try:
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16), warnings.catch_warnings():
+                # Tracer warnings on shape branches (the probe decides) and the deprecation notices.
+                warnings.simplefilter("ignore")
+                traced = torch.jit.trace(_pipeline(model).eval(), tuple(sample[n] for n in self._names),
+                                         check_trace=False)
+                # Freezing inlines the weights as constants: passes ~7% faster (measured on 60 indexing batches).
+                self._module = torch.jit.freeze(traced.eval())
+        finally:
+            torch._C._jit_set_autocast_mode(previous)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        self.workers = workers or min(cores, 4)
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="freki-bf16",
+                                        initializer=_limit_openmp, initargs=(max(1, cores // self.workers),))
+
+    def run(self, feeds: Sequence[dict[str, np.ndarray]]) -> list[np.ndarray]:
+        # Each batch is cut by rows into one slice per worker, so that the workers finish together
+        # (a pass often holds one or two batches of very different sizes).
+        slices = [np.array_split(np.arange(len(feed["input_ids"])), min(self.workers, len(feed["input_ids"])))
+                  for feed in feeds]
+        tasks = [_rows(feed, rows) for feed, parts in zip(feeds, slices, strict=True) for rows in parts]
+        results = iter(self._pool.map(self._run_one, tasks))
+        return [np.concatenate([next(results) for _ in parts]) for parts in slices]
+
+    def _run_one(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            vectors = self._module(*(torch.from_numpy(feed[name]) for name in self._names))
+        return vectors.float().numpy()
+
+
+def _rows(feed: dict[str, np.ndarray], rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Some rows of a padded batch, with the padding none of them needs cut off."""
+    width = int(feed["attention_mask"][rows].sum(axis=1).max()) if "attention_mask" in feed else None
+    return {name: array[rows, :width] for name, array in feed.items()}
+
+
+def _limit_openmp(threads: int) -> None:
+    """Cap OpenMP (torch's intra-op pool) in the calling thread only; other threads keep theirs."""
+    from threadpoolctl import threadpool_limits
+
+    _openmp_limit.value = threadpool_limits(limits=threads, user_api="openmp")
+
+
+_openmp_limit = threading.local()
+
+
+class BatchedEncoder:
+    """Tokenises once, pads texts in length batches and runs each batch on a runner.
+
+    Batches of at least ``bulk_min_tokens`` padded tokens go to ``bulk`` when one is given (bf16
+    for indexing), the rest to ``runner`` (fp32).
+    """
+
+    def __init__(self, tokenizer: Any, max_length: int, runner: BatchRunner, *, bulk: BatchRunner | None = None,
+                 bulk_min_tokens: int = BULK_MIN_TOKENS) -> None:
+        self.name = runner.name if bulk is None else f"{runner.name}+{bulk.name}"
+        self.runner = runner
+        self.bulk = bulk
+        self._bulk_min_tokens = bulk_min_tokens
         self._tokenizer = tokenizer
+        self._names = list(tokenizer.model_input_names)
         self._pad_id = int(tokenizer.pad_token_id or 0)
         self._max_length = max_length
-        self.path = path
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         encoded = self._tokenizer(list(texts), truncation=True, max_length=self._max_length, padding=False)
         lengths = [len(ids) for ids in encoded["input_ids"]]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        batches = length_batches(order, lengths, batch_size)
+        bulk = [self.bulk is not None and len(rows) * lengths[rows[0]] >= self._bulk_min_tokens for rows in batches]
         out: np.ndarray | None = None
-        for rows in length_batches(order, lengths, batch_size):
-            width = lengths[rows[0]]
-            feed = {}
-            for name in self._inputs:
-                pad = self._pad_id if name == "input_ids" else 0
-                array = np.full((len(rows), width), pad, dtype=np.int64)
-                for r, i in enumerate(rows):
-                    array[r, : lengths[i]] = encoded[name][i]
-                feed[name] = array
-            vectors = self._session.run(None, feed)[0]
-            if out is None:
-                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
-            out[rows] = vectors
+        # Bulk batches first, then the rest: the two runners would compete for the same cores.
+        for runner, is_bulk in ((self.bulk, True), (self.runner, False)):
+            picked = [rows for rows, b in zip(batches, bulk, strict=True) if b == is_bulk]
+            if runner is None or not picked:
+                continue
+            for rows, vectors in zip(picked, runner.run([self._feed(encoded, lengths, rows) for rows in picked]),
+                                     strict=True):
+                if out is None:
+                    out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+                out[rows] = vectors
         assert out is not None, "encode() needs at least one text"
         return out
+
+    def _feed(self, encoded: Any, lengths: list[int], rows: list[int]) -> dict[str, np.ndarray]:
+        """The model inputs of one batch, padded to its longest text."""
+        width = lengths[rows[0]]
+        feed = {}
+        for name in self._names:
+            array = np.full((len(rows), width), self._pad_id if name == "input_ids" else 0, dtype=np.int64)
+            for r, i in enumerate(rows):
+                array[r, : lengths[i]] = encoded[name][i]
+            feed[name] = array
+        return feed
+
+
+class OnnxEncoder(BatchedEncoder):
+    """The exported model at ``path`` run by ONNX Runtime for every batch, fp32."""
+
+    def __init__(self, path: Path, tokenizer: Any, max_length: int) -> None:
+        super().__init__(tokenizer, max_length, OnnxRunner(path))
 
 
 def length_batches(order: list[int], lengths: list[int], batch_size: int) -> list[list[int]]:
@@ -135,9 +272,13 @@ def length_batches(order: list[int], lengths: list[int], batch_size: int) -> lis
 
 def build_encoder(
     model: SentenceTransformer, *, backend: str, device: str, model_path: str, cache_dir: Path,
-    max_length: int,
+    max_length: int, bulk_bf16: bool = True,
 ) -> Encoder:
-    """The encoder to use: ONNX when asked for, on CPU, exportable and equivalent; else torch."""
+    """The encoder to use: ONNX when asked for, on CPU, exportable and equivalent; else torch.
+
+    With ``bulk_bf16`` the ONNX encoder hands large batches to a bf16 runner when the CPU has
+    native bf16 and the runner passes the probe check.
+    """
     torch_encoder = TorchEncoder(model)
     if backend == "torch":
         return torch_encoder
@@ -146,8 +287,8 @@ def build_encoder(
         return torch_encoder
     try:
         path = export_onnx(model, model_path, cache_dir)
-        onnx_encoder = OnnxEncoder(path, model.tokenizer, max_length)
-        cosine = probe_cosine(torch_encoder, onnx_encoder)
+        onnx_runner = OnnxRunner(path)
+        cosine = probe_cosine(torch_encoder, BatchedEncoder(model.tokenizer, max_length, onnx_runner))
     except Exception as exc:  # export/trace/runtime errors of every kind mean "use torch"
         log.warning("ONNX embedding unavailable (%s: %s); using torch", type(exc).__name__, exc)
         return torch_encoder
@@ -156,7 +297,37 @@ def build_encoder(
                     cosine, MIN_PROBE_COSINE)
         return torch_encoder
     log.info("embedding with ONNX Runtime (%s; min probe cosine to torch %.6f)", path.name, cosine)
-    return onnx_encoder
+    bulk = _bulk_runner(model, torch_encoder, max_length) if bulk_bf16 else None
+    return BatchedEncoder(model.tokenizer, max_length, onnx_runner, bulk=bulk)
+
+
+def _bulk_runner(model: SentenceTransformer, reference: Encoder, max_length: int) -> BatchRunner | None:
+    """The bf16 runner for indexing batches, or None (with the reason logged) when it would not pay."""
+    if not native_bf16():
+        log.info("no native bf16 on this CPU: indexing batches run in fp32")
+        return None
+    try:
+        runner = TorchBf16Runner(model)
+        cosine = probe_cosine(reference, BatchedEncoder(model.tokenizer, max_length, runner))
+    except Exception as exc:  # a model or torch build without bf16 support: stay fp32
+        log.warning("bf16 embedding unavailable (%s: %s); indexing batches run in fp32", type(exc).__name__, exc)
+        return None
+    if cosine < MIN_PROBE_COSINE:
+        log.warning("bf16 embeddings differ from fp32 (min probe cosine %.4f < %.2f); indexing batches run in fp32",
+                    cosine, MIN_PROBE_COSINE)
+        return None
+    log.info("indexing batches of >= %d tokens run in bf16 (min probe cosine to fp32 %.6f)", BULK_MIN_TOKENS, cosine)
+    return runner
+
+
+def native_bf16() -> bool:
+    """Whether torch (oneDNN) has native bf16 kernels on this CPU; emulated bf16 is slower than fp32."""
+    import torch
+
+    try:
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch build without the check
+        return False
 
 
 def probe_cosine(reference: Encoder, candidate: Encoder) -> float:
@@ -204,15 +375,14 @@ def _cache_key(model_path: str) -> str:
     return f"{root.name or 'model'}-{digest.hexdigest()[:16]}"
 
 
-def _export(model: SentenceTransformer, path: Path) -> None:
+def _pipeline(model: SentenceTransformer) -> torch.nn.Module:
+    """Every sentence-transformers module in order, then L2 normalisation (as encode() does), as one module
+    taking the tokenizer's inputs positionally."""
     import torch
 
     names = list(model.tokenizer.model_input_names)
-    sample = model.tokenizer(["an example", "a somewhat longer example text"], padding=True, return_tensors="pt")
 
     class _Pipeline(torch.nn.Module):
-        """Every sentence-transformers module in order, then L2 normalisation (as encode() does)."""
-
         def __init__(self) -> None:
             super().__init__()
             self.model = model
@@ -223,13 +393,21 @@ def _export(model: SentenceTransformer, path: Path) -> None:
                 features = module(features)
             return torch.nn.functional.normalize(features["sentence_embedding"], p=2, dim=1)
 
+    return _Pipeline()
+
+
+def _export(model: SentenceTransformer, path: Path) -> None:
+    import torch
+
+    names = list(model.tokenizer.model_input_names)
+    sample = model.tokenizer(["an example", "a somewhat longer example text"], padding=True, return_tensors="pt")
     axes = {name: {0: "batch", 1: "tokens"} for name in names}
     # The tracer warns about every data-dependent branch of the model code; the probe check in
     # build_encoder is what decides whether the export is right.
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            _Pipeline().eval(), tuple(sample[n] for n in names), str(path), input_names=names,
+            _pipeline(model).eval(), tuple(sample[n] for n in names), str(path), input_names=names,
             output_names=["sentence_embedding"], dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
             opset_version=17, dynamo=False,
         )

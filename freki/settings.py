@@ -152,6 +152,10 @@ class FrekiSettings(FileSettings):
     embedding_backend: Literal["onnx", "torch"] = "onnx"
     # Where the ONNX export is cached; None = $XDG_CACHE_HOME/freki (~/.cache/freki).
     embedding_cache_dir: Path | None = None
+    # With the ONNX backend, run indexing batches (>= 256 padded tokens) in bf16 when the CPU has native
+    # bf16 and the result passes the same cosine >= 0.99 probe (measured 0.99997, 1.3-2x faster).
+    # Queries stay fp32. No effect without native bf16 or with the torch backend.
+    embedding_bulk_bf16: bool = True
 
     chunking: ChunkingSettings = ChunkingSettings()
     store: StoreSettings = StoreSettings()

@@ -8,6 +8,7 @@ per model cached on disk, and a fall back to torch whenever ONNX cannot be trust
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from sentence_transformers import SentenceTransformer
 
 from freki import encoders
 from freki.embedding import Embedder, resolve_model_path
-from freki.encoders import OnnxEncoder, TorchEncoder, build_encoder, probe_cosine
+from freki.encoders import BatchedEncoder, OnnxEncoder, TorchBf16Runner, TorchEncoder, build_encoder, probe_cosine
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +65,7 @@ def test_export_is_cached_and_reused(model: SentenceTransformer, model_path: str
 
 
 def test_embedder_defaults_to_onnx_and_torch_is_selectable(embedder: Embedder, model: SentenceTransformer) -> None:
-    assert embedder.backend == "onnx"
+    assert embedder.backend == ("onnx+bf16" if encoders.native_bf16() else "onnx")
     torch_embedder = Embedder("all-MiniLM-L6-v2", backend="torch")
     assert torch_embedder.backend == "torch"
     assert np.min(np.sum(embedder.embed(TEXTS) * torch_embedder.embed(TEXTS), axis=1)) > 0.9999
@@ -106,3 +107,74 @@ def test_probe_cosine_detects_a_different_model(model: SentenceTransformer, expo
 
     assert probe_cosine(TorchEncoder(model), OnnxEncoder(exported, model.tokenizer, 256)) > 0.9999
     assert probe_cosine(TorchEncoder(model), Shuffled()) < 0.5
+
+
+# ---------------------------------------------------------------------------------------- bf16 for indexing
+def test_bf16_runner_matches_fp32_in_caller_order(model: SentenceTransformer) -> None:
+    runner = TorchBf16Runner(model, workers=2)  # 2 workers: batches are cut into row slices
+    expected = TorchEncoder(model).encode(TEXTS * 5, batch_size=32)
+    got = BatchedEncoder(model.tokenizer, 256, runner).encode(TEXTS * 5, batch_size=7)
+    assert got.dtype == np.float32 and got.shape == expected.shape
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-4)
+    assert np.min(np.sum(got * expected, axis=1)) > 0.999  # measured 0.99997; the bar is 0.99
+
+
+def test_bf16_runner_handles_a_batch_smaller_than_its_workers(model: SentenceTransformer) -> None:
+    runner = TorchBf16Runner(model, workers=4)
+    got = BatchedEncoder(model.tokenizer, 256, runner).encode(["one text only"], batch_size=32)
+    expected = TorchEncoder(model).encode(["one text only"], batch_size=1)
+    assert got.shape == (1, 384) and float(got[0] @ expected[0]) > 0.999
+
+
+def test_embedder_routes_large_batches_to_bf16_and_queries_to_onnx() -> None:
+    chosen = Embedder("all-MiniLM-L6-v2")
+    if not encoders.native_bf16():
+        assert chosen.backend == "onnx"
+        pytest.skip("this CPU has no native bf16: only the fp32 fallback can be checked")
+    encoder = chosen._encoder
+    assert isinstance(encoder, BatchedEncoder) and encoder.bulk is not None
+    calls: list[str] = []
+
+    def recording(runner: encoders.BatchRunner) -> None:
+        run = runner.run
+
+        def wrapped(feeds: Sequence[dict[str, np.ndarray]]) -> list[np.ndarray]:
+            calls.append(runner.name)
+            return run(feeds)
+
+        runner.run = wrapped  # type: ignore[method-assign]
+
+    recording(encoder.runner)
+    recording(encoder.bulk)
+    chosen.embed_query("which port does the relay listen on")
+    assert calls == ["onnx"]
+    calls.clear()
+    chosen.embed([f"Sentence number {i} of a document that is being indexed right now." for i in range(32)])
+    assert calls == ["bf16"]
+    assert Embedder("all-MiniLM-L6-v2", bulk_bf16=False).backend == "onnx"
+
+
+def test_bf16_is_dropped_without_native_support_or_when_it_disagrees(
+    model: SentenceTransformer, model_path: str, exported: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def build() -> str:
+        return build_encoder(model, backend="onnx", device="cpu", model_path=model_path,
+                             cache_dir=exported.parent.parent, max_length=256).name
+
+    monkeypatch.setattr(encoders, "native_bf16", lambda: False)
+    with caplog.at_level(logging.INFO, logger="freki.encoders"):
+        assert build() == "onnx"
+    assert "no native bf16" in caplog.text
+    # A bf16 result that disagrees with fp32: simulated at the probe seam (the real probe runs above).
+    monkeypatch.setattr(encoders, "native_bf16", lambda: True)
+    real_probe = encoders.probe_cosine
+
+    def probe(reference: encoders.Encoder, candidate: encoders.Encoder) -> float:
+        bf16 = isinstance(candidate, BatchedEncoder) and candidate.runner.name == "bf16"
+        return 0.95 if bf16 else real_probe(reference, candidate)
+
+    monkeypatch.setattr(encoders, "probe_cosine", probe)
+    with caplog.at_level(logging.WARNING, logger="freki.encoders"):
+        assert build() == "onnx"
+    assert "bf16 embeddings differ from fp32" in caplog.text
