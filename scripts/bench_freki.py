@@ -2,10 +2,12 @@
 
 Prints figures; asserts nothing. Sections:
 
-0. Encoders: the bare model under torch (``SentenceTransformer.encode``) and ONNX Runtime (Freki's
-   default, freki/encoders.py): cosine between their vectors, batch throughput, one-query latency.
+0. Encoders: the bare model under torch (``SentenceTransformer.encode``), ONNX Runtime (Freki's
+   default, freki/encoders.py) and the bf16 runner Freki uses for indexing batches: cosine to
+   torch, batch throughput, one-query latency.
 1. Index throughput: N SciFact abstracts (cut to ~80 words, one chunk each) through IndexDocument with 8
-   concurrent clients, in chunks/s, next to raw ``SentenceTransformer.encode`` on the same chunk
+   concurrent clients (``freki serve`` in its own process, as in sections 3 and 4), in chunks/s,
+   next to raw ``SentenceTransformer.encode`` on the same chunk
    texts, and next to the raw ONNX encoder (the ceiling of the engine Freki runs).
 2. RetrieveContext p50/p99 (single client, query embedding included: every query text is new, so
    the LRU cache never answers) at 10k and 100k chunks, dense and hybrid. The collections are
@@ -13,7 +15,8 @@ Prints figures; asserts nothing. Sections:
    takes hours on this box. Query texts are real SciFact claims.
 3. Throughput with 1, 8 and 64 concurrent clients (distinct queries), queries/s, against ``freki serve``
    running in its own process as deployed.
-4. Side by side with txtai (same packaged MiniLM model, hybrid = dense + BM25) on a SciFact subset
+4. Side by side with txtai (same packaged MiniLM model, hybrid = dense + BM25; txtai is a library, so
+   in this process) on a SciFact subset
    (all documents judged for the test claims + random others): index wall time, query p50,
    nDCG@10, and Freki's figures as ratios to txtai's.
 
@@ -24,6 +27,7 @@ Prints figures; asserts nothing. Sections:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import statistics
@@ -31,6 +35,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 
@@ -53,7 +58,16 @@ from evalsets.harness import (  # noqa: E402
 )
 
 from freki.embedding import ModelIdentity, resolve_model_path  # noqa: E402
-from freki.encoders import Encoder, OnnxEncoder, TorchEncoder, default_cache_dir, export_onnx  # noqa: E402
+from freki.encoders import (  # noqa: E402
+    BatchedEncoder,
+    Encoder,
+    OnnxEncoder,
+    TorchBf16Runner,
+    TorchEncoder,
+    default_cache_dir,
+    export_onnx,
+)
+from freki.settings import FrekiSettings  # noqa: E402
 from freki.sparse import SparseEncoder  # noqa: E402
 from freki.store import ChunkPoint, CollectionSpec, EdgeStore, StoredPoint  # noqa: E402
 
@@ -68,9 +82,13 @@ def one_chunk_texts(n: int) -> dict[str, str]:
 
 def bench_indexing(n: int) -> tuple[float, float]:
     texts = one_chunk_texts(n)
-    with tempfile.TemporaryDirectory() as tmp, running_freki(eval_settings(Path(tmp))) as stub:
+    import grpc
+    from wolf.v1 import freki_pb2_grpc
+
+    with (tempfile.TemporaryDirectory() as tmp, freki_process(eval_settings(Path(tmp))) as target,
+          grpc.insecure_channel(target) as channel):
         started = time.perf_counter()
-        stats = index_corpus(stub, texts, Path(tmp), workers=8, log_every=10**9)
+        stats = index_corpus(freki_pb2_grpc.FrekiServiceStub(channel), texts, Path(tmp), workers=8, log_every=10**9)
         freki_s = time.perf_counter() - started
     chunks = stats["chunks"]
     freki_rate = chunks / freki_s
@@ -95,17 +113,20 @@ def raw_encoders() -> dict[str, Encoder]:
     path = resolve_model_path("all-MiniLM-L6-v2")
     model = SentenceTransformer(path, device="cpu")
     onnx = OnnxEncoder(export_onnx(model, path, default_cache_dir()), model.tokenizer, max_length=256)
-    return {"torch (model.encode)": TorchEncoder(model), "onnx": onnx}
+    # Every batch on the bf16 runner Freki uses for indexing batches (when the CPU has native bf16).
+    bf16 = BatchedEncoder(model.tokenizer, 256, TorchBf16Runner(model))
+    return {"torch (model.encode)": TorchEncoder(model), "onnx": onnx, "bf16 (traced, workers)": bf16}
 
 
 def bench_encoders(texts: list[str], queries: list[str]) -> None:
     """Torch vs ONNX on the bare model: agreement, batch throughput and one-query latency."""
     encoders = raw_encoders()
     vectors = {name: enc.encode(texts, batch_size=32) for name, enc in encoders.items()}
-    (_, ref), (_, onnx) = vectors.items()
-    cosines = np.sum(ref * onnx, axis=1)
-    print(f"encoders: cosine ONNX vs torch over {len(texts)} passages: min {cosines.min():.6f}, "
-          f"mean {cosines.mean():.6f}", flush=True)
+    ref = vectors["torch (model.encode)"]
+    for name, got in list(vectors.items())[1:]:
+        cosines = np.sum(ref * got, axis=1)
+        print(f"encoders: cosine {name} vs torch over {len(texts)} passages: min {cosines.min():.6f}, "
+              f"mean {cosines.mean():.6f}", flush=True)
     for name, enc in encoders.items():
         started = time.perf_counter()
         enc.encode(texts, batch_size=32)
@@ -198,56 +219,70 @@ def latency(data_dir: Path, queries: list[str], label: str) -> None:
                   f"({len(times)} queries, 1 client)", flush=True)
 
 
-def concurrency(data_dir: Path, queries: list[str], levels: list[int], total: int) -> dict[int, float]:
-    """Hybrid queries/s with ``clients`` calls in flight, against ``freki serve`` in its own process.
+@contextlib.contextmanager
+def freki_process(settings: FrekiSettings) -> Iterator[str]:
+    """``freki serve`` with ``settings`` in its own process, as deployed; yields its address when SERVING.
 
-    Deployed Freki runs in its own process, so the load generator must not share its interpreter: 64
-    client threads in the server's process would compete with it for the GIL and measure the client.
-    The load comes from asyncio tasks on one channel in this process (one task = one client with
-    one call in flight), each sending distinct query texts so the LRU cache never answers.
+    Load generated in the server's own process (client threads, asyncio tasks) would compete with it
+    for the GIL and measure the client too.
     """
-    import asyncio
     import json
 
-    import grpc
     from demo import free_port, start_service, stop_service, wait_serving
-    from wolf.v1 import freki_pb2_grpc
 
-    settings = eval_settings(data_dir).model_dump(mode="json", exclude={"port", "host"})
-    results: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "freki.json"
-        config.write_text(json.dumps(settings))
+        config.write_text(json.dumps(settings.model_dump(mode="json", exclude={"port", "host"})))
         service = start_service("freki", "Freki (bench)", ["--config", str(config), "--log-level", "WARNING"],
                                 free_port(), Path(tmp))
         try:
             wait_serving([service], timeout_s=180)
-
-            async def run(clients: int, texts: list[str]) -> float:
-                async with grpc.aio.insecure_channel(service.target) as channel:
-                    stub = freki_pb2_grpc.FrekiServiceStub(channel)
-                    await stub.RetrieveContext(retrieve_request("warm up", "hybrid", 5), timeout=60)
-                    pending = iter(texts)
-
-                    async def client() -> None:
-                        for text in pending:
-                            await stub.RetrieveContext(retrieve_request(text, "hybrid", 5), timeout=60)
-
-                    started = time.perf_counter()
-                    await asyncio.gather(*(client() for _ in range(clients)))
-                    return len(texts) / (time.perf_counter() - started)
-
-            for n, clients in enumerate(levels):
-                texts = [f"{q} ({n})" for q in queries[:total]]  # new texts for every level
-                results[clients] = asyncio.run(run(clients, texts))
-                print(f"throughput hybrid, {clients:2d} concurrent clients: {results[clients]:.1f} queries/s "
-                      f"({total} queries, server in its own process)", flush=True)
+            yield service.target
         finally:
             stop_service(service)
+
+
+def concurrency(data_dir: Path, queries: list[str], levels: list[int], total: int) -> dict[int, float]:
+    """Hybrid queries/s with ``clients`` calls in flight, against ``freki serve`` in its own process.
+
+    The load comes from asyncio tasks on one channel in this process (one task = one client with
+    one call in flight), each sending distinct query texts so the LRU cache never answers.
+    """
+    import asyncio
+
+    import grpc
+    from wolf.v1 import freki_pb2_grpc
+
+    results: dict[int, float] = {}
+    with freki_process(eval_settings(data_dir)) as target:
+
+        async def run(clients: int, texts: list[str]) -> float:
+            async with grpc.aio.insecure_channel(target) as channel:
+                stub = freki_pb2_grpc.FrekiServiceStub(channel)
+                await stub.RetrieveContext(retrieve_request("warm up", "hybrid", 5), timeout=60)
+                pending = iter(texts)
+
+                async def client() -> None:
+                    for text in pending:
+                        await stub.RetrieveContext(retrieve_request(text, "hybrid", 5), timeout=60)
+
+                started = time.perf_counter()
+                await asyncio.gather(*(client() for _ in range(clients)))
+                return len(texts) / (time.perf_counter() - started)
+
+        for n, clients in enumerate(levels):
+            texts = [f"{q} ({n})" for q in queries[:total]]  # new texts for every level
+            results[clients] = asyncio.run(run(clients, texts))
+            print(f"throughput hybrid, {clients:2d} concurrent clients: {results[clients]:.1f} queries/s "
+                  f"({total} queries, server in its own process)", flush=True)
     return results
 
 
 def side_by_side(n_docs: int) -> None:
+    """Freki (``freki serve`` in its own process, 8 indexing clients) next to txtai in this process."""
+    import grpc
+    from wolf.v1 import freki_pb2_grpc
+
     es = scifact.load()
     qrels = es.split("test")
     judged = sorted({d for rel in qrels.values() for d in rel})
@@ -265,7 +300,8 @@ def side_by_side(n_docs: int) -> None:
     import shutil
 
     shutil.rmtree(data_dir, ignore_errors=True)  # time a fresh index every run
-    with running_freki(eval_settings(data_dir)) as stub:
+    with freki_process(eval_settings(data_dir)) as target, grpc.insecure_channel(target) as channel:
+        stub = freki_pb2_grpc.FrekiServiceStub(channel)
         started = time.perf_counter()
         index_corpus(stub, corpus, data_dir, workers=8, log_every=10**9)
         f_index = time.perf_counter() - started
