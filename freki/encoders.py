@@ -32,7 +32,7 @@ import os
 import tempfile
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -285,38 +285,34 @@ def build_encoder(
     if device != "cpu":
         log.info("embedding on %s: using torch (the ONNX path is CPU-only)", device)
         return torch_encoder
-    try:
-        path = export_onnx(model, model_path, cache_dir)
-        onnx_runner = OnnxRunner(path)
-        cosine = probe_cosine(torch_encoder, BatchedEncoder(model.tokenizer, max_length, onnx_runner))
-    except Exception as exc:  # export/trace/runtime errors of every kind mean "use torch"
-        log.warning("ONNX embedding unavailable (%s: %s); using torch", type(exc).__name__, exc)
+    onnx = _checked_runner(lambda: OnnxRunner(export_onnx(model, model_path, cache_dir)), torch_encoder, model,
+                           max_length, what="ONNX embedding", instead="using torch")
+    if onnx is None:
         return torch_encoder
-    if cosine < MIN_PROBE_COSINE:
-        log.warning("ONNX embeddings differ from torch (min probe cosine %.4f < %.2f); using torch",
-                    cosine, MIN_PROBE_COSINE)
-        return torch_encoder
-    log.info("embedding with ONNX Runtime (%s; min probe cosine to torch %.6f)", path.name, cosine)
-    bulk = _bulk_runner(model, torch_encoder, max_length) if bulk_bf16 else None
-    return BatchedEncoder(model.tokenizer, max_length, onnx_runner, bulk=bulk)
-
-
-def _bulk_runner(model: SentenceTransformer, reference: Encoder, max_length: int) -> BatchRunner | None:
-    """The bf16 runner for indexing batches, or None (with the reason logged) when it would not pay."""
-    if not native_bf16():
+    bulk = None
+    if bulk_bf16 and not native_bf16():
         log.info("no native bf16 on this CPU: indexing batches run in fp32")
-        return None
+    elif bulk_bf16:
+        bulk = _checked_runner(lambda: TorchBf16Runner(model), torch_encoder, model, max_length,
+                               what=f"bf16 embedding (batches of >= {BULK_MIN_TOKENS} tokens)",
+                               instead="indexing batches run in fp32")
+    return BatchedEncoder(model.tokenizer, max_length, onnx, bulk=bulk)
+
+
+def _checked_runner(make: Callable[[], BatchRunner], reference: Encoder, model: SentenceTransformer,
+                    max_length: int, *, what: str, instead: str) -> BatchRunner | None:
+    """``make()``'s runner if it builds and agrees with ``reference`` on the probes; else None, logged."""
     try:
-        runner = TorchBf16Runner(model)
+        runner = make()
         cosine = probe_cosine(reference, BatchedEncoder(model.tokenizer, max_length, runner))
-    except Exception as exc:  # a model or torch build without bf16 support: stay fp32
-        log.warning("bf16 embedding unavailable (%s: %s); indexing batches run in fp32", type(exc).__name__, exc)
+    except Exception as exc:  # export/trace/runtime errors of every kind mean "do without it"
+        log.warning("%s unavailable (%s: %s); %s", what, type(exc).__name__, exc, instead)
         return None
     if cosine < MIN_PROBE_COSINE:
-        log.warning("bf16 embeddings differ from fp32 (min probe cosine %.4f < %.2f); indexing batches run in fp32",
-                    cosine, MIN_PROBE_COSINE)
+        log.warning("%s differs from torch fp32 (min probe cosine %.4f < %.2f); %s",
+                    what, cosine, MIN_PROBE_COSINE, instead)
         return None
-    log.info("indexing batches of >= %d tokens run in bf16 (min probe cosine to fp32 %.6f)", BULK_MIN_TOKENS, cosine)
+    log.info("%s on: min probe cosine to torch fp32 %.6f", what, cosine)
     return runner
 
 

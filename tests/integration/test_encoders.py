@@ -93,7 +93,7 @@ def test_onnx_that_disagrees_with_torch_is_not_used(
         chosen = build_encoder(model, backend="onnx", device="cpu", model_path=model_path,
                                cache_dir=exported.parent.parent, max_length=256)
     assert chosen.name == "torch"
-    assert "differ from torch" in caplog.text
+    assert "ONNX embedding differs from torch" in caplog.text
 
 
 def test_probe_cosine_detects_a_different_model(model: SentenceTransformer, exported: Path) -> None:
@@ -177,4 +177,4 @@ def test_bf16_is_dropped_without_native_support_or_when_it_disagrees(
     monkeypatch.setattr(encoders, "probe_cosine", probe)
     with caplog.at_level(logging.WARNING, logger="freki.encoders"):
         assert build() == "onnx"
-    assert "bf16 embeddings differ from fp32" in caplog.text
+    assert "bf16 embedding (batches of >= 256 tokens) differs from torch fp32" in caplog.text
