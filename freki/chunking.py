@@ -28,13 +28,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from freki.parsing import ParsedDocument, Section
 from freki.segmenting import SectionPlan, find_anchors, partition_span
 from freki.sentences import SPACE, Unit, join_units, section_units
-from wolf_service.tokens import TokenCounter
 
 # Sentences compared with the next one when scoring a gap; small keeps the score local.
 CONTEXT_SENTENCES = 3
@@ -101,13 +101,19 @@ class Chunk:
     metadata: dict[str, str]
 
 
+class CountsTokens(Protocol):
+    """What the chunker needs of a ``wolf_service.tokens.TokenCounter``: the tiktoken tokens of a text."""
+
+    def count(self, text: str) -> int: ...
+
+
 class SemanticChunker:
     """Splits a ParsedDocument into chunks at sentence boundaries, guided by sentence embeddings."""
 
     def __init__(
         self,
         config: ChunkingConfig,
-        counter: TokenCounter,
+        counter: CountsTokens,
         embed: Callable[[list[str]], np.ndarray],
         window_tokens: Callable[[str], int],
         window_limit: int,

@@ -90,6 +90,8 @@ class BatchRunner(Protocol):
     """Runs the model on padded batches of token ids; returns each batch's unit vectors, ``(rows, dim)``."""
 
     name: str
+    # Rows it runs side by side: a batch with fewer leaves cores idle.
+    parallel_rows: int
 
     def run(self, feeds: Sequence[dict[str, np.ndarray]]) -> list[np.ndarray]: ...
 
@@ -98,6 +100,7 @@ class OnnxRunner:
     """The exported model run by ONNX Runtime on CPU, fp32."""
 
     name = "onnx"
+    parallel_rows = 1  # ONNX Runtime spreads each op of a batch, even of one row, over every core
 
     def __init__(self, path: Path) -> None:
         import onnxruntime as ort
@@ -159,6 +162,7 @@ class TorchBf16Runner:
             torch._C._jit_set_autocast_mode(previous)
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         self.workers = workers or min(cores, 4)
+        self.parallel_rows = self.workers
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="freki-bf16",
                                         initializer=_limit_openmp, initargs=(max(1, cores // self.workers),))
 
@@ -198,8 +202,10 @@ _openmp_limit = threading.local()
 class BatchedEncoder:
     """Tokenises once, pads texts in length batches and runs each batch on a runner.
 
-    Batches of at least ``bulk_min_tokens`` padded tokens go to ``bulk`` when one is given (bf16
-    for indexing), the rest to ``runner`` (fp32).
+    Batches of at least ``bulk_min_tokens`` padded tokens, and rows enough for every one of its
+    workers, go to ``bulk`` when one is given (bf16 for indexing); the rest to ``runner`` (fp32).
+    One 250-token chunk on a single bf16 worker took longer than on fp32 ONNX Runtime over two
+    cores, which slowed one-paragraph edits.
     """
 
     def __init__(self, tokenizer: Any, max_length: int, runner: BatchRunner, *, bulk: BatchRunner | None = None,
@@ -218,7 +224,7 @@ class BatchedEncoder:
         lengths = [len(ids) for ids in encoded["input_ids"]]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         batches = length_batches(order, lengths, batch_size)
-        bulk = [self.bulk is not None and len(rows) * lengths[rows[0]] >= self._bulk_min_tokens for rows in batches]
+        bulk = [self._goes_to_bulk(len(rows), lengths[rows[0]]) for rows in batches]
         out: np.ndarray | None = None
         # Bulk batches first, then the rest: the two runners would compete for the same cores.
         for runner, is_bulk in ((self.bulk, True), (self.runner, False)):
@@ -232,6 +238,11 @@ class BatchedEncoder:
                 out[rows] = vectors
         assert out is not None, "encode() needs at least one text"
         return out
+
+    def _goes_to_bulk(self, rows: int, width: int) -> bool:
+        """Whether a batch is big enough for the bulk runner to beat the fp32 one."""
+        return (self.bulk is not None and rows * width >= self._bulk_min_tokens
+                and rows >= self.bulk.parallel_rows)
 
     def _feed(self, encoded: Any, lengths: list[int], rows: list[int]) -> dict[str, np.ndarray]:
         """The model inputs of one batch, padded to its longest text."""

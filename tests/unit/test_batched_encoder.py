@@ -28,8 +28,9 @@ class WordTokenizer:
 class RecordingRunner:
     """Returns, per row, [number of real tokens, 0, ...] so the caller's order can be checked."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, parallel_rows: int = 1) -> None:
         self.name = name
+        self.parallel_rows = parallel_rows
         self.shapes: list[tuple[int, int]] = []
 
     def run(self, feeds: Sequence[dict[str, np.ndarray]]) -> list[np.ndarray]:
@@ -43,7 +44,7 @@ class RecordingRunner:
 
 
 def encoder(bulk_min_tokens: int = 256) -> tuple[BatchedEncoder, RecordingRunner, RecordingRunner]:
-    small, bulk = RecordingRunner("fp32"), RecordingRunner("bulk")
+    small, bulk = RecordingRunner("fp32"), RecordingRunner("bulk", parallel_rows=2)
     return BatchedEncoder(WordTokenizer(), 256, small, bulk=bulk, bulk_min_tokens=bulk_min_tokens), small, bulk
 
 
@@ -59,6 +60,12 @@ def test_batches_of_at_least_bulk_min_tokens_run_on_the_bulk_runner() -> None:
     enc.encode([*sentences, "tiny"], batch_size=32)
     assert bulk.shapes == [(12, 22)]
     assert small.shapes == [(1, 3)]  # "tiny" is under half the batch's length: its own, small batch
+
+
+def test_a_batch_with_fewer_rows_than_bulk_workers_stays_on_fp32() -> None:
+    enc, small, bulk = encoder()
+    enc.encode([" ".join(["word"] * 300)], batch_size=32)  # one 256-token chunk: one worker would run it
+    assert small.shapes == [(1, 256)] and bulk.shapes == []
 
 
 def test_rows_come_back_in_the_callers_order_across_runners() -> None:
