@@ -14,7 +14,6 @@ from freki.chunking import ChunkingConfig, SemanticChunker
 from freki.documents import DocumentRecord, DocumentRegistry
 from freki.embedding import Embedder
 from freki.indexing import (
-    CachedTokenCounter,
     Indexer,
     IndexInput,
     IndexResult,
@@ -74,7 +73,7 @@ class FrekiEngine:
             max_tokens=cfg.max_tokens, min_tokens=cfg.min_tokens,
             overlap_tokens=cfg.overlap_tokens, similarity_threshold=cfg.similarity_threshold,
         )
-        counter = CachedTokenCounter(get_token_counter())
+        counter = TokenCountCache(get_token_counter().count)
         rs = settings.retrieval
         self.sparse = SparseEncoder(Bm25Params(k1=rs.bm25_k1, b=rs.bm25_b, avgdl=rs.bm25_avgdl))
         if rs.query_batch_max > 1:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from freki.indexing import CachedTokenCounter, TokenCountCache
+from freki.indexing import TokenCountCache
 from wolf_service.tokens import get_token_counter
 
 
@@ -18,7 +18,7 @@ class CountingCounter:
 
 def test_cached_counter_counts_like_tiktoken_and_counts_each_text_once() -> None:
     inner = CountingCounter()
-    cached = CachedTokenCounter(inner)
+    cached = TokenCountCache(inner.count)
     texts = ["The relay listens on port 9427.", "Ein kurzer Satz.", "The relay listens on port 9427.", ""]
     assert [cached.count(t) for t in texts] == [get_token_counter().count(t) for t in texts]
     assert inner.calls == ["The relay listens on port 9427.", "Ein kurzer Satz.", ""]
