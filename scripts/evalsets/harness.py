@@ -53,9 +53,9 @@ def shared_embedder(settings: FrekiSettings) -> Embedder:
 
 
 # The code that decides what an index holds: chunk boundaries (parsing, sentences, token counts) and
-# the vectors (encoders). A cache built before a change to any of them is stale: one built before a
-# token-counting change gave 341 of 5,183 SciFact documents other chunks and SciFact nDCG@10 0.7295
-# where a fresh index gives 0.7249.
+# the vectors (encoders). A cache built before a change to any of them is stale: one built by an
+# earlier revision (before the token-count and tokenizer-loader commits) gave 341 of 5,183 SciFact
+# documents other chunks and SciFact nDCG@10 0.7295 where a fresh index gives 0.7249.
 INDEX_CODE = ("freki/parsing", "freki/sentences.py", "freki/segmenting.py", "freki/chunking.py",
               "freki/encoders.py", "freki/sparse.py", "freki/stemming.py", "wolf_service/tokens.py")
 
