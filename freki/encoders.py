@@ -26,6 +26,7 @@ fp32 ONNX but cosine to fp32 down to 0.988 on short sentences, below the 0.99 eq
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -296,7 +297,9 @@ def build_encoder(
     if device != "cpu":
         log.info("embedding on %s: using torch (the ONNX path is CPU-only)", device)
         return torch_encoder
-    onnx = _checked_runner(lambda: OnnxRunner(export_onnx(model, model_path, cache_dir)), torch_encoder, model,
+    # torch's probe vectors, computed once for both checks (~130 ms) and only when a check runs.
+    reference = functools.cache(lambda: probe_vectors(torch_encoder))
+    onnx = _checked_runner(lambda: OnnxRunner(export_onnx(model, model_path, cache_dir)), reference, model,
                            max_length, what="ONNX embedding", instead="using torch")
     if onnx is None:
         return torch_encoder
@@ -304,18 +307,18 @@ def build_encoder(
     if bulk_bf16 and not native_bf16():
         log.info("no native bf16 on this CPU: indexing batches run in fp32")
     elif bulk_bf16:
-        bulk = _checked_runner(lambda: TorchBf16Runner(model), torch_encoder, model, max_length,
+        bulk = _checked_runner(lambda: TorchBf16Runner(model), reference, model, max_length,
                                what=f"bf16 embedding (batches of >= {BULK_MIN_TOKENS} tokens)",
                                instead="indexing batches run in fp32")
     return BatchedEncoder(model.tokenizer, max_length, onnx, bulk=bulk)
 
 
-def _checked_runner(make: Callable[[], BatchRunner], reference: Encoder, model: SentenceTransformer,
-                    max_length: int, *, what: str, instead: str) -> BatchRunner | None:
-    """``make()``'s runner if it builds and agrees with ``reference`` on the probes; else None, logged."""
+def _checked_runner(make: Callable[[], BatchRunner], reference: Callable[[], np.ndarray],
+                    model: SentenceTransformer, max_length: int, *, what: str, instead: str) -> BatchRunner | None:
+    """``make()``'s runner if it builds and agrees with the ``reference()`` probe vectors; else None, logged."""
     try:
         runner = make()
-        cosine = probe_cosine(reference, BatchedEncoder(model.tokenizer, max_length, runner))
+        cosine = probe_cosine(reference(), BatchedEncoder(model.tokenizer, max_length, runner))
     except Exception as exc:  # export/trace/runtime errors of every kind mean "do without it"
         log.warning("%s unavailable (%s: %s); %s", what, type(exc).__name__, exc, instead)
         return None
@@ -337,10 +340,16 @@ def native_bf16() -> bool:
         return False
 
 
-def probe_cosine(reference: Encoder, candidate: Encoder) -> float:
-    """The lowest cosine between the two encoders' vectors over ``PROBE_TEXTS``."""
-    a = reference.encode(PROBE_TEXTS, batch_size=len(PROBE_TEXTS))
-    b = candidate.encode(PROBE_TEXTS, batch_size=len(PROBE_TEXTS))
+def probe_vectors(encoder: Encoder) -> np.ndarray:
+    """The encoder's vectors for ``PROBE_TEXTS``."""
+    return encoder.encode(PROBE_TEXTS, batch_size=len(PROBE_TEXTS))
+
+
+def probe_cosine(reference: Encoder | np.ndarray, candidate: Encoder) -> float:
+    """The lowest cosine over ``PROBE_TEXTS`` between the candidate's vectors and the reference's
+    (an encoder, or its ``probe_vectors``)."""
+    a = reference if isinstance(reference, np.ndarray) else probe_vectors(reference)
+    b = probe_vectors(candidate)
     return float(np.min(np.sum(a * b, axis=1)))
 
 
