@@ -195,7 +195,7 @@ def store_config(settings: FrekiSettings) -> StoreConfig:
     if settings.store.backend == "edge":
         return StoreConfig(
             backend="edge", data_dir=settings.data_dir / "qdrant", rrf_k=rrf_k,
-            flush_writes=settings.store.flush_each_write,
+            flush_writes=settings.store.flush_each_write, search_threads=settings.store.search_threads,
         )
     url = settings.store.url
     # ":memory:" and plain paths select qdrant-client's local mode (tests, tiny setups).

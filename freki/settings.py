@@ -53,6 +53,11 @@ class StoreSettings(BaseModel):
     # Edge only. The engine's write-ahead log already survives a killed process (kill -9); flushing
     # segments after every write also survives power loss / OS crash, at ~5-25x slower writes.
     flush_each_write: bool = False
+    # Edge only. Threads that search the segments of one query. 1 (the default) searches on the calling
+    # thread: the engine holds the GIL for the whole call, so with a pool the caller sat on the GIL
+    # waiting for pool threads the encoder had pushed off the cores (see EdgeStore). More threads pay
+    # only for collections of many segments on a machine with cores to spare.
+    search_threads: int = Field(1, ge=1, le=256)
 
 
 class RetrievalSettings(BaseModel):

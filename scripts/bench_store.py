@@ -1,6 +1,10 @@
 """Benchmark Freki's vector store: write throughput, replace latency, search latency, optimize time.
 
-Prints figures; asserts nothing (speed targets live here, not in tests). Example:
+Prints figures; asserts nothing (speed targets live here, not in tests). The edge backend also runs dense +
+sparse search pairs next to two busy encoder threads, with the engine's search pool (one thread per CPU) and
+on the calling thread (``search_threads=1``), and reports how far a pure-Python thread got meanwhile: the
+engine holds the GIL for a whole query, so time it spends waiting on its pool stalls every other Python
+thread of the server. Example:
 
     .venv/bin/python scripts/bench_store.py --backend edge --points 10000 --dim 384
     .venv/bin/python scripts/bench_store.py --backend remote --points 2000   # qdrant-client local mode
@@ -12,10 +16,12 @@ figures say nothing about a real Qdrant server.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -120,6 +126,58 @@ def bench(store: VectorStore, args: argparse.Namespace) -> None:
     print(f"apply: replace a 20-chunk doc {latencies(replace, 30)}")
 
 
+def _busy_encoder(stop: threading.Event, dim: int) -> None:
+    """A matrix product per loop on one core, GIL released, like an embedding runner's thread."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    a = np.random.rand(256, dim).astype(np.float32)
+    w = np.random.rand(dim, 4 * dim).astype(np.float32)
+    with threadpool_limits(1):
+        while not stop.is_set():
+            a @ w
+
+
+def _python_loop(stop: threading.Event, progress: list[int]) -> None:
+    """A request thread's pure-Python work: it advances only while it holds the GIL."""
+    while not stop.is_set():
+        progress[0] += 1
+
+
+def contention(data_dir: str, args: argparse.Namespace) -> None:
+    """Dense + sparse search pairs next to two busy encoder-like threads, per ``search_threads`` setting."""
+    rng = random.Random(7)
+    queries = [[rng.gauss(0.0, 1.0) for _ in range(args.dim)] for _ in range(args.queries)]
+    sparse_queries = [SparseVector(rng.sample(range(args.vocab), 8), [1.0] * 8) for _ in range(args.queries)]
+    tenant = [FieldMatch("tenant_id", ("tenant-1",))]
+    print("\n== edge: dense + sparse top-100 pairs next to 2 busy encoder threads (GIL released, 1 core each)")
+    for threads in (os.cpu_count() or 2, 1):
+        store = make_store(StoreConfig(backend="edge", data_dir=data_dir, search_threads=threads))
+        store.ensure_collection(CollectionSpec("bench", dense_dim=args.dim, embedding_model="bench-random"))
+        stop = threading.Event()
+        progress = [0]
+        workers = [threading.Thread(target=_busy_encoder, args=(stop, args.dim)) for _ in range(2)]
+        workers.append(threading.Thread(target=_python_loop, args=(stop, progress)))
+        for worker in workers:
+            worker.start()
+
+        def pair(i: int, store: VectorStore = store) -> None:
+            store.search_dense(queries[i], tenant, 100, with_payload=False)
+            store.search_sparse(sparse_queries[i], tenant, 100, with_payload=False)
+
+        try:
+            started = time.perf_counter()
+            pairs = latencies(pair, args.queries)
+            rate = progress[0] / (time.perf_counter() - started) / 1e6
+        finally:
+            stop.set()
+            for worker in workers:
+                worker.join()
+            store.close()
+        label = f"{threads} (calling thread)" if threads == 1 else f"{threads} (engine pool)"
+        print(f"search_threads={label:<20} {pairs}   Python thread meanwhile {rate:5.2f} M loops/s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=["edge", "remote", "both"], default="edge")
@@ -143,6 +201,8 @@ def main() -> None:
                 bench(store, args)
             finally:
                 store.close()
+            if backend == "edge":
+                contention(tmp, args)
 
 
 if __name__ == "__main__":

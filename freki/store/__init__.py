@@ -76,6 +76,8 @@ class StoreConfig:
         rrf_k: Rank constant of reciprocal rank fusion in hybrid search (both backends).
         flush_writes: Edge only: flush segments after every write batch (survives power loss). False keeps
             only the write-ahead log, which survives a killed process and makes small writes far cheaper.
+        search_threads: Edge only: threads searching one query's segments; 1 searches on the calling
+            thread (see ``EdgeStore``). Recorded with the shard.
     """
 
     backend: Literal["edge", "remote"] = "edge"
@@ -88,6 +90,7 @@ class StoreConfig:
     path: str | None = None
     rrf_k: int = 60
     flush_writes: bool = True
+    search_threads: int = 1
 
 
 def make_store(config: StoreConfig) -> VectorStore:
@@ -103,7 +106,11 @@ def make_store(config: StoreConfig) -> VectorStore:
             raise InvalidStoreInput("the edge store needs data_dir (a directory for its collections)")
         if config.url or config.location or config.path:
             raise InvalidStoreInput("url/location/path are remote-store settings; set backend='remote' to use them")
-        return EdgeStore(config.data_dir, rrf_k=config.rrf_k, flush_writes=config.flush_writes)
+        threads = config.search_threads
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise InvalidStoreInput(f"search_threads must be a positive integer (got {threads!r})")
+        return EdgeStore(config.data_dir, rrf_k=config.rrf_k, flush_writes=config.flush_writes,
+                         search_threads=config.search_threads)
     if config.backend == "remote":
         given = [n for n, v in (("url", config.url), ("location", config.location), ("path", config.path)) if v]
         if len(given) != 1:

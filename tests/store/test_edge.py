@@ -202,3 +202,20 @@ def test_data_dir_layout(tmp_path: Path) -> None:
     root = tmp_path / "nested" / "dir" / "chunks"
     assert {p.name for p in root.iterdir()} == {".lock", "collection.json", "shard"}
     assert os.listdir(root / "shard")
+
+
+def test_search_threads_reach_the_engine_and_leave_rankings_alone(tmp_path: Path) -> None:
+    points = make_points(60)
+    queries = [list(p.dense) for p in points[:5]]
+    recorded = tmp_path / "chunks" / "shard" / "edge_config.json"
+    with EdgeStore(tmp_path, flush_writes=False, search_threads=3) as pool:
+        pool.ensure_collection(spec())
+        pool.upsert(points)
+        pool.optimize()
+        expected = [[(h.id, h.score) for h in pool.search_dense(q, [], 10)] for q in queries]
+    assert json.loads(recorded.read_text())["max_search_threads"] == 3
+    with EdgeStore(tmp_path) as store:  # the default: search on the calling thread
+        store.ensure_collection(spec())
+        assert [[(h.id, h.score) for h in store.search_dense(q, [], 10)] for q in queries] == expected
+    # Recorded on every open, so the setting of the running server is the one in force.
+    assert json.loads(recorded.read_text())["max_search_threads"] == 1

@@ -107,6 +107,8 @@ def test_bad_collection_specs_are_refused(name: str, dim: int, model: str, messa
         (StoreConfig(backend="remote", url="http://q:6333", timeout_s=0), "timeout_s must be positive"),
         (StoreConfig(backend="qdrant"), "unknown store backend 'qdrant'"),  # type: ignore[arg-type]
         (StoreConfig(data_dir="/tmp/x", rrf_k=0), "rrf_k must be a positive integer"),
+        (StoreConfig(data_dir="/tmp/x", search_threads=0), "search_threads must be a positive integer \\(got 0\\)"),
+        (StoreConfig(data_dir="/tmp/x", search_threads=True), "search_threads must be a positive integer"),
     ],
 )
 def test_make_store_refuses_incomplete_config(config: StoreConfig, message: str) -> None:
@@ -143,3 +145,15 @@ def test_make_store_builds_the_named_backend(tmp_path: Any) -> None:
     finally:
         edge.close()
         remote.close()
+
+
+def test_freki_settings_set_the_edge_search_threads(tmp_path: Any) -> None:
+    from pydantic import ValidationError
+
+    from freki.engine import store_config
+    from freki.settings import FrekiSettings
+
+    assert store_config(FrekiSettings(data_dir=tmp_path)).search_threads == 1
+    assert store_config(FrekiSettings(data_dir=tmp_path, store={"search_threads": 4})).search_threads == 4
+    with pytest.raises(ValidationError, match="search_threads"):
+        FrekiSettings(data_dir=tmp_path, store={"search_threads": 0})
