@@ -57,6 +57,26 @@ def test_onnx_vectors_equal_torch_in_caller_order(model: SentenceTransformer, ex
     assert np.min(np.sum(got * expected, axis=1)) > 0.9999
 
 
+def test_small_batches_are_tokenised_text_by_text_exactly_like_the_batch_call(
+    model: SentenceTransformer, exported: Path
+) -> None:
+    onnx = OnnxEncoder(exported, model.tokenizer, max_length=256)
+    texts = [*TEXTS, "Ünïcödé – ‘quotes’ 😀", "tab\tand\nnewline", "word " * 600]
+    assert len(texts) <= encoders.PER_TEXT_TOKENIZE_MAX
+    expected = model.tokenizer(texts, truncation=True, max_length=256, padding=False)
+    vectors = onnx.encode(texts, batch_size=32)
+
+    def no_batch_call(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a small batch went through the batch tokenizer call")
+
+    onnx._tokenizer = no_batch_call  # the per-text path must not need it
+    got = onnx._tokenize(texts)
+    for name in model.tokenizer.model_input_names:
+        assert [list(ids) for ids in got[name]] == [list(ids) for ids in expected[name]], name
+    assert max(len(ids) for ids in got["input_ids"]) == 256  # truncated to the window, like the batch call
+    assert np.array_equal(onnx.encode(texts, batch_size=32), vectors)
+
+
 def test_export_is_cached_and_reused(model: SentenceTransformer, model_path: str, exported: Path) -> None:
     before = exported.stat().st_mtime_ns
     again = encoders.export_onnx(model, model_path, exported.parent.parent)
