@@ -12,8 +12,9 @@ Searches run on the calling thread by default (``search_threads=1``). qdrant-edg
 of a ``query`` call, and with its default pool the calling thread only waits there, still holding the GIL,
 while pool threads search: whenever the encoder's threads had the cores, every other Python thread of the
 server stalled behind that wait. Measured on 2 cores next to two busy encoder threads, a dense plus a sparse
-search took 1.71 ms with the pool and 0.71 ms on the calling thread; at 64 clients, 85 % of the samples that
-held the GIL were inside ``query`` with the pool (``scripts/bench_store.py``, ``docs/retrieval.md``).
+search on the real SciFact collection took 1.71 ms with the pool and 0.71 ms on the calling thread (on random
+vectors, ``scripts/bench_store.py``: p50 1.26 vs 0.86 ms, the caller waiting 0.67 ms of it holding the GIL);
+at 64 clients, 85 % of the samples that held the GIL were inside ``query`` with the pool (``docs/retrieval.md``).
 
 If the engine fails part-way through a batch, the points the batch touched are put back as they were
 (before-image rollback). A ``kill -9`` in the middle of a batch can still leave it partly applied: upserts run
