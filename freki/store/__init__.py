@@ -93,22 +93,25 @@ class StoreConfig:
     search_threads: int = 1
 
 
+def _require_positive_int(name: str, value: object) -> None:
+    # bool is an int subclass, but True is no count.
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidStoreInput(f"{name} must be a positive integer (got {value!r})")
+
+
 def make_store(config: StoreConfig) -> VectorStore:
     """Build the store ``config.backend`` names; call ``ensure_collection`` on it before use.
 
     Raises:
         InvalidStoreInput: the backend is unknown or its required settings are missing.
     """
-    if isinstance(config.rrf_k, bool) or not isinstance(config.rrf_k, int) or config.rrf_k < 1:
-        raise InvalidStoreInput(f"rrf_k must be a positive integer (got {config.rrf_k!r})")
+    _require_positive_int("rrf_k", config.rrf_k)
     if config.backend == "edge":
         if not config.data_dir:
             raise InvalidStoreInput("the edge store needs data_dir (a directory for its collections)")
         if config.url or config.location or config.path:
             raise InvalidStoreInput("url/location/path are remote-store settings; set backend='remote' to use them")
-        threads = config.search_threads
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise InvalidStoreInput(f"search_threads must be a positive integer (got {threads!r})")
+        _require_positive_int("search_threads", config.search_threads)
         return EdgeStore(config.data_dir, rrf_k=config.rrf_k, flush_writes=config.flush_writes,
                          search_threads=config.search_threads)
     if config.backend == "remote":
