@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"freki: {exc}", file=sys.stderr)
         return 2
-    from freki.server import serve
+    from freki.api.server import serve
 
     serve(settings, reload_from=source)
     return 0

@@ -10,22 +10,16 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from freki.chunking import ChunkingConfig, SemanticChunker
-from freki.documents import DocumentRecord, DocumentRegistry
-from freki.embedding import Embedder
-from freki.indexing import (
-    Indexer,
-    IndexInput,
-    IndexResult,
-    TokenCountCache,
-    document_chunks,
-    document_filter,
-    embed_in_slices,
-)
-from freki.rerank import CrossEncoderReranker
-from freki.retrieval import Hit, Query, RetrievalConfig, Retriever
+from freki.embed.embedder import Embedder
+from freki.embed.sparse import Bm25Params, SparseEncoder
+from freki.ingest.caches import TokenCountCache, embed_in_slices
+from freki.ingest.chunking import SemanticChunker
+from freki.ingest.indexing import Indexer, IndexInput, IndexResult, document_chunks, document_filter
+from freki.ingest.limits import ChunkingConfig
+from freki.ingest.registry import DocumentRecord, DocumentRegistry
+from freki.search.rerank import CrossEncoderReranker
+from freki.search.retrieval import Hit, Query, RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
-from freki.sparse import Bm25Params, SparseEncoder
 from freki.store import (
     ChunkPoint,
     CollectionSpec,
@@ -58,7 +52,7 @@ class FrekiEngine:
 
     def __init__(self, settings: FrekiSettings, *, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        self.embedder = embedder or Embedder.from_settings(settings)
+        self.embedder = embedder or build_embedder(settings)
         store_cfg = store_config(settings)
         self.chunks: VectorStore = make_store(store_cfg)
         self.chunks.ensure_collection(CollectionSpec(
@@ -187,6 +181,16 @@ class FrekiEngine:
         """Flush and release the store."""
         self.chunks.close()
         self._registry_store.close()
+
+
+def build_embedder(settings: FrekiSettings) -> Embedder:
+    """The embedder a Freki server with ``settings`` uses."""
+    return Embedder(
+        settings.embedding_model, device=settings.embedding_device,
+        batch_size=settings.embedding_batch_size, query_cache_size=settings.retrieval.query_cache_size,
+        backend=settings.embedding_backend, cache_dir=settings.embedding_cache_dir,
+        bulk_bf16=settings.embedding_bulk_bf16,
+    )
 
 
 def store_config(settings: FrekiSettings) -> StoreConfig:

@@ -67,10 +67,10 @@ class RetrievalSettings(BaseModel):
     max_top_k: int = Field(1000, ge=1, le=10_000)
     score_threshold: float = Field(0.0, ge=0.0, le=1.0)
     query_cache_size: int = Field(4096, ge=0)
-    # Mode used when a request leaves SearchMode unspecified (see freki/retrieval.py for what each does).
+    # Mode used when a request leaves SearchMode unspecified (see freki/search/retrieval.py for what each does).
     default_mode: Literal["dense", "sparse", "hybrid"] = "hybrid"
     # How hybrid mode fuses: "rrf" = Qdrant prefetch + reciprocal rank fusion in the store; "convex" =
-    # confidence-weighted sum of calibrated dense and lexical relevance (freki/fusion.py).
+    # confidence-weighted sum of calibrated dense and lexical relevance (freki/search/fusion.py).
     fusion: Literal["rrf", "convex"] = "convex"
     # Convex fusion: weight of lexical relevance (dense gets 1 - weight). Chosen on SciFact train and
     # checked on the pydoc sets (scripts/eval_retrieval.py).
@@ -153,7 +153,7 @@ class FrekiSettings(FileSettings):
     embedding_device: str = "cpu"
     embedding_batch_size: int = Field(32, ge=1, le=4096)
     # "onnx": ONNX Runtime on CPU, exported from the model on first start and checked against torch
-    # (freki/encoders.py; falls back to torch, with a warning, if export or the check fails).
+    # (freki/embed/encoders.py; falls back to torch, with a warning, if export or the check fails).
     embedding_backend: Literal["onnx", "torch"] = "onnx"
     # Where the ONNX export is cached; None = $XDG_CACHE_HOME/freki (~/.cache/freki).
     embedding_cache_dir: Path | None = None

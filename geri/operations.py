@@ -15,7 +15,7 @@ from prometheus_client.registry import Collector
 from wolf.v1 import common_pb2, geri_pb2
 
 from geri.backends.base import Backend
-from wolf_service.auditing import AuditedRpc
+from wolf_service.audit_interceptor import AuditedRpc
 from wolf_service.metrics import ServiceMetrics
 
 # Read from the live settings on every request (validation, prompting, the Ollama call).

@@ -1,6 +1,6 @@
 """The ``wolf.v1.GeriService`` servicer: gRPC glue around :class:`~geri.generation.GenerationPipeline`.
 
-Exceptions are left to :class:`wolf_service.interceptors.ErrorMappingInterceptor`. Each call
+Exceptions are left to :class:`wolf_service.error_mapping.ErrorMappingInterceptor`. Each call
 gets a cancel event that gRPC sets when the RPC ends for any reason (client cancel, deadline,
 server shutdown past its grace), which is what stops the backend mid-generation.
 

@@ -24,8 +24,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from freki.chunking import ChunkingConfig, SemanticChunker  # noqa: E402
-from freki.parsing import parse_document  # noqa: E402
+from freki.ingest.chunking import SemanticChunker
+from freki.ingest.limits import ChunkingConfig  # noqa: E402
+from freki.ingest.parsing import parse_document  # noqa: E402
 from wolf_service.tokens import get_token_counter  # noqa: E402
 
 WORDS = {

@@ -3,7 +3,7 @@
 Prints figures; asserts nothing. Sections:
 
 0. Encoders: the bare model under torch (``SentenceTransformer.encode``), ONNX Runtime (Freki's
-   default, freki/encoders.py) and the bf16 runner Freki uses for indexing batches: cosine to
+   default, freki/embed/encoders.py) and the bf16 runner Freki uses for indexing batches: cosine to
    torch, batch throughput, one-query latency.
 1. Index throughput: N SciFact abstracts (cut to ~80 words, one chunk each) through IndexDocument with 8
    concurrent clients (``freki serve`` in its own process, as in sections 3 and 4), in chunks/s,
@@ -57,18 +57,12 @@ from evalsets.harness import (  # noqa: E402
     shared_embedder,
 )
 
-from freki.embedding import ModelIdentity, resolve_model_path  # noqa: E402
-from freki.encoders import (  # noqa: E402
-    BatchedEncoder,
-    Encoder,
-    OnnxEncoder,
-    TorchBf16Runner,
-    TorchEncoder,
-    default_cache_dir,
-    export_onnx,
-)
+from freki.embed.embedder import ModelIdentity, resolve_model_path  # noqa: E402
+from freki.embed.encoders import BatchedEncoder, Encoder, OnnxEncoder, TorchEncoder  # noqa: E402
+from freki.embed.onnx_export import default_cache_dir, export_onnx  # noqa: E402
+from freki.embed.runners import TorchBf16Runner  # noqa: E402
+from freki.embed.sparse import SparseEncoder  # noqa: E402
 from freki.settings import FrekiSettings  # noqa: E402
-from freki.sparse import SparseEncoder  # noqa: E402
 from freki.store import ChunkPoint, CollectionSpec, EdgeStore, StoredPoint  # noqa: E402
 
 BENCH_CACHE = CACHE.parent / "freki-bench"

@@ -33,10 +33,10 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "protos"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from freki.engine import FrekiEngine  # noqa: E402
-from freki.indexing import IndexInput  # noqa: E402
-from freki.retrieval import Query  # noqa: E402
+from freki.ingest.indexing import IndexInput  # noqa: E402
+from freki.search.retrieval import Query  # noqa: E402
 from freki.settings import FrekiSettings  # noqa: E402
-from freki.watch_moves import move_document  # noqa: E402
+from freki.watch.moves import move_document  # noqa: E402
 
 TENANT = "bench"
 SUBJECTS = "wolf raven elk lynx otter heron badger marten bison falcon".split()

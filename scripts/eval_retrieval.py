@@ -7,7 +7,7 @@ Configurations reported (server settings differ only in ``retrieval``):
 
 * ``dense``, ``sparse``: single retrievers (SearchMode DENSE / SPARSE).
 * ``hybrid-rrf``: SearchMode HYBRID with ``fusion="rrf"`` (Qdrant prefetch + RRF in the store).
-* ``hybrid-convex``: SearchMode HYBRID with ``fusion="convex"`` (``freki.fusion``).
+* ``hybrid-convex``: SearchMode HYBRID with ``fusion="convex"`` (``freki.search.fusion``).
 * ``default``: SearchMode UNSPECIFIED with Freki's shipped settings (what a client gets).
 
 ``--tune`` grid-searches the convex fusion parameters on SciFact *train* queries only (from dense
@@ -17,6 +17,7 @@ choose anything.
     python scripts/eval_retrieval.py                      # all sets, test split
     python scripts/eval_retrieval.py --sets pydoc-lexical,pydoc-paraphrase --quick 100
     python scripts/eval_retrieval.py --sets scifact --tune
+    python scripts/eval_retrieval.py --sets scifact --quick 100 --corpus-sample 600   # minutes, not an hour
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ from evalsets.harness import (  # noqa: E402
     running_freki,
 )
 
-from freki import fusion  # noqa: E402
+from freki.embed.sparse import SparseEncoder  # noqa: E402
+from freki.search import fusion  # noqa: E402
 from freki.settings import RetrievalSettings  # noqa: E402
-from freki.sparse import SparseEncoder  # noqa: E402
 
 CONFIGS: dict[str, tuple[str, dict[str, object]]] = {
     "dense": ("dense", {}),
@@ -141,9 +142,15 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--quick", type=int, default=None, help="evaluate a fixed random sample of N queries")
     parser.add_argument("--tune", action="store_true", help="grid-search convex fusion on SciFact train")
+    parser.add_argument("--corpus-sample", type=int, default=None,
+                        help="index only the judged documents of the evaluated queries plus random distractors "
+                             "up to N documents (figures comparable between code versions, not with full runs)")
     args = parser.parse_args()
     table: list[tuple[str, str, dict[str, float]]] = []
     for es in load_sets(args.sets.split(",")):
+        if args.corpus_sample:
+            split = "train" if args.tune else (args.split if args.split in es.qrels else "test")
+            es = es.sampled(args.corpus_sample, sample(es.split(split), args.quick))
         data_dir = ensure_indexed(es)
         if args.tune:
             tune(es, data_dir, args.quick)

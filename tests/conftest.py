@@ -32,6 +32,6 @@ def _clean_service_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
     """The real packaged all-MiniLM-L6-v2 model, loaded once."""
-    from freki.embedding import Embedder
+    from freki.embed.embedder import Embedder
 
     return Embedder("all-MiniLM-L6-v2")

@@ -1,7 +1,7 @@
 """Domain exceptions that carry their gRPC status code.
 
 Services raise these (or any exception with a ``grpc_code`` attribute) and the
-``ErrorMappingInterceptor`` in :mod:`wolf_service.interceptors` turns them into a
+``ErrorMappingInterceptor`` in :mod:`wolf_service.error_mapping` turns them into a
 status in exactly one place. Anything else becomes INTERNAL and is logged.
 """
 

@@ -21,7 +21,7 @@ from typing import IO, Any, Literal
 import grpc
 from pydantic import BaseModel, Field, field_validator
 
-from wolf_service.interceptors import request_id_of
+from wolf_service.error_mapping import request_id_of
 from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, final_code, observe_stream, rpc_name
 
 access_log = logging.getLogger("wolf_service.access")

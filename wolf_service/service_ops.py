@@ -26,10 +26,10 @@ from typing import Any
 
 import grpc
 
-from wolf_service.audit import AuditLog
-from wolf_service.auditing import AuditedRpc, AuditInterceptor
+from wolf_service.audit_interceptor import AuditedRpc, AuditInterceptor
+from wolf_service.audit_log import AuditLog
 from wolf_service.auth import ApiKeyInterceptor
-from wolf_service.interceptors import ErrorMappingInterceptor
+from wolf_service.error_mapping import ErrorMappingInterceptor
 from wolf_service.logs import AccessLogInterceptor, apply_levels
 from wolf_service.metrics import MetricsInterceptor, MetricsServer, ServiceMetrics
 from wolf_service.reload import ReloadHook, SettingsReloader, SettingsSource

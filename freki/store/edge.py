@@ -4,7 +4,7 @@ One ``EdgeShard`` per collection (layout in ``edge_layout``).
 
 Durability: every operation goes to the engine's write-ahead log before ``update`` returns, and the WAL is
 replayed on open, so a killed process (``kill -9``) loses nothing acknowledged even without a flush (checked
-by ``tests/store/test_edge.py``). By default each write batch is also flushed to the segments before it is
+by ``tests/freki/store/test_edge.py``). By default each write batch is also flushed to the segments before it is
 acknowledged (``flush_writes=True``), which guards against an OS crash or power cut too but costs 50-300 ms per
 batch on a collection that has been optimised (see ``scripts/bench_store.py``).
 

@@ -1,6 +1,7 @@
 """Evaluation sets for Freki's retrieval: loaders that return one common shape.
 
-* ``scifact``: BEIR SciFact from /work/shared/eval/scifact (claims vs. abstracts; train/test qrels).
+* ``scifact``: BEIR SciFact from ../shared/eval/scifact beside the project root (claims vs. abstracts;
+  train/test qrels).
 * ``pydoc``: passages are docstrings of the Python standard library on this machine; two query
   sets over the same passages (see ``pydoc_set.py`` for how each was made):
   ``pydoc-lexical`` (queries reuse the passage's wording) and ``pydoc-paraphrase``
@@ -9,6 +10,8 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
@@ -25,3 +28,16 @@ class EvalSet:
     def split(self, name: str) -> dict[str, dict[str, int]]:
         """Judgements of one split, limited to queries that exist."""
         return {q: rel for q, rel in self.qrels.get(name, {}).items() if q in self.queries}
+
+    def sampled(self, size: int, queries: Iterable[str], seed: int = 13) -> EvalSet:
+        """A smaller set: every judged document of ``queries`` plus seeded random distractors up to ``size``.
+
+        Indexing the whole SciFact corpus takes 15-50 minutes on 2 cores; a sample keeps every
+        relevant document of the evaluated queries, so the figures stay comparable across code
+        versions (not with full-corpus figures: fewer distractors make every ranking easier).
+        """
+        keep = {doc for q in queries for split in self.qrels.values() for doc in split.get(q, {}) if doc in self.corpus}
+        rest = sorted(set(self.corpus) - keep)
+        keep |= set(random.Random(seed).sample(rest, max(0, min(len(rest), size - len(keep)))))
+        return EvalSet(f"{self.name}-sample{size}", {d: self.corpus[d] for d in sorted(keep)}, self.queries,
+                       self.qrels, self.description + f" (corpus sample of {len(keep)})")

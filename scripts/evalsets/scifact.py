@@ -8,7 +8,8 @@ from pathlib import Path
 
 from evalsets import EvalSet
 
-DEFAULT_DIR = Path("/work/shared/eval/scifact")
+# ../shared beside the project root (scripts/evalsets/ -> project root -> its parent).
+DEFAULT_DIR = Path(__file__).resolve().parents[3] / "shared" / "eval" / "scifact"
 
 
 def load(root: Path = DEFAULT_DIR) -> EvalSet:

@@ -9,8 +9,8 @@ import grpc
 import pytest
 from wolf.v1 import freki_pb2_grpc
 
+from freki.api.server import build_server
 from freki.engine import FrekiEngine
-from freki.server import build_server
 from freki.settings import FrekiSettings
 from wolf_service.serving import ServerHandle
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("freki.server")
+pytest.importorskip("freki.api.server")
 pytest.importorskip("geri.server")
 
+from freki.api.server import build_server as build_freki  # noqa: E402
 from freki.engine import FrekiEngine  # noqa: E402
-from freki.server import build_server as build_freki  # noqa: E402
 from freki.settings import FrekiSettings  # noqa: E402
 from odin_client import OdinClient, OdinSettings  # noqa: E402
 from odin_client.cli import main as odin_main  # noqa: E402

@@ -12,8 +12,8 @@ import grpc
 import pytest
 from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 
+from freki.api.server import build_server
 from freki.engine import FrekiEngine
-from freki.server import build_server
 from freki.settings import FrekiSettings
 from wolf_service.auth import hash_key
 from wolf_service.reload import SettingsSource

@@ -13,7 +13,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from wolf.v1 import freki_pb2
 
 from freki.settings import FrekiSettings
-from tests.freki.corpus import GERI_DOC
+from tests.freki.api.corpus import GERI_DOC
 from tests.ops.conftest import api_keys, bearer, freki_stub, index_request, ops_of, ops_settings, retrieve_request
 from wolf_service.auth import hash_key
 from wolf_service.reload import SettingsSource

@@ -14,7 +14,7 @@ from geri.server import build_server
 from geri.settings import GeriSettings
 from tests.ops.conftest import metrics_url
 from tests.ops.test_metrics import scrape, value
-from wolf_service.audit import read_audit_log
+from wolf_service.audit_log import read_audit_log
 
 
 def closed_port() -> int:

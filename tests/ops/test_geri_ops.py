@@ -11,7 +11,7 @@ from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 from tests.geri.fixtures import embedded_backend, geri_settings, start_geri  # noqa: F401
 from tests.ops.conftest import KEYS, api_keys, bearer, metrics_url
 from tests.ops.test_metrics import scrape, value
-from wolf_service.audit import read_audit_log
+from wolf_service.audit_log import read_audit_log
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import pytest
 from wolf.v1 import freki_pb2
 
 from tests.ops.conftest import KEYS, api_keys, bearer, freki_stub, index_request, retrieve_request
-from wolf_service.audit import read_audit_log
+from wolf_service.audit_log import read_audit_log
 from wolf_service.logs import LogSettings, configure_logging
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ import pytest
 from wolf.v1 import freki_pb2
 
 from freki.settings import FrekiSettings
-from tests.freki.corpus import BAKERY_DOC, GERI_DOC
+from tests.freki.api.corpus import BAKERY_DOC, GERI_DOC
 from tests.ops.conftest import freki_stub, index_request, ops_of, retrieve_request
 from wolf_service.reload import SettingsReloader, SettingsSource
 from wolf_service.service_ops import COMMON_RELOADABLE
@@ -58,7 +58,7 @@ def write(path: Path, **changes: Any) -> None:
 def reloader_for(path: Path, data_dir: Path) -> tuple[FrekiSettings, SettingsReloader]:
     write(path, data_dir=str(data_dir))
     live = FrekiSettings.load(path)
-    from freki.operations import RELOADABLE
+    from freki.api.operations import RELOADABLE
 
     return live, SettingsReloader(live=live, load=lambda: FrekiSettings.load(path),
                                   reloadable=RELOADABLE | COMMON_RELOADABLE, path=path)

@@ -1,0 +1,163 @@
+"""Conversions between protobuf messages and Freki's domain objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from wolf.v1 import common_pb2, freki_pb2
+
+from freki.api.validation import tenant_of
+from freki.ingest.indexing import IndexResult
+from freki.ingest.registry import DocumentRecord
+from freki.search.retrieval import Hit, Query, metadata_filter
+from freki.settings import FrekiSettings
+from freki.store import StoredPoint
+from freki.watch.status import FolderStatus
+
+SEARCH_MODES = {
+    common_pb2.SEARCH_MODE_DENSE: "dense",
+    common_pb2.SEARCH_MODE_SPARSE: "sparse",
+    common_pb2.SEARCH_MODE_HYBRID: "hybrid",
+}
+OUTCOMES = {
+    "created": freki_pb2.INDEX_OUTCOME_CREATED,
+    "updated": freki_pb2.INDEX_OUTCOME_UPDATED,
+    "unchanged": freki_pb2.INDEX_OUTCOME_UNCHANGED,
+}
+
+
+def now_timestamp() -> Timestamp:
+    """The current time as a protobuf Timestamp."""
+    ts = Timestamp()
+    ts.GetCurrentTime()
+    return ts
+
+
+def timestamp(value: datetime) -> Timestamp:
+    """A datetime as a protobuf Timestamp."""
+    ts = Timestamp()
+    ts.FromDatetime(value)
+    return ts
+
+
+def iso_timestamp(value: str) -> Timestamp:
+    """An ISO-8601 string as a protobuf Timestamp (empty when unparsable)."""
+    ts = Timestamp()
+    try:
+        ts.FromDatetime(datetime.fromisoformat(value))
+    except (TypeError, ValueError):
+        pass
+    return ts
+
+
+def query_from_request(request: common_pb2.WolfRequest, settings: FrekiSettings, default_mode: str) -> Query:
+    """Apply server defaults to a validated RetrieveContext request."""
+    opts = request.retrieval
+    return Query(
+        tenant_id=tenant_of(request.tenant_id, settings),
+        text=request.prompt,
+        top_k=opts.top_k or settings.retrieval.top_k,
+        score_threshold=(
+            opts.score_threshold if opts.HasField("score_threshold") else settings.retrieval.score_threshold
+        ),
+        filters=tuple(metadata_filter(f.key, list(f.values), f.exclude) for f in opts.filters),
+        document_ids=tuple(opts.document_ids),
+        variants=tuple(opts.query_variants),
+        mode=SEARCH_MODES.get(opts.mode, default_mode),
+        mmr_diversity=opts.mmr_diversity if opts.HasField("mmr_diversity") else None,
+        rerank=opts.rerank,
+    )
+
+
+def retrieved_document(hit: Hit) -> common_pb2.RetrievedDocument:
+    """A search hit as the RetrievedDocument clients see."""
+    payload = hit.payload
+    metadata = {str(k): str(v) for k, v in (payload.get("metadata") or {}).items()}
+    metadata.setdefault("source", str(payload.get("source", "")))
+    metadata.setdefault("content_type", str(payload.get("source_type", "")))
+    return common_pb2.RetrievedDocument(
+        document_id=hit.document_id,
+        content=hit.content,
+        relevance_score=hit.score,
+        metadata=metadata,
+        chunk_id=hit.chunk_id,
+        chunk_index=int(payload.get("chunk_index", 0)),
+        source=str(payload.get("source", "")),
+    )
+
+
+def rag_context(hits: list[Hit]) -> common_pb2.RAGContext:
+    """Hits as a RAGContext whose retrieval_score is the mean relevance."""
+    docs = [retrieved_document(h) for h in hits]
+    mean = sum(h.score for h in hits) / len(hits) if hits else 0.0
+    return common_pb2.RAGContext(documents=docs, retrieval_score=mean)
+
+
+def document_info(record: DocumentRecord) -> freki_pb2.DocumentInfo:
+    """A registry record as DocumentInfo."""
+    return freki_pb2.DocumentInfo(
+        document_id=record.document_id,
+        tenant_id=record.tenant_id,
+        owner_id=record.owner_id,
+        source=record.source,
+        content_type=record.content_type,
+        content_hash=record.content_hash,
+        chunk_count=record.chunk_count,
+        metadata=record.metadata,
+        indexed_at=iso_timestamp(record.indexed_at),
+        embedding_model=record.embedding_model,
+    )
+
+
+def index_response(request_id: str, result: IndexResult) -> freki_pb2.IndexDocumentResponse:
+    """An IndexResult as the IndexDocument response."""
+    return freki_pb2.IndexDocumentResponse(
+        request_id=request_id,
+        document_id=result.document_id,
+        chunk_count=result.chunk_count,
+        chunks_embedded=result.chunks_embedded,
+        chunks_unchanged=result.chunks_unchanged,
+        chunks_deleted=result.chunks_deleted,
+        duration_ms=result.duration_ms,
+        changed=result.outcome != "unchanged",
+        outcome=OUTCOMES[result.outcome],
+        full_reindex=result.full_reindex,
+        content_hash=result.content_hash,
+    )
+
+
+def export_records(
+    owner_data: Iterable[tuple[DocumentRecord, Iterable[StoredPoint]]],
+) -> Iterator[freki_pb2.ExportRecord]:
+    """A data owner's documents (``FrekiEngine.export_owner``), each followed by its chunks, as export records."""
+    for record, chunks in owner_data:
+        yield freki_pb2.ExportRecord(document=document_info(record))
+        for point in chunks:
+            yield freki_pb2.ExportRecord(chunk=freki_pb2.ExportedChunk(
+                chunk_id=point.id,
+                document_id=record.document_id,
+                chunk_index=int(point.payload.get("chunk_index", 0)),
+                content=str(point.payload.get("content", "")),
+                metadata={str(k): str(v) for k, v in (point.payload.get("metadata") or {}).items()},
+                vector=list(point.dense or []),
+            ))
+
+
+def watch_status_fields(folders: Sequence[FolderStatus], queue_depth: int, tenant: str) -> dict[str, object]:
+    """IndexStatus fields (``watch_folders``, ``queue_depth``) for one tenant.
+
+    Only the tenant's own folders are listed: paths of another tenant's folders are not its business.
+    """
+    return {
+        "queue_depth": queue_depth,
+        "watch_folders": [
+            freki_pb2.WatchFolderStatus(
+                path=f.path, files_indexed=f.files_indexed, files_pending=f.files_pending,
+                skipped=[freki_pb2.SkippedFile(path=s.path, reason=s.reason, at=timestamp(s.at)) for s in f.skipped],
+            )
+            for f in folders
+            if f.tenant_id == tenant
+        ],
+    }

@@ -1,0 +1,186 @@
+"""Freki's operational specifics: its metrics, audited RPCs and hot-reloadable settings.
+
+The generic parts (interceptors, endpoint, reload machinery) live in
+:mod:`wolf_service.service_ops`; this module says what is special about Freki.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import Counter
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from wolf.v1 import freki_pb2
+
+from freki.api.servicer import FrekiServicer
+from freki.engine import FrekiEngine
+from freki.ingest.chunking import SemanticChunker
+from freki.ingest.limits import ChunkingConfig
+from freki.settings import ChunkingSettings, FrekiSettings
+from freki.watch.watcher import Watcher
+from wolf_service.audit_interceptor import AuditedRpc
+from wolf_service.metrics import ServiceMetrics
+from wolf_service.tokens import get_token_counter
+
+log = logging.getLogger("freki.operations")
+
+# Fields the servicer reads from the live settings on every call, or that a reload hook applies.
+# Anything else (ports, data_dir, embedding model, store backend, fusion internals) needs a restart.
+RELOADABLE = frozenset({
+    "retrieval.top_k",
+    "retrieval.max_top_k",
+    "retrieval.score_threshold",
+    "chunking",  # applied to documents indexed (or changed) after the reload
+    "max_prompt_chars",
+    "max_document_bytes",
+    "watch",  # the folder watcher is restarted with the new folders and options
+})
+
+INDEXING_RPCS = ("FrekiService/IndexDocument", "FrekiService/FullReindex")
+
+
+def _doc_target(request: Any) -> str:
+    return f"document={request.document_id or request.source}"
+
+
+AUDITED: dict[str, AuditedRpc] = {
+    "FrekiService/IndexDocument": AuditedRpc(
+        "freki.index_document", _doc_target,
+        lambda r: {"index_outcome": freki_pb2.IndexOutcome.Name(r.outcome), "chunks": r.chunk_count,
+                   "chunks_embedded": r.chunks_embedded, "chunks_deleted": r.chunks_deleted},
+    ),
+    "FrekiService/DeleteDocument": AuditedRpc(
+        "freki.delete_document", _doc_target, lambda r: {"chunks_deleted": r.chunks_deleted}
+    ),
+    "FrekiService/FullReindex": AuditedRpc(
+        "freki.full_reindex", lambda q: f"document={q.document_id or '*'}",
+        lambda r: {"documents": r.documents_reindexed, "chunks_embedded": r.chunks_embedded},
+    ),
+    "FrekiService/DeleteOwnerData": AuditedRpc(
+        "gdpr.erase_owner", lambda q: f"owner={q.owner_id}",
+        lambda r: {"documents": r.documents_deleted, "chunks_deleted": r.chunks_deleted},
+    ),
+    "FrekiService/ExportOwnerData": AuditedRpc(
+        "gdpr.export_owner", lambda q: f"owner={q.owner_id}", lambda _r: {}
+    ),
+}
+
+
+class EngineCollector(Collector):
+    """Reads the engine's own counters at scrape time (they are plain ints on the embedder)."""
+
+    def __init__(self, engine: FrekiEngine, metrics: ServiceMetrics,
+                 watch_pending: Callable[[], int] | None = None) -> None:
+        self._engine = engine
+        self._metrics = metrics
+        self._watch_pending = watch_pending
+
+    def collect(self) -> Iterator[Metric]:
+        emb = self._engine.embedder
+        for name, doc, value in (
+            ("freki_embeddings_computed", "Texts embedded (chunks, sentences, queries)", emb.texts_embedded),
+            ("freki_query_cache_hits", "Query embeddings served from the LRU cache", emb.cache_hits),
+            ("freki_query_cache_misses", "Query embeddings that had to be computed", emb.cache_misses),
+        ):
+            family = CounterMetricFamily(name, doc)
+            family.add_metric([], float(value))
+            yield family
+        # Documents waiting for or in indexing: running index RPCs plus files the watcher has queued.
+        depth = sum(self._metrics.in_flight_count(rpc) for rpc in INDEXING_RPCS)
+        if self._watch_pending is not None:
+            depth += self._watch_pending()
+        queue = GaugeMetricFamily("freki_index_queue_depth", "Documents queued or being indexed")
+        queue.add_metric([], depth)
+        yield queue
+
+
+def install_metrics(metrics: ServiceMetrics, engine: FrekiEngine,
+                    watch_pending: Callable[[], int] | None = None) -> None:
+    """Register Freki's metrics: indexing outcomes and chunk counts, embeddings, queue depth."""
+    documents = Counter("freki_documents_indexed", "IndexDocument calls by outcome", ["outcome"],
+                        registry=metrics.registry)
+    chunks = Counter("freki_chunks_indexed", "Chunks written by created or updated documents",
+                     registry=metrics.registry)
+    embedded = Counter("freki_chunks_embedded", "Chunks whose embedding was computed while indexing",
+                       registry=metrics.registry)
+
+    def on_indexed(response: freki_pb2.IndexDocumentResponse) -> None:
+        outcome = freki_pb2.IndexOutcome.Name(response.outcome).removeprefix("INDEX_OUTCOME_").lower()
+        documents.labels(outcome).inc()
+        if response.outcome != freki_pb2.INDEX_OUTCOME_UNCHANGED:
+            chunks.inc(response.chunk_count)
+        embedded.inc(response.chunks_embedded)
+
+    def on_reindexed(response: freki_pb2.FullReindexResponse) -> None:
+        embedded.inc(response.chunks_embedded)
+
+    metrics.observe_responses("FrekiService/IndexDocument", on_indexed)
+    metrics.observe_responses("FrekiService/FullReindex", on_reindexed)
+    metrics.add_collector(EngineCollector(engine, metrics, watch_pending))
+
+
+def _effective(engine: FrekiEngine, cfg: ChunkingConfig) -> str:
+    chunker = SemanticChunker(cfg, get_token_counter(), engine.embedder.embed,
+                              engine.embedder.window_tokens, engine.embedder.max_seq_length)
+    return repr(chunker.effective)
+
+
+def apply_chunking(engine: FrekiEngine, chunking: ChunkingSettings) -> None:
+    """Use new chunking parameters for documents indexed from now on.
+
+    The engine builds a chunker per document from ``engine.chunking``, so replacing it is
+    enough for new documents; the indexer's fingerprint (part of each document's content
+    hash) is updated too, so re-sending an unchanged document re-chunks it with the new
+    parameters — the same as after a restart with the new settings.
+    """
+    new = ChunkingConfig(max_tokens=chunking.max_tokens, min_tokens=chunking.min_tokens,
+                         overlap_tokens=chunking.overlap_tokens,
+                         similarity_threshold=chunking.similarity_threshold)
+    old_effective, new_effective = _effective(engine, engine.chunking), _effective(engine, new)
+    engine.chunking = new
+    indexer: Any = engine.indexer
+    fingerprint = getattr(indexer, "_fingerprint", None)
+    if isinstance(fingerprint, str) and old_effective in fingerprint:
+        indexer._fingerprint = fingerprint.replace(old_effective, new_effective)
+    log.info("chunking for new documents: %s", new_effective)
+
+
+def restart_watcher(servicer: FrekiServicer, live: FrekiSettings) -> None:
+    """Replace the folder watcher with one for the new ``watch`` settings (none if no folders).
+
+    The old watcher finishes the file in progress and stops; the new one catches up on
+    every folder at start, so nothing changed in between is missed.
+    """
+    old = servicer.watcher
+    if old is not None:
+        old.stop()
+    new = Watcher(servicer.engine, live) if live.watch.folders else None
+    if new is not None:
+        new.start()
+    servicer.watcher = new
+    log.info("folder watcher restarted: %s", ", ".join(str(f.path) for f in live.watch.folders) or "no folders")
+
+
+def current_watch_depth(servicer: FrekiServicer) -> Callable[[], int]:
+    """Files the (current) watcher has waiting, for the queue-depth gauge."""
+
+    def depth() -> int:
+        watcher = servicer.watcher
+        return watcher.status()[1] if watcher is not None else 0
+
+    return depth
+
+
+def reload_hook(engine: FrekiEngine, servicer: FrekiServicer) -> Callable[[set[str], FrekiSettings], None]:
+    """The reload hook that applies Freki's reloadable changes the engine copied at start-up."""
+
+    def hook(changed: set[str], live: FrekiSettings) -> None:
+        if any(name.startswith("chunking.") for name in changed):
+            apply_chunking(engine, live.chunking)
+        if any(name == "watch" or name.startswith("watch.") for name in changed):
+            restart_watcher(servicer, live)
+
+    return hook

@@ -1,0 +1,66 @@
+"""Freki gRPC server: ``build_server(settings)``, ``serve(settings)``. Nothing runs at import."""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+from wolf.v1 import freki_pb2, freki_pb2_grpc
+
+from freki.api import operations
+from freki.api.servicer import FrekiServicer
+from freki.engine import FrekiEngine
+from freki.settings import FrekiSettings
+from freki.watch.watcher import Watcher
+from wolf_service.logs import configure_logging
+from wolf_service.reload import SettingsSource
+from wolf_service.service_ops import ServiceOps
+from wolf_service.serving import ServerHandle, serve_until_signal
+
+log = logging.getLogger("freki.server")
+
+SERVICE_NAME = freki_pb2.DESCRIPTOR.services_by_name["FrekiService"].full_name
+
+
+def build_server(
+    settings: FrekiSettings, *, engine: FrekiEngine | None = None, watcher: Watcher | None = None,
+    reload_from: SettingsSource | None = None, sighup: bool = False,
+) -> tuple[ServerHandle, FrekiEngine]:
+    """Create the engine (unless given), then start a server bound to ``settings.host:port``.
+
+    Metrics, access logs, API keys, TLS and the audit trail follow ``settings`` (all off
+    by default); ``reload_from`` turns on hot reload of that settings source.
+
+    Returns:
+        The running server's handle (port 0 resolves to the bound port) and the engine.
+    """
+    engine = engine or FrekiEngine(settings)
+    # The watcher (given, or made when watch.folders is set) starts with the server and stops before the store.
+    watcher = watcher or (Watcher(engine, settings) if settings.watch.folders else None)
+    servicer = FrekiServicer(engine, settings, watcher=watcher)
+    ops = ServiceOps("freki", settings, audited=operations.AUDITED, default_tenant=settings.default_tenant,
+                     audit_path=settings.audit_log or settings.data_dir / "audit.jsonl")
+
+    def register(server: grpc.Server) -> None:
+        freki_pb2_grpc.add_FrekiServiceServicer_to_server(servicer, server)
+
+    operations.install_metrics(ops.metrics, engine, operations.current_watch_depth(servicer))
+    handle = ops.start_server(register, SERVICE_NAME)
+    if reload_from is not None:
+        hooks = [operations.reload_hook(engine, servicer)]
+        ops.enable_reload(reload_from, operations.RELOADABLE, hooks=hooks, sighup=sighup)
+    if watcher is not None:
+        watcher.start()
+    # A settings reload may replace the watcher, so stop whichever one is current.
+    handle.closers.append(lambda: servicer.watcher.stop() if servicer.watcher is not None else None)
+    log.info("Freki serving on %s:%d (store=%s, model=%s)", settings.host, handle.port,
+             engine.chunks.backend, engine.embedder.identity.name)
+    return handle, engine
+
+
+def serve(settings: FrekiSettings, reload_from: SettingsSource | None = None) -> None:
+    """Run until SIGTERM/SIGINT, then stop gracefully and close the store. SIGHUP reloads settings."""
+    configure_logging(settings.log)
+    handle, engine = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
+    print(f"freki listening on {settings.host}:{handle.port}", flush=True)
+    serve_until_signal(handle, grace=settings.shutdown_grace_s, on_stop=engine.close)

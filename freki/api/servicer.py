@@ -1,0 +1,160 @@
+"""FrekiService gRPC servicer: validates, calls the engine, converts. No business logic here.
+
+Errors are raised as domain exceptions and mapped to status codes by
+``wolf_service.error_mapping.ErrorMappingInterceptor``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import grpc
+from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
+
+from freki import gdpr
+from freki.api import convert, validation
+from freki.engine import FrekiEngine
+from freki.ingest.indexing import IndexInput
+from freki.settings import FrekiSettings
+from wolf_service.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from freki.watch.watcher import Watcher
+
+log = logging.getLogger("freki.service")
+
+MAX_PAGE_SIZE = 1000
+
+
+class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
+    """Implements every FrekiService RPC on top of a :class:`FrekiEngine`."""
+
+    def __init__(self, engine: FrekiEngine, settings: FrekiSettings, *, watcher: Watcher | None = None) -> None:
+        self.engine = engine
+        # Erasure tells the folder watcher, so an erased file still in a watched folder stays out.
+        self.watcher = watcher
+        self.settings = settings
+        self.default_mode = settings.retrieval.default_mode
+
+    def _tenant(self, tenant_id: str) -> str:
+        return validation.tenant_of(tenant_id, self.settings)
+
+    def IndexDocument(
+        self, request: freki_pb2.IndexDocumentRequest, context: grpc.ServicerContext
+    ) -> freki_pb2.IndexDocumentResponse:
+        validation.validate_index(request, self.settings)
+        result = self.engine.index(IndexInput(
+            tenant_id=self._tenant(request.tenant_id),
+            document_id=request.document_id or request.source,
+            data=request.content_bytes if request.content_bytes else request.content,
+            source=request.source,
+            content_type=request.content_type,
+            owner_id=request.owner_id,
+            metadata=dict(request.metadata),
+            force_full_reindex=request.force_full_reindex,
+        ))
+        return convert.index_response(request.request_id, result)
+
+    def RetrieveContext(
+        self, request: common_pb2.WolfRequest, context: grpc.ServicerContext
+    ) -> common_pb2.WolfResponse:
+        started = time.perf_counter()
+        validation.validate_retrieve(request, self.settings)
+        hits = self.engine.retrieve(convert.query_from_request(request, self.settings, self.default_mode))
+        return common_pb2.WolfResponse(
+            request_id=request.request_id,
+            model_type=common_pb2.RAG,
+            rag_context=convert.rag_context(hits),
+            metadata=common_pb2.ResponseMetadata(
+                timestamp=convert.now_timestamp(),
+                duration_ms=int((time.perf_counter() - started) * 1000),
+            ),
+        )
+
+    def DeleteDocument(
+        self, request: freki_pb2.DeleteDocumentRequest, context: grpc.ServicerContext
+    ) -> freki_pb2.DeleteDocumentResponse:
+        validation.require_request_id(request.request_id)
+        doc_id = validation.require_document_id(request.document_id)
+        deleted = gdpr.erase_document(self.engine, self._tenant(request.tenant_id), doc_id, watcher=self.watcher)
+        return freki_pb2.DeleteDocumentResponse(
+            request_id=request.request_id, document_id=doc_id, chunks_deleted=deleted
+        )
+
+    def GetDocument(
+        self, request: freki_pb2.GetDocumentRequest, context: grpc.ServicerContext
+    ) -> freki_pb2.DocumentInfo:
+        doc_id = validation.require_document_id(request.document_id)
+        return convert.document_info(self.engine.get_document(self._tenant(request.tenant_id), doc_id))
+
+    def ListDocuments(
+        self, request: freki_pb2.ListDocumentsRequest, context: grpc.ServicerContext
+    ) -> freki_pb2.ListDocumentsResponse:
+        if request.page_size < 0 or request.page_size > MAX_PAGE_SIZE:
+            raise InvalidArgument(f"page_size must be between 0 (= 100) and {MAX_PAGE_SIZE} (got {request.page_size})")
+        records, next_offset = self.engine.registry.page(
+            self._tenant(request.tenant_id),
+            owner_id=request.owner_id,
+            limit=request.page_size or 100,
+            offset=request.page_token or None,
+        )
+        return freki_pb2.ListDocumentsResponse(
+            documents=[convert.document_info(r) for r in records], next_page_token=next_offset or ""
+        )
+
+    def GetIndexStatus(
+        self, request: freki_pb2.GetIndexStatusRequest, context: grpc.ServicerContext
+    ) -> freki_pb2.IndexStatus:
+        status_tenant = self._tenant(request.tenant_id)
+        status = self.engine.status(status_tenant)
+        return freki_pb2.IndexStatus(
+            document_count=status.document_count,
+            chunk_count=status.chunk_count,
+            embedding_model=status.embedding_model,
+            embedding_dimension=status.embedding_dimension,
+            store_backend=status.store_backend,
+            collection=status.collection,
+            **(convert.watch_status_fields(*self.watcher.status(), status_tenant) if self.watcher else {}),
+        )
+
+    def FullReindex(
+        self, request: freki_pb2.FullReindexRequest, context: grpc.ServicerContext
+    ) -> freki_pb2.FullReindexResponse:
+        started = time.perf_counter()
+        validation.require_request_id(request.request_id)
+        if request.document_id:
+            validation.require_document_id(request.document_id)
+        docs, chunks = self.engine.full_reindex(self._tenant(request.tenant_id), request.document_id)
+        return freki_pb2.FullReindexResponse(
+            request_id=request.request_id, documents_reindexed=docs, chunks_embedded=chunks,
+            duration_ms=int((time.perf_counter() - started) * 1000),
+        )
+
+    def DeleteOwnerData(
+        self, request: freki_pb2.DeleteOwnerDataRequest, context: grpc.ServicerContext
+    ) -> freki_pb2.DeleteOwnerDataResponse:
+        validation.require_request_id(request.request_id)
+        owner = _require_owner(request.owner_id)
+        erased = gdpr.erase_owner(self.engine, self._tenant(request.tenant_id), owner, watcher=self.watcher)
+        docs, chunks = erased.documents, erased.chunks
+        return freki_pb2.DeleteOwnerDataResponse(
+            request_id=request.request_id, documents_deleted=docs, chunks_deleted=chunks
+        )
+
+    def ExportOwnerData(
+        self, request: freki_pb2.ExportOwnerDataRequest, context: grpc.ServicerContext
+    ) -> Iterator[freki_pb2.ExportRecord]:
+        validation.require_request_id(request.request_id)
+        owner = _require_owner(request.owner_id)
+        yield from convert.export_records(
+            self.engine.export_owner(self._tenant(request.tenant_id), owner, with_vectors=request.include_vectors)
+        )
+
+
+def _require_owner(owner_id: str) -> str:
+    if not owner_id:
+        raise InvalidArgument("owner_id must be non-empty: erasure and export act on one data owner")
+    return owner_id

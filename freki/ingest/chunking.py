@@ -1,0 +1,263 @@
+"""Semantic chunking: split parsed sections into sentence-aligned chunks sized for the embedding model.
+
+Decisions (the "why" behind the shape of this module):
+
+* Chunks are sized to the embedding model's window. A chunk is at most `max_tokens` tiktoken tokens AND at
+  most `window_limit` model word-pieces (special tokens included). The model silently truncates longer
+  input, so text past the window would be stored but invisible to dense search. When the window is the
+  tighter limit, `min_tokens` is clamped to half of a chunk's new-text budget and `overlap_tokens` to a
+  quarter of the max; `SemanticChunker.effective` exposes the values actually used.
+* Sections (headings, PDF pages) are hard boundaries; chunks never span two.
+* Boundaries are chosen so that an edit only moves boundaries near it (needed for incremental
+  re-indexing). Every gap between sentences gets a break score from local evidence only: paragraph and
+  line breaks, and how dissimilar the next sentence is to the few sentences before it. A gap is an
+  *anchor* — always a boundary — when it is eligible (a paragraph end, or similarity below
+  `similarity_threshold`) and its score is the strict maximum of all gaps within `min_tokens` on either
+  side. That decision does not depend on where earlier chunks started, so anchors after an edit are the
+  same as before (greedy left-to-right grouping would shift every later boundary). Text between anchors
+  is partitioned by a small dynamic program that prefers few cuts at high-score gaps and pieces of at
+  least `min_tokens`. Similarity is measured against a trailing window of the group rather than the whole
+  group for the same reason: a whole-group centroid depends on where the group started.
+* Overlap: a chunk after the first in its section starts with whole trailing sentences of the previous
+  chunk's new text, at most `overlap_tokens`. `min_tokens` applies to the new text.
+* A section too small to hold two chunks of `min_tokens` is never embedded (nothing to decide).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from freki.ingest.limits import ChunkingConfig, EffectiveLimits
+from freki.ingest.parsing import ParsedDocument, Section
+from freki.ingest.segmenting import SectionPlan, find_anchors, partition_span
+from freki.ingest.sentences import SPACE, Unit, join_units, section_units
+
+# Sentences compared with the next one when scoring a gap; small keeps the score local.
+CONTEXT_SENTENCES = 3
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a document ready to embed; `hash` (sha256 of text) identifies unchanged chunks."""
+
+    text: str
+    index: int
+    token_count: int
+    hash: str
+    metadata: dict[str, str]
+
+
+class CountsTokens(Protocol):
+    """What the chunker needs of a ``wolf_service.tokens.TokenCounter``: the tiktoken tokens of a text."""
+
+    def count(self, text: str) -> int: ...
+
+
+class SemanticChunker:
+    """Splits a ParsedDocument into chunks at sentence boundaries, guided by sentence embeddings."""
+
+    def __init__(
+        self,
+        config: ChunkingConfig,
+        counter: CountsTokens,
+        embed: Callable[[list[str]], np.ndarray],
+        window_tokens: Callable[[str], int],
+        window_limit: int,
+    ) -> None:
+        """Fit the config to the model window.
+
+        Args:
+            config: Requested sizes.
+            counter: tiktoken counter for `max/min/overlap_tokens`.
+            embed: Texts to L2-normalised embedding rows (the caller may cache).
+            window_tokens: Model tokens of a text, special tokens included.
+            window_limit: The model's window (`max_seq_length`), special tokens included.
+
+        Raises:
+            ValueError: The window leaves no room for text.
+        """
+        self._config = config
+        self._counter = counter
+        self._embed = embed
+        self._window_tokens = window_tokens
+        self._specials = window_tokens("")
+        room = window_limit - self._specials
+        if room < 16:
+            raise ValueError(
+                f"window_limit ({window_limit}) leaves {room} word-pieces after {self._specials} special "
+                "tokens; at least 16 are needed"
+            )
+        max_tokens = min(config.max_tokens, room)
+        overlap = min(config.overlap_tokens, max_tokens // 4)
+        core_max = max_tokens - overlap
+        self.effective = EffectiveLimits(
+            max_tokens=max_tokens,
+            min_tokens=min(config.min_tokens, core_max // 2),
+            overlap_tokens=overlap,
+            window_limit=window_limit,
+            similarity_threshold=config.similarity_threshold,
+            core_max_tokens=core_max,
+            core_max_window=room * core_max // max_tokens,
+        )
+
+    def chunk(self, doc: ParsedDocument) -> list[Chunk]:
+        """Chunk every section of `doc` in order; deterministic for the same input."""
+        plans = [self._plan(section) for section in doc.sections]
+        self._score_gaps([p for p in plans if p.needs_similarity])
+        chunks: list[Chunk] = []
+        for plan in plans:
+            for text in self._section_texts(plan):
+                chunks.append(_make_chunk(text, len(chunks), self._counter.count(text), plan.section))
+        return chunks
+
+    def _plan(self, section: Section) -> SectionPlan:
+        units: list[Unit] = []
+        for unit in section_units(section.text):
+            units.extend(self._split_oversize(unit))
+        tokens = [self._counter.count(u.text) for u in units]
+        window = [self._window_tokens(u.text) - self._specials for u in units]
+        plan = SectionPlan(section, units, tokens, window)
+        plan.needs_similarity = plan.total_tokens() >= 2 * self.effective.min_tokens and len(units) > 1
+        return plan
+
+    def _score_gaps(self, plans: list[SectionPlan]) -> None:
+        texts = sorted({u.text for plan in plans for u in plan.units})
+        if not texts:
+            return
+        vectors = np.asarray(self._embed(texts), dtype=np.float32)
+        row = {text: vectors[i] for i, text in enumerate(texts)}
+        for plan in plans:
+            matrix = np.stack([row[u.text] for u in plan.units])
+            sims = [1.0]
+            for gap in range(1, len(plan.units)):
+                context = matrix[max(0, gap - CONTEXT_SENTENCES) : gap].sum(axis=0)
+                norm = float(np.linalg.norm(context)) or 1.0
+                # Rounded so float noise from batching cannot flip a comparison between two gaps.
+                sims.append(round(float(matrix[gap] @ context) / norm, 3))
+            plan.similarity = sims
+
+    def _section_texts(self, plan: SectionPlan) -> list[str]:
+        limits = self.effective
+        if not plan.units:
+            return []
+        cores: list[tuple[int, int]] = []
+        if plan.fits(0, len(plan.units), limits.core_max_tokens, limits.core_max_window) and (
+            not plan.needs_similarity
+        ):
+            cores = [(0, len(plan.units))]
+        else:
+            bounds = [0, *find_anchors(plan, limits), len(plan.units)]
+            for start, end in zip(bounds, bounds[1:], strict=False):
+                cores.extend(partition_span(plan, start, end, limits))
+        cores = _merge_small_tail(plan, cores, limits)
+        texts: list[str] = []
+        for number, (start, end) in enumerate(cores):
+            first = start
+            if number and limits.overlap_tokens:
+                first = self._overlap_start(plan, cores[number - 1][0], start, end)
+            texts.extend(self._fit(plan.units[first:end], overlap=start - first))
+        return texts
+
+    def _overlap_start(self, plan: SectionPlan, previous_start: int, start: int, end: int) -> int:
+        """First unit of the overlap: whole trailing sentences of the previous chunk's new text."""
+        limits = self.effective
+        first = start
+        # Never repeat the previous chunk's first unit: that would repeat the whole chunk.
+        while first - 1 > previous_start:
+            candidate = first - 1
+            if plan.span_tokens(candidate, start) > limits.overlap_tokens:
+                break
+            if not plan.fits(candidate, end, limits.max_tokens, limits.window_limit - self._specials):
+                break
+            first = candidate
+        return first
+
+    def _fit(self, units: list[Unit], overlap: int) -> list[str]:
+        """Join units into chunk text, verified with the real counters (estimates are sums)."""
+        units = [Unit(units[0].text, ""), *units[1:]] if units else units
+        while True:
+            text = join_units(units)
+            if self._within_limits(text):
+                return [text]
+            if overlap:
+                units = [Unit(units[1].text, ""), *units[2:]]
+                overlap -= 1
+                continue
+            if len(units) == 1:
+                return [text]  # cannot happen: oversize units were split to fit
+            # Estimates were too low (rare tokenizer merges): split in two and retry each half.
+            half = len(units) // 2
+            return self._fit(units[:half], 0) + self._fit(units[half:], 0)
+
+    def _within_limits(self, text: str) -> bool:
+        return (
+            self._counter.count(text) <= self.effective.max_tokens
+            and self._window_tokens(text) <= self.effective.window_limit
+        )
+
+    def _split_oversize(self, unit: Unit) -> list[Unit]:
+        """Split a sentence longer than a chunk's new-text budget at word (else character) boundaries."""
+        if self._fits_core(unit.text):
+            return [unit]
+        words = unit.text.split()
+        pieces: list[str] = []
+        start = 0
+        while start < len(words):
+            low, high = start + 1, len(words)
+            while low < high:  # largest end with words[start:end] fitting
+                middle = (low + high + 1) // 2
+                if self._fits_core(" ".join(words[start:middle])):
+                    low = middle
+                else:
+                    high = middle - 1
+            piece = " ".join(words[start:low])
+            pieces.extend([piece] if self._fits_core(piece) else self._split_characters(piece))
+            start = low
+        return [Unit(p, unit.separator if i == 0 else SPACE) for i, p in enumerate(pieces)]
+
+    def _split_characters(self, word: str) -> list[str]:
+        pieces: list[str] = []
+        while word:
+            low, high = 1, len(word)
+            while low < high:
+                middle = (low + high + 1) // 2
+                if self._fits_core(word[:middle]):
+                    low = middle
+                else:
+                    high = middle - 1
+            pieces.append(word[:low])
+            word = word[low:]
+        return pieces
+
+    def _fits_core(self, text: str) -> bool:
+        return (
+            self._counter.count(text) <= self.effective.core_max_tokens
+            and self._window_tokens(text) - self._specials <= self.effective.core_max_window
+        )
+
+
+def _merge_small_tail(
+    plan: SectionPlan, cores: list[tuple[int, int]], limits: EffectiveLimits
+) -> list[tuple[int, int]]:
+    """Fold a last piece below min_tokens into the one before it when the result still fits."""
+    if len(cores) < 2:
+        return cores
+    (previous_start, _), (last_start, last_end) = cores[-2], cores[-1]
+    if plan.span_tokens_low(last_start, last_end) >= limits.min_tokens:
+        return cores
+    if plan.fits(previous_start, last_end, limits.core_max_tokens, limits.core_max_window):
+        return [*cores[:-2], (previous_start, last_end)]
+    return cores
+
+
+def _make_chunk(text: str, index: int, token_count: int, section: Section) -> Chunk:
+    metadata: dict[str, str] = {}
+    if section.heading_path:
+        metadata["section"] = " > ".join(section.heading_path)
+    if section.page is not None:
+        metadata["page"] = str(section.page)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Chunk(text=text, index=index, token_count=token_count, hash=digest, metadata=metadata)

@@ -1,0 +1,58 @@
+"""Chunk size limits: what a caller asks for (``ChunkingConfig``) and what the chunker applies after
+fitting them to the embedding model's window (``EffectiveLimits``, see ``freki.ingest.chunking``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Part of `EffectiveLimits` so a stored chunking fingerprint changes when the boundary rules do.
+ALGORITHM = "anchored-semantic-v1"
+
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    """Requested chunk sizes in tiktoken tokens and the similarity needed to keep sentences together."""
+
+    max_tokens: int = 1000
+    min_tokens: int = 200
+    overlap_tokens: int = 100
+    similarity_threshold: float = 0.7
+
+    def __post_init__(self) -> None:
+        if self.max_tokens <= 0:
+            raise ValueError(f"max_tokens must be positive (got {self.max_tokens})")
+        if not 0 <= self.min_tokens < self.max_tokens:
+            raise ValueError(
+                f"min_tokens must be >= 0 and less than max_tokens (got min_tokens={self.min_tokens}, "
+                f"max_tokens={self.max_tokens})"
+            )
+        if not 0 <= self.overlap_tokens < self.max_tokens:
+            raise ValueError(
+                f"overlap_tokens must be >= 0 and less than max_tokens (got overlap_tokens="
+                f"{self.overlap_tokens}, max_tokens={self.max_tokens})"
+            )
+        if not 0.0 <= self.similarity_threshold <= 1.0:
+            raise ValueError(f"similarity_threshold must be in [0, 1] (got {self.similarity_threshold})")
+
+
+@dataclass(frozen=True)
+class EffectiveLimits:
+    """The limits the chunker actually applies after fitting the config to the model window."""
+
+    max_tokens: int
+    min_tokens: int
+    overlap_tokens: int
+    window_limit: int
+    similarity_threshold: float
+    core_max_tokens: int  # new text per chunk, leaving room for the overlap
+    core_max_window: int  # word-pieces of new text per chunk, excluding special tokens
+    algorithm: str = ALGORITHM
+
+    def describe(self) -> str:
+        """One line for the service's startup log."""
+        return (
+            f"chunks: max {self.max_tokens} tokens and {self.window_limit} model word-pieces, min "
+            f"{self.min_tokens}, overlap {self.overlap_tokens}, similarity threshold "
+            f"{self.similarity_threshold}"
+        )

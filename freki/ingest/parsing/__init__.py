@@ -1,0 +1,85 @@
+"""Document parsing: bytes or text in, plain text with sections and metadata out.
+
+Pipeline position: parse → chunk → embed → store → retrieve. `parse_document` is the entry point.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from freki.ingest.parsing.detect import SUPPORTED, detect_content_type
+from freki.ingest.parsing.document import ParsedDocument, Section
+from freki.ingest.parsing.docx import parse_docx
+from freki.ingest.parsing.errors import (
+    CorruptDocument,
+    DocumentError,
+    DocumentTooLarge,
+    EmptyDocument,
+    EncryptedDocument,
+    UnsupportedFormat,
+    describe_source,
+)
+from freki.ingest.parsing.html import parse_html
+from freki.ingest.parsing.markdown import parse_markdown
+from freki.ingest.parsing.pdf import parse_pdf
+from freki.ingest.parsing.text import parse_text
+
+__all__ = [
+    "SUPPORTED",
+    "CorruptDocument",
+    "DocumentError",
+    "DocumentTooLarge",
+    "EmptyDocument",
+    "EncryptedDocument",
+    "ParsedDocument",
+    "Section",
+    "UnsupportedFormat",
+    "detect_content_type",
+    "parse_document",
+]
+
+
+def parse_document(
+    data: str | bytes, *, source: str = "", content_type: str = "", max_bytes: int | None = None
+) -> ParsedDocument:
+    """Parse a document of any supported type.
+
+    Args:
+        data: Text (text, markdown, html) or raw bytes (any type; required for pdf and docx).
+        source: Path or name of the document; used for type detection and in error messages.
+        content_type: MIME type or short name; empty means detect.
+        max_bytes: Reject documents larger than this many bytes (None = no limit).
+
+    Returns:
+        The parsed document. Its title falls back to the source's file name stem.
+
+    Raises:
+        DocumentError: Unsupported, corrupt, encrypted, empty or too large; the message says which.
+    """
+    size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", errors="surrogatepass"))
+    if max_bytes is not None and size > max_bytes:
+        raise DocumentTooLarge(size, max_bytes, source=source)
+    kind = detect_content_type(data, source=source, content_type=content_type)
+    if kind in ("pdf", "docx"):
+        if not isinstance(data, bytes):
+            raise UnsupportedFormat(
+                f"{kind.upper()} document {describe_source(source)} was sent as text; send the raw file "
+                "bytes (content_bytes) instead",
+                source=source,
+            )
+        document = parse_pdf(data, source=source) if kind == "pdf" else parse_docx(data, source=source)
+    elif kind == "markdown":
+        document = parse_markdown(data, source=source)
+    elif kind == "html":
+        document = parse_html(data, source=source)
+    else:
+        document = parse_text(data, source=source)
+    if not document.title and source:
+        return ParsedDocument(
+            text=document.text,
+            title=PurePath(source).stem,
+            content_type=document.content_type,
+            metadata=document.metadata,
+            sections=document.sections,
+        )
+    return document

@@ -1,0 +1,105 @@
+"""Content-type detection: declared type first, then file extension, then the bytes themselves."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from pathlib import PurePath
+
+from freki.ingest.parsing.errors import UnsupportedFormat, describe_source
+
+SUPPORTED = ("text", "markdown", "html", "pdf", "docx")
+
+_DECLARED: dict[str, str] = {
+    "text": "text", "txt": "text", "plain": "text", "text/plain": "text",
+    "markdown": "markdown", "md": "markdown", "text/markdown": "markdown", "text/x-markdown": "markdown",
+    "html": "html", "htm": "html", "text/html": "html", "application/xhtml+xml": "html",
+    "pdf": "pdf", "application/pdf": "pdf", "application/x-pdf": "pdf",
+    "docx": "docx",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+}
+_EXTENSIONS: dict[str, str] = {
+    ".txt": "text", ".text": "text", ".log": "text",
+    ".md": "markdown", ".markdown": "markdown", ".mdown": "markdown", ".mkd": "markdown", ".mdx": "markdown",
+    ".html": "html", ".htm": "html", ".xhtml": "html",
+    ".pdf": "pdf",
+    ".docx": "docx",
+}
+# Formats people commonly try; naming them gives a more useful error than "unrecognised".
+_KNOWN_UNSUPPORTED: dict[str, str] = {
+    ".doc": "legacy Word .doc", ".xls": "Excel", ".xlsx": "Excel", ".ppt": "PowerPoint",
+    ".pptx": "PowerPoint", ".odt": "OpenDocument", ".rtf": "RTF", ".epub": "EPUB",
+    ".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image", ".zip": "zip archive",
+}
+_MARKDOWN_HINT = re.compile(r"^(?:#{1,6} \S|```|\s*[-*] \S.*\n\s*[-*] \S)", re.MULTILINE)
+
+
+def detect_content_type(data: str | bytes, *, source: str = "", content_type: str = "") -> str:
+    """Normalised short type ("text", "markdown", "html", "pdf", "docx") of a document.
+
+    Args:
+        data: The content.
+        source: Path or name, used for its extension.
+        content_type: Declared MIME type or short name; wins when given.
+
+    Raises:
+        UnsupportedFormat: The declared type, extension or content is not a supported format.
+    """
+    name = describe_source(source)
+    declared = content_type.split(";", 1)[0].strip().lower()
+    if declared:
+        if declared in _DECLARED:
+            return _DECLARED[declared]
+        raise UnsupportedFormat(
+            f"content type {content_type!r} of {name} is not supported; use one of {', '.join(SUPPORTED)}",
+            source=source,
+        )
+    extension = PurePath(source).suffix.lower() if source else ""
+    if extension in _EXTENSIONS:
+        return _EXTENSIONS[extension]
+    if extension in _KNOWN_UNSUPPORTED:
+        raise UnsupportedFormat(
+            f"{name} is a {_KNOWN_UNSUPPORTED[extension]} file, which is not supported; "
+            f"convert it to one of {', '.join(SUPPORTED)}",
+            source=source,
+        )
+    return sniff_content_type(data, source=source)
+
+
+def sniff_content_type(data: str | bytes, *, source: str = "") -> str:
+    """Guess the type from the content alone."""
+    if isinstance(data, bytes):
+        if b"%PDF-" in data[:1024]:
+            return "pdf"
+        if data.startswith(b"PK\x03\x04"):
+            if _is_docx(data):
+                return "docx"
+            raise UnsupportedFormat(
+                f"{describe_source(source)} is a zip archive but not a Word .docx file; not supported",
+                source=source,
+            )
+        if data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+            raise UnsupportedFormat(
+                f"{describe_source(source)} is a legacy Office (OLE) file such as .doc or .xls, or an "
+                "encrypted .docx; not supported — save it as .docx without a password",
+                source=source,
+            )
+        head = data[:4096].decode("utf-8", errors="ignore")
+    else:
+        head = data[:4096]
+    lowered = head.lstrip("\ufeff \t\r\n").lower()
+    if lowered.startswith(("<!doctype html", "<html")) or "<html" in lowered[:1024]:
+        return "html"
+    if lowered.startswith("---\n") or _MARKDOWN_HINT.search(head):
+        return "markdown"
+    return "text"
+
+
+def _is_docx(data: bytes) -> bool:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return "word/document.xml" in archive.namelist()
+    except zipfile.BadZipFile:
+        # A truncated .docx still starts with the zip magic; let the DOCX parser report it as corrupt.
+        return True

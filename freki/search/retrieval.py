@@ -1,0 +1,248 @@
+"""Retrieval: search the store within the tenant in the requested mode, fuse, re-rank, threshold, top-k.
+
+Modes (``Query.mode``):
+
+* ``dense``: nearest chunks by embedding cosine.
+* ``sparse``: BM25 over the lexical sparse vectors (``freki.embed.sparse``; IDF applied by Qdrant).
+* ``hybrid``: both, fused as configured (``RetrievalConfig.fusion``): ``"rrf"`` runs Qdrant's
+  prefetch + reciprocal rank fusion inside the store; ``"convex"`` (default) fuses calibrated
+  scores with a confidence-weighted sum (see ``freki.search.fusion`` for why, and for what
+  ``relevance_score`` means in each mode — always in [0, 1]).
+
+Then, in order: query variants are merged (mean relevance, or RRF when fusion is RRF); the
+optional cross-encoder re-ranks the head of the list; the score threshold drops hits below it;
+MMR (when ``mmr_diversity`` > 0) picks the top-k for diversity, otherwise the top-k by relevance.
+With MMR the hits come in MMR selection order (each keeps its relevance score).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from freki.embed.sparse import SparseEncoder
+from freki.search import fusion
+from freki.search.fusion import Scored
+from freki.search.rerank import Reranker, mmr_order
+from freki.store import FieldMatch, ScoredPoint, SparseVector, VectorStore
+
+# Filter keys that address top-level payload fields; any other key addresses document metadata.
+TOP_LEVEL_KEYS = {
+    "document_id": "document_id",
+    "source": "source",
+    "source_type": "source_type",
+    "content_type": "source_type",
+    "owner_id": "owner_id",
+}
+
+
+@dataclass(frozen=True)
+class Query:
+    """A validated retrieval request with defaults applied."""
+
+    tenant_id: str
+    text: str
+    top_k: int
+    score_threshold: float
+    filters: Sequence[FieldMatch] = ()
+    document_ids: Sequence[str] = ()
+    variants: Sequence[str] = ()
+    mode: str = "dense"
+    mmr_diversity: float | None = None
+    rerank: bool = False
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved chunk."""
+
+    chunk_id: str
+    score: float
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def document_id(self) -> str:
+        return str(self.payload.get("document_id", ""))
+
+    @property
+    def content(self) -> str:
+        return str(self.payload.get("content", ""))
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """How hybrid search fuses and how deep the candidate lists go (from ``RetrievalSettings``)."""
+
+    fusion: Literal["rrf", "convex"] = "convex"
+    sparse_weight: float = 0.4
+    sparse_half_score: float = 8.0  # per query term
+    candidates: int = 100
+    rrf_k: int = 60
+    rerank_candidates: int = 30
+
+
+def metadata_filter(key: str, values: Sequence[str], exclude: bool = False) -> FieldMatch:
+    """Map a user-facing filter key to the payload field it addresses."""
+    path = TOP_LEVEL_KEYS.get(key, f"metadata.{key}")
+    return FieldMatch(path, tuple(values), exclude)
+
+
+def scope_filter(query: Query) -> list[FieldMatch]:
+    """Tenant isolation first, then the caller's filters: every search goes through this."""
+    flt = [FieldMatch("tenant_id", (query.tenant_id,))]
+    if query.document_ids:
+        flt.append(FieldMatch("document_id", tuple(query.document_ids)))
+    flt.extend(query.filters)
+    return flt
+
+
+class Retriever:
+    """Runs queries against the chunk store."""
+
+    def __init__(
+        self,
+        *,
+        embed_query: Callable[[str], np.ndarray],
+        chunks: VectorStore,
+        sparse: SparseEncoder | None = None,
+        config: RetrievalConfig | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self._embed_query = embed_query
+        self._chunks = chunks
+        self._sparse = sparse or SparseEncoder()
+        self.config = config or RetrievalConfig()
+        self.reranker = reranker
+
+    def retrieve(self, query: Query) -> list[Hit]:
+        """Top-k chunks for the query with relevance ≥ threshold, best first (or in MMR order)."""
+        flt = scope_filter(query)
+        texts = list(dict.fromkeys([query.text, *query.variants]))
+        second_stage = bool(query.mmr_diversity) or (query.rerank and self.reranker is not None)
+        # Fusion, re-ranking, MMR and variant merging choose among candidates; a plain list needs only top_k.
+        deep = second_stage or len(texts) > 1 or query.mode == "hybrid"
+        depth = max(query.top_k, self.config.candidates) if deep else query.top_k
+        payloads: dict[str, dict[str, Any]] = {}
+        # Candidate lists deeper than top_k carry ids and scores only: loading ~100 payloads per search
+        # cost more than the search itself (and holds the GIL); the hits' payloads are loaded at the end.
+        collect = payloads if depth <= query.top_k else None
+        # Scores must be exact for every hit a later stage looks at: top_k, or all candidates.
+        need = depth if second_stage or len(texts) > 1 else query.top_k
+        lists = [self._search(text, query.mode, flt, depth, need, collect) for text in texts]
+        if len(lists) == 1:
+            ranked = lists[0]
+        elif query.mode == "hybrid" and self.config.fusion == "rrf":
+            ranked = fusion.rrf([[s.id for s in lst] for lst in lists], k=self.config.rrf_k)
+        else:
+            ranked = fusion.mean_relevance(lists)
+        if query.rerank and self.reranker is not None:
+            head = ranked[: max(query.top_k, self.config.rerank_candidates)]
+            self._load_payloads([s.id for s in head], payloads)
+            ranked = self._rerank(query.text, head, payloads)
+        ranked = [s for s in ranked if s.score >= query.score_threshold]
+        if query.mmr_diversity:
+            ranked = self._mmr(ranked, query.top_k, query.mmr_diversity)
+        return self._hits(ranked, query.top_k, payloads)
+
+    def _hits(self, ranked: list[Scored], k: int, payloads: dict[str, dict[str, Any]]) -> list[Hit]:
+        """The first k ranked candidates that still exist, with payloads (loaded where a search left none)."""
+        hits: list[Hit] = []
+        start = 0
+        while len(hits) < k and start < len(ranked):
+            window = ranked[start : start + k - len(hits)]
+            start += len(window)
+            self._load_payloads([s.id for s in window], payloads)
+            # A candidate deleted since the search (document removed or re-indexed) is skipped.
+            hits.extend(Hit(s.id, s.score, payloads[s.id]) for s in window if s.id in payloads)
+        return hits
+
+    def _load_payloads(self, ids: list[str], payloads: dict[str, dict[str, Any]]) -> None:
+        missing = [i for i in ids if i not in payloads]
+        if missing:
+            payloads.update((p.id, p.payload) for p in self._chunks.retrieve(missing))
+
+    # -- one query text in one mode ------------------------------------------------------------------
+    def _search(
+        self, text: str, mode: str, flt: list[FieldMatch], depth: int, need: int,
+        payloads: dict[str, dict[str, Any]] | None,
+    ) -> list[Scored]:
+        """Candidates for one query text; their payloads go into ``payloads`` unless it is None."""
+        light = payloads is None
+        if mode == "sparse":
+            sparse_query = self._sparse.encode_query(text)
+            points = (self._chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
+                      if sparse_query.indices else [])
+            return self._scored(points, payloads, self._lexical_relevance(sparse_query))
+        vector = self._embed_query(text)
+        if mode == "dense":
+            points = self._chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
+            return self._scored(points, payloads, fusion.dense_relevance)
+        if mode != "hybrid":
+            raise ValueError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
+        sparse_query = self._sparse.encode_query(text)
+        if self.config.fusion == "rrf":
+            points = self._chunks.search_hybrid(vector.tolist(), sparse_query, flt, depth, depth,
+                                                with_payload=not light)
+            lists = 2 if sparse_query.indices else 1
+            return self._scored(points, payloads, lambda s: fusion.rrf_relevance(s, lists, self.config.rrf_k))
+        return self._convex(vector, sparse_query, flt, depth, need, payloads)
+
+    def _convex(self, vector: np.ndarray, sparse_query: SparseVector, flt: list[FieldMatch], depth: int,
+                need: int, payloads: dict[str, dict[str, Any]] | None) -> list[Scored]:
+        light = payloads is None
+        dense_points = self._chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
+        sparse_points = (self._chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
+                         if sparse_query.indices else [])
+        dense = {p.id: fusion.dense_relevance(p.score) for p in dense_points}
+        lexical = self._lexical_relevance(sparse_query)
+        sparse = {p.id: lexical(p.score) for p in sparse_points}
+        if payloads is not None:
+            for p in (*dense_points, *sparse_points):
+                payloads.setdefault(p.id, p.payload)
+        # A lexical-only candidate's cosine is at most the lowest one the dense search returned (else it
+        # would be in that list), so the bound stands in for it and exact cosines are fetched only for
+        # such candidates that reach the head of the fused list: fusion then compares like with like
+        # where it matters, without pulling ~100 vectors per query.
+        bound = min(dense.values()) if dense else 0.0
+        estimated = {i for i in sparse if i not in dense}
+        while True:
+            ranked = fusion.convex({**dict.fromkeys(estimated, bound), **dense}, sparse, self.config.sparse_weight)
+            head = [s.id for s in ranked[:need] if s.id in estimated]
+            if not head:
+                return ranked[:depth]
+            exact = {p.id: p.dense for p in self._chunks.retrieve(head, with_vectors=True)}
+            for i in head:
+                vec = exact.get(i)
+                dense[i] = fusion.dense_relevance(float(np.dot(vector, vec))) if vec is not None else 0.0
+            estimated.difference_update(head)
+
+    def _lexical_relevance(self, sparse_query: SparseVector) -> Callable[[float], float]:
+        # BM25 sums over query terms, so the score that counts as "half relevant" scales with their number.
+        half = self.config.sparse_half_score * max(1, len(sparse_query.indices))
+        return lambda score: fusion.sparse_relevance(score, half)
+
+    @staticmethod
+    def _scored(points: Sequence[ScoredPoint], payloads: dict[str, dict[str, Any]] | None,
+                relevance: Callable[[float], float]) -> list[Scored]:
+        if payloads is not None:
+            for p in points:
+                payloads.setdefault(p.id, p.payload)
+        return [Scored(p.id, relevance(p.score)) for p in points]
+
+    # -- second stage ----------------------------------------------------------------------------------
+    def _rerank(self, text: str, head: list[Scored], payloads: dict[str, dict[str, Any]]) -> list[Scored]:
+        assert self.reranker is not None
+        scores = self.reranker.score(text, [str(payloads.get(s.id, {}).get("content", "")) for s in head])
+        return fusion.sort_scored(Scored(s.id, float(r)) for s, r in zip(head, scores, strict=True))
+
+    def _mmr(self, ranked: list[Scored], k: int, diversity: float) -> list[Scored]:
+        if len(ranked) <= 1:
+            return ranked
+        stored = {p.id: p.dense for p in self._chunks.retrieve([s.id for s in ranked], with_vectors=True)}
+        usable = [s for s in ranked if stored.get(s.id) is not None]
+        vectors = np.asarray([stored[s.id] for s in usable], dtype=np.float32)
+        order = mmr_order([s.score for s in usable], vectors, k, diversity)
+        return [usable[i] for i in order]

@@ -1,0 +1,93 @@
+"""Renaming a document without re-embedding it.
+
+Chunk ids are ``uuid5(tenant, document id, chunk text hash, occurrence)``, so a renamed file's chunks
+need new ids. Rather than make ids content-addressed across documents (which would let two documents
+share a point, and make erasure of one delete the other's chunk), a rename *moves* the points: each
+stored chunk is re-written under its new id with the same dense vector and a payload pointing at the new
+document, in the same write batch that deletes the old points, so a reader sees the document under one
+name or the other, never both or neither. The sentence vectors cached for chunking move too. The caller
+then indexes the file under its new id as usual: every chunk id already exists, so nothing is embedded
+and only changed text (if the file was also edited) costs embeddings.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from freki.engine import FrekiEngine
+from freki.ingest.registry import chunk_point_id
+from freki.store import ChunkPoint
+from freki.watch.files import META_FILE_SHA, FileSkipped, WatchedFolder, file_sha256, read_file
+
+log = logging.getLogger("freki.watch")
+
+
+def move_document(engine: FrekiEngine, tenant: str, old_id: str, new_id: str, *, source: str) -> int:
+    """Move a document's chunks and record from ``old_id`` to ``new_id``; returns the chunks moved.
+
+    A document already stored under ``new_id`` is replaced (a file renamed over another). Returns 0 and
+    changes nothing when ``old_id`` is not indexed. The new record keeps an empty content hash so the
+    index call that follows always refreshes it (source, hash, payloads).
+    """
+    if old_id == new_id:
+        return 0
+    first, second = sorted([old_id, new_id])  # fixed order: two moves in opposite directions cannot deadlock
+    with engine.indexer.document_lock(tenant, first), engine.indexer.document_lock(tenant, second):
+        record = engine.registry.get(tenant, old_id)
+        if record is None:
+            return 0
+        points = engine.chunks_of(tenant, old_id, with_vectors=True)
+        replaced = [p.id for p in engine.chunks_of(tenant, new_id)]
+        texts = [str(p.payload.get("content", "")) for p in points]
+        sparse = engine.indexer.sparse_encode(texts)  # lexical, cheap: no model involved
+        occurrences: dict[str, int] = {}
+        upserts: list[ChunkPoint] = []
+        for point, sparse_vector in zip(points, sparse, strict=True):
+            chunk_hash = str(point.payload["chunk_hash"])
+            n = occurrences.get(chunk_hash, 0)
+            occurrences[chunk_hash] = n + 1
+            if point.dense is None:
+                raise RuntimeError(f"chunk {point.id} of {old_id!r} came back without its vector")
+            upserts.append(ChunkPoint(
+                id=chunk_point_id(tenant, new_id, chunk_hash, n),
+                dense=point.dense,
+                sparse=sparse_vector,
+                payload={**point.payload, "document_id": new_id, "source": source},
+            ))
+        new_ids = {p.id for p in upserts}
+        stale = [p.id for p in points] + [pid for pid in replaced if pid not in new_ids]
+        engine.chunks.apply(upserts=upserts, delete_ids=stale, payload_updates=[])
+        # Record last (as indexing does): a crash before this leaves chunks the next catch-up re-attaches.
+        engine.registry.put(replace(record, document_id=new_id, source=source, content_hash=""))
+        engine.registry.delete(tenant, old_id)
+        engine.indexer.sentence_cache.rename(tenant, old_id, new_id)
+    log.info("moved %d chunks of %r to %r without re-embedding", len(upserts), old_id, new_id)
+    return len(upserts)
+
+
+def paired_source(
+    engine: FrekiEngine, spec: WatchedFolder, path: Path, vanished: list[Path], *,
+    folder_of: Callable[[Path], WatchedFolder | None], max_bytes: int,
+) -> Path | None:
+    """A vanished path whose indexed bytes equal the new file ``path``'s: a move reported as delete + create.
+
+    The match is removed from ``vanished``. None when ``path`` is already indexed or nothing matches.
+    """
+    if not vanished or not path.exists() or engine.registry.get(spec.tenant_id, spec.document_id(path)):
+        return None
+    try:
+        sha = file_sha256(read_file(path, max_bytes))
+    except (OSError, FileSkipped):
+        return None
+    for gone in vanished:
+        source = folder_of(gone)
+        if source is None or source.tenant_id != spec.tenant_id:
+            continue
+        record = engine.registry.get(spec.tenant_id, source.document_id(gone))
+        if record is not None and record.metadata.get(META_FILE_SHA) == sha:
+            vanished.remove(gone)
+            return gone
+    return None

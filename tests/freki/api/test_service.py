@@ -1,0 +1,235 @@
+"""Freki over gRPC with the real embedding model and the real embedded Qdrant engine."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from wolf.v1 import common_pb2, freki_pb2
+
+from freki.embed.embedder import ModelIdentity
+from freki.engine import FrekiEngine
+from freki.store import EmbeddingModelMismatch
+from tests.freki.api.corpus import ASTRO_DOC, BAKERY_DOC, GERI_DOC
+from tests.freki.conftest import freki_settings
+
+pytestmark = pytest.mark.integration
+
+
+def rid() -> str:
+    return uuid.uuid4().hex
+
+
+def index(stub, doc_id: str, content: str, **kw) -> freki_pb2.IndexDocumentResponse:  # type: ignore[no-untyped-def]
+    return stub.IndexDocument(
+        freki_pb2.IndexDocumentRequest(request_id=rid(), document_id=doc_id, content=content, **kw), timeout=60
+    )
+
+
+def retrieve(stub, prompt: str, **retrieval) -> common_pb2.WolfResponse:  # type: ignore[no-untyped-def]
+    tenant = retrieval.pop("tenant_id", "")
+    return stub.RetrieveContext(
+        common_pb2.WolfRequest(
+            request_id=rid(), model_type=common_pb2.RAG, prompt=prompt, tenant_id=tenant,
+            retrieval=common_pb2.RetrievalOptions(**retrieval),
+        ),
+        timeout=30,
+    )
+
+
+@pytest.fixture(scope="module")
+def corpus(freki_stub):  # type: ignore[no-untyped-def]
+    responses = {
+        "geri.md": index(freki_stub, "geri.md", GERI_DOC, source="docs/geri.md"),
+        "bread.md": index(freki_stub, "bread.md", BAKERY_DOC, source="docs/bread.md"),
+        "jupiter.txt": index(freki_stub, "jupiter.txt", ASTRO_DOC, source="notes/jupiter.txt"),
+    }
+    return responses
+
+
+def test_index_reports_chunks_and_creation(corpus) -> None:  # type: ignore[no-untyped-def]
+    for resp in corpus.values():
+        assert resp.outcome == freki_pb2.INDEX_OUTCOME_CREATED
+        assert resp.changed
+        assert resp.chunk_count >= 1
+        assert resp.chunks_embedded == resp.chunk_count
+        assert len(resp.content_hash) == 64
+
+
+def test_retrieve_ranks_the_relevant_document_first(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]
+    resp = retrieve(freki_stub, "Which TCP port does Geri listen on?", top_k=3)
+    docs = resp.rag_context.documents
+    assert resp.request_id and resp.model_type == common_pb2.RAG
+    assert docs[0].document_id == "geri.md"
+    assert "50051" in docs[0].content
+    scores = [d.relevance_score for d in docs]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert resp.rag_context.retrieval_score == pytest.approx(sum(scores) / len(scores), rel=1e-5)
+    assert resp.metadata.timestamp.seconds > 0
+
+
+def test_results_carry_frontmatter_and_section_metadata(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]
+    doc = retrieve(freki_stub, "how often to feed a sourdough starter", top_k=1).rag_context.documents[0]
+    assert doc.document_id == "bread.md"
+    assert doc.metadata["team"] == "kitchen"
+    assert doc.metadata["title"] == "Sourdough notes"
+    assert "Starter" in doc.metadata["section"]
+    assert doc.source == "docs/bread.md"
+
+
+def test_metadata_filter_restricts_results(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]
+    flt = common_pb2.MetadataFilter(key="team", values=["kitchen"])
+    docs = retrieve(freki_stub, "Which TCP port does Geri listen on?", top_k=10, filters=[flt]).rag_context.documents
+    assert docs and {d.document_id for d in docs} == {"bread.md"}
+    excl = common_pb2.MetadataFilter(key="team", values=["kitchen"], exclude=True)
+    docs = retrieve(freki_stub, "sourdough starter", top_k=10, filters=[excl]).rag_context.documents
+    assert "bread.md" not in {d.document_id for d in docs}
+
+
+def test_score_threshold_is_a_minimum(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]
+    loose = retrieve(freki_stub, "largest moon of Jupiter", top_k=10, score_threshold=0.0).rag_context.documents
+    strict = retrieve(freki_stub, "largest moon of Jupiter", top_k=10, score_threshold=0.45).rag_context.documents
+    assert len(strict) < len(loose)
+    assert strict and all(d.relevance_score >= 0.45 for d in strict)
+    none = retrieve(freki_stub, "largest moon of Jupiter", top_k=10, score_threshold=0.99).rag_context.documents
+    assert list(none) == []
+
+
+def test_reindexing_unchanged_content_is_a_noop(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]
+    before = freki_stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest())
+    again = index(freki_stub, "geri.md", GERI_DOC, source="docs/geri.md")
+    after = freki_stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest())
+    assert again.outcome == freki_pb2.INDEX_OUTCOME_UNCHANGED
+    assert not again.changed and again.chunks_embedded == 0
+    assert after.chunk_count == before.chunk_count and after.document_count == before.document_count
+
+
+def test_tenants_never_see_each_other(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]
+    index(freki_stub, "secret.md", "The vault code of tenant acme is 7741. Nobody else may read it.",
+          tenant_id="acme")
+    mine = retrieve(freki_stub, "vault code", top_k=5, tenant_id="acme").rag_context.documents
+    assert [d.document_id for d in mine] == ["secret.md"]
+    theirs = retrieve(freki_stub, "vault code of tenant acme", top_k=50).rag_context.documents
+    assert "secret.md" not in {d.document_id for d in theirs}
+    with pytest.raises(grpc.RpcError) as err:
+        freki_stub.GetDocument(freki_pb2.GetDocumentRequest(document_id="secret.md", tenant_id="globex"))
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_get_list_and_delete_document(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]
+    index(freki_stub, "temp.txt", "Temporary note about quarterly budget planning and spreadsheets.")
+    info = freki_stub.GetDocument(freki_pb2.GetDocumentRequest(document_id="temp.txt"))
+    assert info.chunk_count >= 1 and info.embedding_model == "all-MiniLM-L6-v2"
+    listed = freki_stub.ListDocuments(freki_pb2.ListDocumentsRequest(page_size=100))
+    assert "temp.txt" in {d.document_id for d in listed.documents}
+    deleted = freki_stub.DeleteDocument(freki_pb2.DeleteDocumentRequest(request_id=rid(), document_id="temp.txt"))
+    assert deleted.chunks_deleted == info.chunk_count
+    docs = retrieve(freki_stub, "quarterly budget spreadsheets", top_k=10).rag_context.documents
+    assert "temp.txt" not in {d.document_id for d in docs}
+    with pytest.raises(grpc.RpcError) as err:
+        freki_stub.DeleteDocument(freki_pb2.DeleteDocumentRequest(request_id=rid(), document_id="temp.txt"))
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_list_documents_pages(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]
+    seen: list[str] = []
+    token = ""
+    while True:
+        page = freki_stub.ListDocuments(freki_pb2.ListDocumentsRequest(page_size=1, page_token=token))
+        assert len(page.documents) <= 1
+        seen.extend(d.document_id for d in page.documents)
+        token = page.next_page_token
+        if not token:
+            break
+    assert {"geri.md", "bread.md", "jupiter.txt"} <= set(seen)
+    assert len(seen) == len(set(seen))
+
+
+BAD_RETRIEVE = [
+    (dict(request_id="", model_type=common_pb2.RAG, prompt="q"), "request_id"),
+    (dict(request_id="r", model_type=common_pb2.LLM, prompt="q"), "model_type"),
+    (dict(request_id="r", model_type=common_pb2.RAG, prompt=""), "prompt"),
+    (dict(request_id="r", model_type=common_pb2.RAG, prompt="x" * 1_000_001), "prompt"),
+    (dict(request_id="r", model_type=common_pb2.RAG, prompt="q",
+          retrieval=common_pb2.RetrievalOptions(top_k=-1)), "top_k"),
+    (dict(request_id="r", model_type=common_pb2.RAG, prompt="q",
+          retrieval=common_pb2.RetrievalOptions(score_threshold=1.5)), "score_threshold"),
+    (dict(request_id="r", model_type=common_pb2.RAG, prompt="q", tenant_id="bad tenant!"), "tenant_id"),
+]
+
+
+@pytest.mark.parametrize(("fields", "named"), BAD_RETRIEVE)
+def test_bad_retrieve_requests_name_the_field(freki_stub, fields, named) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(grpc.RpcError) as err:
+        freki_stub.RetrieveContext(common_pb2.WolfRequest(**fields), timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert named in err.value.details()
+
+
+BAD_INDEX = [
+    (dict(request_id="", document_id="d", content="x"), "request_id"),
+    (dict(request_id="r", document_id="", content="x"), "document_id"),
+    (dict(request_id="r", document_id="d", content=""), "content"),
+    (dict(request_id="r", document_id="d", content="x", content_bytes=b"x"), "content_bytes"),
+    (dict(request_id="r", document_id="d", content="x", metadata={"bad key": "v"}), "metadata"),
+    (dict(request_id="r", document_id="d", content_bytes=b"%PDF-1.4 garbage", content_type="pdf"), "PDF"),
+]
+
+
+@pytest.mark.parametrize(("fields", "named"), BAD_INDEX)
+def test_bad_index_requests_change_nothing(freki_stub, corpus, fields, named) -> None:  # type: ignore[no-untyped-def]
+    before = freki_stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest())
+    with pytest.raises(grpc.RpcError) as err:
+        freki_stub.IndexDocument(freki_pb2.IndexDocumentRequest(**fields), timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert named.lower() in err.value.details().lower()
+    after = freki_stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest())
+    assert (after.document_count, after.chunk_count) == (before.document_count, before.chunk_count)
+
+
+def test_corrupt_reindex_keeps_the_previous_version(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(grpc.RpcError) as err:
+        freki_stub.IndexDocument(freki_pb2.IndexDocumentRequest(
+            request_id=rid(), document_id="jupiter.txt", content_bytes=b"\x00\x01\x02binary\xff" * 50,
+        ), timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    docs = retrieve(freki_stub, "Great Red Spot storm", top_k=1).rag_context.documents
+    assert docs[0].document_id == "jupiter.txt" and "Red Spot" in docs[0].content
+
+
+def test_no_chunk_exceeds_the_model_window(freki_stub, freki_server) -> None:  # type: ignore[no-untyped-def]
+    _, engine = freki_server
+    paragraphs = [
+        f"Section {i} explains topic {i}. "
+        + " ".join(f"Detail {i}.{j} covers item {j} of topic {i}." for j in range(40))
+        for i in range(6)
+    ]
+    resp = index(freki_stub, "long.txt", "\n\n".join(paragraphs))
+    assert resp.chunk_count > 3
+    for point in engine.chunks_of("default", "long.txt"):
+        text = point.payload["content"]
+        assert engine.embedder.window_tokens(text) <= engine.embedder.max_seq_length, text[:80]
+
+
+def test_health_reports_serving(freki_server) -> None:  # type: ignore[no-untyped-def]
+    handle, _ = freki_server
+    with grpc.insecure_channel(handle.address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "wolf.v1.FrekiService"):
+            resp = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            assert resp.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_mismatched_embedding_model_is_refused(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
+    settings = freki_settings(tmp_path)
+    FrekiEngine(settings, embedder=embedder).close()
+    other = copy.copy(embedder)
+    other.identity = ModelIdentity(name="paraphrase-multilingual-MiniLM-L12-v2", dimension=embedder.dimension)
+    with pytest.raises(EmbeddingModelMismatch) as err:
+        FrekiEngine(settings, embedder=other)
+    assert err.value.grpc_code == grpc.StatusCode.FAILED_PRECONDITION
+    assert "all-MiniLM-L6-v2" in str(err.value) and "paraphrase-multilingual" in str(err.value)

@@ -1,0 +1,161 @@
+"""Micro-batching of concurrent query embeddings."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from freki.embed.query_batching import QueryBatcher
+
+
+class SlowEncoder:
+    """Stands in for the model: records batch sizes, takes a while per pass."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.batches: list[int] = []
+        self.fail_on = fail_on
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(len(texts))
+        time.sleep(0.05)
+        if self.fail_on in texts:
+            raise RuntimeError("model failed")
+        return np.asarray([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
+
+
+def run_concurrently(batcher: QueryBatcher, texts: list[str]) -> dict[str, object]:
+    results: dict[str, object] = {}
+
+    def one(text: str) -> None:
+        try:
+            results[text] = batcher.encode(text)
+        except RuntimeError as exc:
+            results[text] = exc
+
+    threads = [threading.Thread(target=one, args=(t,)) for t in texts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    return results
+
+
+def test_concurrent_queries_share_passes_and_get_their_own_vector() -> None:
+    encoder = SlowEncoder()
+    batcher = QueryBatcher(encoder, max_batch=64)
+    texts = ["x" * n for n in range(1, 41)]
+    results = run_concurrently(batcher, texts)
+    assert all(results[t][0] == len(t) for t in texts)  # type: ignore[index]
+    assert len(encoder.batches) < len(texts) / 4  # 40 queries in a handful of passes
+    assert sum(encoder.batches) == len(texts)
+
+
+def test_a_lone_query_is_not_delayed() -> None:
+    encoder = SlowEncoder()
+    batcher = QueryBatcher(encoder)
+    started = time.perf_counter()
+    batcher.encode("hello")
+    assert encoder.batches == [1]
+    assert time.perf_counter() - started < 1.0
+
+
+def test_batch_size_is_capped() -> None:
+    encoder = SlowEncoder()
+    run_concurrently(QueryBatcher(encoder, max_batch=4), [f"q{i}" for i in range(20)])
+    assert max(encoder.batches) <= 4 and sum(encoder.batches) == 20
+
+
+def test_a_failed_pass_fails_every_query_in_it_and_nothing_hangs() -> None:
+    encoder = SlowEncoder(fail_on="bad")
+    batcher = QueryBatcher(encoder, max_batch=64)
+    results = run_concurrently(batcher, ["bad", *[f"q{i}" for i in range(10)]])
+    assert len(results) == 11
+    assert isinstance(results["bad"], RuntimeError)
+    assert batcher.encode("fine")[0] == 4.0  # the batcher recovers
+
+
+def test_waiting_for_company_gathers_a_batch() -> None:
+    encoder = SlowEncoder()
+    batcher = QueryBatcher(encoder, max_batch=8, max_wait_s=0.2)
+    run_concurrently(batcher, [f"q{i}" for i in range(8)])
+    assert encoder.batches[0] > 1
+
+
+def test_invalid_configuration_is_refused() -> None:
+    with pytest.raises(ValueError):
+        QueryBatcher(SlowEncoder(), max_batch=0)
+
+
+def test_calls_with_several_texts_get_their_own_rows_back() -> None:
+    encoder = SlowEncoder()
+    batcher = QueryBatcher(encoder, max_batch=8)
+    results: dict[int, np.ndarray] = {}
+
+    def one(n: int) -> None:
+        results[n] = batcher.encode_many(["y" * (n * 10 + i) for i in range(1, n + 1)])
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in (1, 3, 12, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    for n, rows in results.items():
+        assert [int(r[0]) for r in rows] == [n * 10 + i for i in range(1, n + 1)]
+    assert sum(encoder.batches) == 18  # the 12-text call exceeds max_batch and still goes (alone)
+
+
+@pytest.mark.integration
+def test_embedder_batches_concurrent_calls_with_the_real_model(embedder) -> None:  # type: ignore[no-untyped-def]
+    """Batched embedding gives the same vectors as embedding each text alone."""
+    from freki.embed.embedder import Embedder
+
+    texts = [f"question number {i} about coolant pumps" for i in range(12)]
+    alone = embedder.embed(texts)
+    batched = Embedder("all-MiniLM-L6-v2")
+    batched.enable_batching(max_batch=64)
+    out: dict[int, np.ndarray] = {}
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, batched.embed_query(texts[i])))
+               for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert all(float(np.dot(out[i], alone[i])) > 0.999 for i in range(12))
+
+
+def test_queries_jump_ahead_of_queued_indexing_work() -> None:
+    """While one pass runs, indexing slices queue up; a query arriving last goes in the next pass, alone."""
+    release = threading.Event()
+    passes: list[list[str]] = []
+
+    def gated(texts: Sequence[str]) -> np.ndarray:
+        passes.append(list(texts))
+        if len(passes) == 1:
+            release.wait(10)
+        return np.asarray([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
+
+    batcher = QueryBatcher(gated, max_batch=64)
+    slices = [[f"doc{i}-chunk{j}" for j in range(32)] for i in range(4)]
+    threads = [threading.Thread(target=batcher.encode_many, args=(s,)) for s in slices]
+    threads[0].start()
+    while not passes:  # slice 0 is running (blocked) ...
+        time.sleep(0.001)
+    for t in threads[1:]:  # ... slices 1-3 queue behind it ...
+        t.start()
+    while len(batcher._pending) < 3:
+        time.sleep(0.001)
+    query: dict[str, np.ndarray] = {}
+    asker = threading.Thread(target=lambda: query.__setitem__("v", batcher.encode_many(["the query"], urgent=True)))
+    asker.start()  # ... and the query arrives last.
+    while len(batcher._pending) < 4:
+        time.sleep(0.001)
+    release.set()
+    for t in [*threads, asker]:
+        t.join(10)
+    assert passes[1] == ["the query"]
+    assert query["v"][0][0] == len("the query")
+    assert sorted(len(p) for p in passes[2:]) == [32, 64]  # the indexing slices still share passes
