@@ -1,28 +1,38 @@
-"""One generation from request to response: validate, fit the prompt, stream, split reasoning, account.
+"""One generation from request to response: validate, load the conversation, try the model list in order,
+fit the prompt, answer (``geri.attempts``), store the turn, account.
 
 Both RPCs (unary ``Generate`` and ``GenerateStream``) run this same pipeline, so a streamed
 answer and a unary one are built identically; the unary call simply keeps the final event.
+A backend that fails before anything of its answer was streamed hands the request to the next
+entry of the model list; once text has reached the client, a failure is the client's error.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from google.protobuf import timestamp_pb2
 from wolf.v1 import common_pb2
 
-from geri.backends.base import Backend, Completion, Delta
-from geri.prompting import fit_to_window
-from geri.reasoning import Piece, ThinkSplitter
+from geri.attempts import AttemptResult, attempt
+from geri.backends.base import ChatMessage
+from geri.prompting import FittedPrompt, fit_to_window, trim_history
+from geri.routing import FALLBACK_ERRORS, Route, Router
+from geri.sessions import SessionStore, Turn
+from geri.sessions.store import check_owner
 from geri.settings import GeriSettings
-from geri.validation import validate_request
+from geri.validation import ValidatedRequest, validate_request
+from wolf_service.errors import ServiceError, Unavailable
 
 log = logging.getLogger("geri.generation")
+
+_MAX_ERROR = 300
 
 
 @dataclass(frozen=True)
@@ -35,15 +45,14 @@ class StreamEvent:
 
 
 class GenerationPipeline:
-    """Turns a ``WolfRequest`` into a stream of :class:`StreamEvent` using one backend."""
+    """Turns a ``WolfRequest`` into a stream of :class:`StreamEvent` using the model list."""
 
-    def __init__(self, settings: GeriSettings, backend: Backend) -> None:
+    def __init__(self, settings: GeriSettings, router: Router, sessions: SessionStore) -> None:
         self._settings = settings
-        self._backend = backend
+        self._router = router
+        self._sessions = sessions
 
-    def run(
-        self, request: common_pb2.WolfRequest, cancel: threading.Event
-    ) -> Generator[StreamEvent, None, None]:
+    def run(self, request: common_pb2.WolfRequest, cancel: threading.Event) -> Generator[StreamEvent, None, None]:
         """Generate the answer to ``request``.
 
         Args:
@@ -53,84 +62,120 @@ class GenerationPipeline:
 
         Raises:
             InvalidArgument: a field is wrong, or the question alone does not fit the window.
-            FailedPrecondition / Unavailable / DeadlineExceeded: from the backend.
+            PermissionDenied: the session belongs to another data owner.
+            FailedPrecondition / Unavailable / DeadlineExceeded: no backend of the list could answer.
         """
         started = time.monotonic()
         req = validate_request(request, self._settings)
-        model = self._backend.resolve_model(req.model)
+        history: list[ChatMessage] = []
+        if req.session_id:
+            record = self._sessions.get(req.tenant, req.session_id)
+            check_owner(record, req.owner_id)
+            history = [t.message() for t in record.turns] if record else []
+        failures: list[tuple[str, Exception | None]] = []
+        for route, model in self._router.candidates(req.model):
+            if not route.breaker.allow():
+                failures.append((f"{route.label}: circuit breaker open", None))
+                continue
+            streamed = False
+            attempt_started = time.monotonic()
+            work = self._on_route(route, model, req, history, cancel)
+            try:
+                while True:
+                    event = next(work)
+                    streamed = streamed or event.kind == "text"
+                    yield event
+            except StopIteration as done:
+                result, fitted = done.value
+            except Exception as exc:
+                self._router.failed(route, exc)
+                if not isinstance(exc, FALLBACK_ERRORS):  # the client's request, or a bug (INTERNAL)
+                    raise
+                if streamed or cancel.is_set():
+                    raise
+                failures.append((f"{route.label}: {str(exc)[:_MAX_ERROR]}", exc))
+                continue
+            except BaseException:  # the client went away mid-stream (GeneratorExit): no verdict on the backend
+                route.breaker.release()
+                raise
+            if result.finish_reason == "cancelled":
+                route.breaker.release()
+            else:
+                self._router.succeeded(route)
+                self._remember(req, result)
+            yield StreamEvent("final", response=self._response(req, route, result, fitted, started, attempt_started))
+            return
+        raise self._exhausted(failures)
+
+    def _on_route(self, route: Route, model: str, req: ValidatedRequest, history: Sequence[ChatMessage],
+                  cancel: threading.Event) -> Generator[StreamEvent, None, tuple[AttemptResult, FittedPrompt]]:
+        backend = route.backend
+        model = backend.resolve_model(model)
+
+        def count(messages: Sequence[ChatMessage]) -> int:
+            return backend.count_tokens(messages, model)
+
+        turns = [*trim_history(history, self._settings.sessions.history_tokens, count), *req.messages]
         fitted = fit_to_window(
-            system_prompt=req.system_prompt,
-            question=req.prompt,
-            documents=req.documents,
-            language=req.language,
-            window=self._backend.context_window(model),
-            max_tokens=req.params.max_tokens,
-            count_tokens=lambda messages: self._backend.count_tokens(messages, model),
+            system_prompt=req.system_prompt, question=req.prompt, documents=req.documents, language=req.language,
+            window=backend.context_window(model), max_tokens=req.params.max_tokens, count_tokens=count,
+            history=turns,
         )
+        pieces = attempt(backend, model, fitted.messages, req.params, req.contract,
+                         repairs=self._settings.structured.repair_attempts, cancel=cancel, count_tokens=count)
+        try:
+            while True:
+                kind, text = next(pieces)
+                yield StreamEvent(kind, text)  # type: ignore[arg-type]
+        except StopIteration as done:
+            return done.value, fitted
 
-        splitter = ThinkSplitter()
-        text: list[str] = []
-        thinking: list[str] = []
-        completion: Completion | None = None
-        generation_started = time.monotonic()
-        for event in self._backend.generate(fitted.messages, req.params, model, cancel):
-            if isinstance(event, Completion):
-                completion = event
-                break
-            yield from self._pieces(event, splitter, text, thinking)
-        for piece in splitter.flush():
-            yield from self._emit(piece, text, thinking)
-        if completion is None:
-            # A backend bug, not a client or dependency problem: INTERNAL, logged with the request id.
-            raise RuntimeError(f"backend {self._backend.kind} ended the stream without a completion")
-        latency_ms = int((time.monotonic() - generation_started) * 1000)
+    def _remember(self, req: ValidatedRequest, result: AttemptResult) -> None:
+        """Append this exchange to the session: caller-supplied turns, the question, the answer."""
+        if not req.session_id:
+            return
+        turns = [Turn(m.role, m.content, m.tool_calls, m.tool_call_id) for m in req.messages]
+        if req.prompt.strip():
+            turns.append(Turn("user", req.prompt))
+        turns.append(Turn("assistant", result.reply.text, result.reply.tool_calls))
+        self._sessions.append(req.tenant, req.session_id, req.owner_id, turns)
 
-        # Backends that do not report prompt usage (or hit a prompt cache) fall back to Geri's own count.
-        prompt_tokens = completion.prompt_tokens or fitted.prompt_tokens
+    @staticmethod
+    def _exhausted(failures: list[tuple[str, Exception | None]]) -> Exception:
+        """The error when no entry of the model list could answer: a lone backend's own error; else one
+        naming each entry and why, with their common status (UNAVAILABLE when they differ)."""
+        if len(failures) == 1 and failures[0][1] is not None:
+            return failures[0][1]
+        detail = "; ".join(text for text, _ in failures)
+        kinds = {type(exc) for _, exc in failures}
+        kind = kinds.pop() if len(kinds) == 1 and None not in kinds else Unavailable
+        assert kind is not None and issubclass(kind, ServiceError)
+        return kind(f"no backend could answer: {detail}")
+
+    def _response(self, req: ValidatedRequest, route: Route, result: AttemptResult, fitted: FittedPrompt,
+                  started: float, attempt_started: float) -> common_pb2.WolfResponse:
+        now = time.monotonic()
+        reply = result.reply
         llm = common_pb2.LLMResponse(
-            text="".join(text),
-            thinking="".join(thinking),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-            tokens_used=prompt_tokens + completion.completion_tokens,
-            latency_ms=latency_ms,
-            model_used=completion.model or model,
-            finish_reason=completion.finish_reason,
+            text=reply.text, json=reply.json, thinking=result.thinking,
+            tool_calls=[common_pb2.ToolCall(id=c.id, name=c.name, arguments_json=json.dumps(c.arguments))
+                        for c in reply.tool_calls],
+            prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
+            tokens_used=result.prompt_tokens + result.completion_tokens,
+            latency_ms=int((now - attempt_started) * 1000),
+            model_used=result.model, finish_reason=result.finish_reason, backend=route.backend.kind,
+            repair_attempts=result.repairs,
         )
         timestamp = timestamp_pb2.Timestamp()
         timestamp.GetCurrentTime()
         metadata = common_pb2.ResponseMetadata(
-            timestamp=timestamp,
-            warnings=fitted.warnings,
-            dropped_document_ids=fitted.dropped_document_ids,
-            duration_ms=int((time.monotonic() - started) * 1000),
+            timestamp=timestamp, warnings=fitted.warnings, dropped_document_ids=fitted.dropped_document_ids,
+            duration_ms=int((now - started) * 1000),
         )
         log.info(
-            "request_id=%s model=%s finish=%s prompt_tokens=%d completion_tokens=%d latency_ms=%d dropped=%d",
-            req.request_id,
-            llm.model_used,
-            llm.finish_reason,
-            llm.prompt_tokens,
-            llm.completion_tokens,
-            latency_ms,
-            len(fitted.dropped_document_ids),
+            "request_id=%s backend=%s model=%s finish=%s prompt_tokens=%d completion_tokens=%d repairs=%d "
+            "dropped=%d", req.request_id, route.label, llm.model_used, llm.finish_reason, llm.prompt_tokens,
+            llm.completion_tokens, result.repairs, len(fitted.dropped_document_ids),
         )
-        response = common_pb2.WolfResponse(
-            request_id=req.request_id, model_type=common_pb2.LLM, llm_response=llm, metadata=metadata
-        )
-        yield StreamEvent("final", response=response)
-
-    def _pieces(
-        self, delta: Delta, splitter: ThinkSplitter, text: list[str], thinking: list[str]
-    ) -> Iterator[StreamEvent]:
-        if delta.thinking:  # reasoning the backend already separated (Ollama's `thinking` field)
-            thinking.append(delta.thinking)
-            yield StreamEvent("thinking", delta.thinking)
-        if delta.text:
-            for piece in splitter.feed(delta.text):
-                yield from self._emit(piece, text, thinking)
-
-    @staticmethod
-    def _emit(piece: Piece, text: list[str], thinking: list[str]) -> Iterator[StreamEvent]:
-        (text if piece.kind == "text" else thinking).append(piece.content)
-        yield StreamEvent(piece.kind, piece.content)
+        return common_pb2.WolfResponse(request_id=req.request_id, model_type=common_pb2.LLM, llm_response=llm,
+                                       metadata=metadata)

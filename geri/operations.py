@@ -14,7 +14,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from wolf.v1 import common_pb2, geri_pb2
 
-from geri.backends.base import Backend
+from geri.routing import Router
 from wolf_service.audit_interceptor import AuditedRpc
 from wolf_service.metrics import ServiceMetrics
 
@@ -52,26 +52,46 @@ def _generation_target(request: common_pb2.WolfRequest) -> str:
     return f"model={request.generation.model or 'default'}"
 
 
+def _session_target(request: Any) -> str:
+    return f"session={request.session_id[:128]}"
+
+
 AUDITED: dict[str, AuditedRpc] = {
     "GeriService/Generate": AuditedRpc("geri.generate", _generation_target, _generation_details),
     "GeriService/GenerateStream": AuditedRpc("geri.generate_stream", _generation_target, _generation_details),
+    "GeriService/GetSession": AuditedRpc("geri.get_session", _session_target, lambda r: {"turns": len(r.turns)}),
+    "GeriService/DeleteSession": AuditedRpc("geri.delete_session", _session_target,
+                                            lambda r: {"deleted": bool(r.deleted)}),
+    "GeriService/DeleteOwnerSessions": AuditedRpc(
+        "gdpr.erase_owner_sessions", lambda q: f"owner={q.owner_id[:128]}",
+        lambda r: {"sessions": r.sessions_deleted}),
 }
+
+_STATES = {"closed": 0.0, "half_open": 1.0, "open": 2.0}
 
 
 class BackendCollector(Collector):
-    """Generations running right now, read from the backend's own counters at scrape time."""
+    """Per model-list entry, read at scrape time: generations running, breaker state, last probe."""
 
-    def __init__(self, backend: Backend) -> None:
-        self._backend = backend
+    def __init__(self, router: Router) -> None:
+        self._router = router
 
     def collect(self) -> Iterator[Metric]:
-        gauge = GaugeMetricFamily("geri_active_generations", "Generations the backend is running",
-                                  labels=["backend"])
-        gauge.add_metric([self._backend.kind], float(self._backend.stats.active_generations))
-        yield gauge
+        labels = ["backend", "model", "priority"]
+        active = GaugeMetricFamily("geri_active_generations", "Generations the backend is running", labels=labels)
+        state = GaugeMetricFamily("geri_backend_breaker_state", "Circuit breaker: 0 closed, 1 half-open, 2 open",
+                                  labels=labels)
+        up = GaugeMetricFamily("geri_backend_up", "1 when the backend answered its last probe or call",
+                               labels=labels)
+        for route in self._router.routes:
+            key = [route.backend.kind, route.config.name, str(route.priority)]
+            active.add_metric(key, float(route.backend.stats.active_generations))
+            state.add_metric(key, _STATES[route.breaker.state])
+            up.add_metric(key, 1.0 if route.alive else 0.0)
+        yield from (active, state, up)
 
 
-def install_metrics(metrics: ServiceMetrics, backend: Backend) -> None:
+def install_metrics(metrics: ServiceMetrics, router: Router) -> None:
     """Register Geri's metrics: tokens generated and read per model, finish reasons, active generations."""
     generated = Counter("geri_tokens_generated", "Completion tokens generated", ["model"],
                         registry=metrics.registry)
@@ -84,11 +104,11 @@ def install_metrics(metrics: ServiceMetrics, backend: Backend) -> None:
         llm = _llm(message)
         if llm is None:
             return
-        model = llm.model_used or backend.default_model
+        model = llm.model_used or router.default_model
         generated.labels(model).inc(llm.completion_tokens)
         prompted.labels(model).inc(llm.prompt_tokens)
         finished.labels(model, llm.finish_reason or "unknown").inc()
 
     metrics.observe_responses("GeriService/Generate", on_response)
     metrics.observe_responses("GeriService/GenerateStream", on_response)
-    metrics.add_collector(BackendCollector(backend))
+    metrics.add_collector(BackendCollector(router))

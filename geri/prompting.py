@@ -1,9 +1,10 @@
 """Prompt assembly and context-window fitting.
 
 The user turn holds the retrieved documents as ``[Document N: document_id]`` blocks (with
-their source), then the question. When system prompt + documents + question + the answer's
-``max_tokens`` exceed the model window, the lowest-scored documents are dropped first and the
-caller is told which; an over-long prompt is never sent to a backend.
+their source), then the question; earlier turns of the conversation (``history``) come between the
+system prompt and it. When all that plus the answer's ``max_tokens`` exceeds the model window, the
+oldest history turns go first, down to what the question needs, then the lowest-scored documents,
+and the caller is told which; an over-long prompt is never sent to a backend.
 """
 
 from __future__ import annotations
@@ -53,14 +54,17 @@ def build_messages(
     question: str,
     documents: Sequence[ContextDocument],
     language: str = "",
+    history: Sequence[ChatMessage] = (),
 ) -> list[ChatMessage]:
-    """Assemble the chat turns: system prompt, then one user turn with the documents and question.
+    """Assemble the chat turns: system prompt, history, then one user turn with the documents and question.
 
     Args:
         system_prompt: Instructions for the model; empty omits the system turn.
-        question: The user's prompt.
+        question: The user's prompt; empty (continuing after a tool result in ``history``) omits the turn
+            unless there are documents.
         documents: Context documents in the order they should appear (numbered from 1).
         language: BCP-47 tag of the wanted answer language; empty leaves it to the model.
+        history: Earlier turns, oldest first.
     """
     system = system_prompt.strip()
     if language:
@@ -71,7 +75,9 @@ def build_messages(
     else:
         user = question
     messages = [ChatMessage("system", system)] if system else []
-    messages.append(ChatMessage("user", user))
+    messages.extend(history)
+    if user:
+        messages.append(ChatMessage("user", user))
     return messages
 
 
@@ -89,8 +95,10 @@ def fit_to_window(
     window: int,
     max_tokens: int,
     count_tokens: TokenCounter,
+    history: Sequence[ChatMessage] = (),
 ) -> FittedPrompt:
-    """Build the prompt and drop the lowest-scored documents until prompt + ``max_tokens`` fit ``window``.
+    """Build the prompt; drop the oldest history, then the lowest-scored documents, until prompt +
+    ``max_tokens`` fit ``window``.
 
     Args:
         system_prompt: Instructions for the model.
@@ -100,14 +108,25 @@ def fit_to_window(
         window: The model's context window in tokens.
         max_tokens: Tokens reserved for the answer.
         count_tokens: The backend's token counter for a list of messages.
+        history: Earlier turns of the conversation, oldest first.
 
     Raises:
         InvalidArgument: even the question without any document does not fit; the message
             says how long it is and what the limit is.
     """
     budget = window - max_tokens
-    bare = build_messages(system_prompt, question, [], language)
+    history = list(history)
+    warnings: list[str] = []
+    bare = build_messages(system_prompt, question, [], language, history)
     bare_tokens = count_tokens(bare)
+    if bare_tokens > budget and history:
+        before = len(history)
+        while history and bare_tokens > budget:
+            history.pop(0)
+            bare = build_messages(system_prompt, question, [], language, history)
+            bare_tokens = count_tokens(bare)
+        warnings.append(f"dropped the {before - len(history)} oldest of {before} conversation turns to fit "
+                        f"the model window of {window} tokens with max_tokens={max_tokens}")
     if bare_tokens > budget:
         raise InvalidArgument(
             f"prompt is {bare_tokens} tokens (with the system prompt); with max_tokens={max_tokens} the "
@@ -120,7 +139,7 @@ def fit_to_window(
     order = _drop_order(documents)
     if documents:
         # Estimate each block's cost once so the common case needs one exact count, not one per drop.
-        with_all = build_messages(system_prompt, question, documents, language)
+        with_all = build_messages(system_prompt, question, documents, language, history)
         total = count_tokens(with_all)
         if total > budget:
             costs = {i: count_tokens([ChatMessage("user", format_document(i + 1, d))]) for i, d in
@@ -134,7 +153,7 @@ def fit_to_window(
             kept = [i for i in range(len(documents)) if i not in set(dropped)]
             # Block costs are not exactly additive (numbering, separators): drop more until exact fit.
             while kept:
-                messages = build_messages(system_prompt, question, [documents[i] for i in kept], language)
+                messages = build_messages(system_prompt, question, [documents[i] for i in kept], language, history)
                 total = count_tokens(messages)
                 if total <= budget:
                     break
@@ -147,8 +166,7 @@ def fit_to_window(
         total = bare_tokens
 
     kept_docs = [documents[i] for i in kept]
-    messages = build_messages(system_prompt, question, kept_docs, language)
-    warnings: list[str] = []
+    messages = build_messages(system_prompt, question, kept_docs, language, history)
     if dropped:
         ids = [documents[i].document_id for i in dropped]
         warnings.append(
@@ -162,3 +180,21 @@ def fit_to_window(
         dropped_document_ids=[documents[i].document_id for i in dropped],
         warnings=warnings,
     )
+
+
+def trim_history(history: Sequence[ChatMessage], budget: int, count_tokens: TokenCounter) -> list[ChatMessage]:
+    """The newest turns of ``history`` that fit ``budget`` tokens (``sessions.history_tokens``), oldest first.
+
+    A tool result never starts the kept history: without the call it answers it means nothing.
+    """
+    kept: list[ChatMessage] = []
+    used = 0
+    for message in reversed(history):
+        cost = count_tokens([message])
+        if used + cost > budget:
+            break
+        kept.insert(0, message)
+        used += cost
+    while kept and kept[0].role == "tool":
+        kept.pop(0)
+    return kept

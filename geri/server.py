@@ -8,8 +8,10 @@ import grpc
 from wolf.v1 import geri_pb2_grpc
 
 from geri import operations
-from geri.backends import Backend, create_backend
+from geri.backends import Backend
+from geri.routing import Router
 from geri.service import SERVICE_NAME, GeriServicer
+from geri.sessions import make_store
 from geri.settings import GeriSettings
 from wolf_service.logs import configure_logging
 from wolf_service.reload import SettingsSource
@@ -27,34 +29,35 @@ def build_server(
 
     Args:
         settings: Geri settings; ``port=0`` binds a free port (what tests use).
-        backend: The backend to serve with. None creates the one ``settings.backend`` names
-            and prepares it (loads weights / checks Ollama) before the server reports SERVING.
-            The caller keeps ownership of a backend it passes in and closes it after ``stop``.
+        backend: One backend to serve with (tests, embedding Geri). None creates the backends of the
+            model list (``settings.routes()``) and prepares them (loads weights / checks servers).
+            The caller keeps ownership of a backend it passes in and closes it after ``stop``;
+            Geri's own backends close with the server.
     """
-    if backend is None:
-        backend = create_backend(settings)
-        backend.prepare()
-    servicer = GeriServicer(settings, backend)
+    router = Router.from_settings(settings, backend)
+    router.prepare()
+    sessions = make_store(settings.sessions)
+    servicer = GeriServicer(settings, router, sessions)
     # Metrics, access log, API keys, TLS and the generation audit follow settings (docs/operations.md).
     ops = ServiceOps("geri", settings, audited=operations.AUDITED, default_tenant="default")
 
     def register(server: grpc.Server) -> None:
         geri_pb2_grpc.add_GeriServiceServicer_to_server(servicer, server)
 
-    operations.install_metrics(ops.metrics, backend)
+    operations.install_metrics(ops.metrics, router)
     handle = ops.start_server(register, SERVICE_NAME)
+    # Health follows the backends: NOT_SERVING while none answers (probed in the background).
+    router.watch(handle.set_serving)
+    handle.closers.extend([router.close, sessions.close])
     if reload_from is not None:
         ops.enable_reload(reload_from, operations.RELOADABLE, sighup=sighup)
-    log.info(
-        "Geri (%s backend, model %s) listening on port %d", backend.kind, backend.default_model, handle.port
-    )
+    log.info("Geri (models: %s) listening on port %d",
+             ", ".join(r.label for r in router.routes), handle.port)
     return handle
 
 
 def serve(settings: GeriSettings, reload_from: SettingsSource | None = None) -> None:
     """Run Geri until SIGTERM/SIGINT, then finish in-flight calls (``shutdown_grace_s``) and exit."""
     configure_logging(settings.log)
-    backend = create_backend(settings)
-    backend.prepare()
-    handle = build_server(settings, backend, reload_from=reload_from, sighup=reload_from is not None)
-    serve_until_signal(handle, grace=settings.shutdown_grace_s, on_stop=backend.close)
+    handle = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
+    serve_until_signal(handle, grace=settings.shutdown_grace_s)

@@ -13,17 +13,23 @@ backends' ``finally`` blocks (close the HTTP response, stop the model thread) ri
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Generator, Iterator
 from typing import TypeVar
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
-from geri.backends.base import Backend
+from geri.backends.base import ModelDescription
 from geri.generation import GenerationPipeline, StreamEvent
+from geri.routing import Router
+from geri.sessions import SessionStore
+from geri.sessions.store import SessionRecord
 from geri.settings import GeriSettings
-from wolf_service.errors import Cancelled
+from geri.validation import MAX_ID_CHARS
+from wolf_service.errors import Cancelled, InvalidArgument, NotFound, ServiceError
 
 T = TypeVar("T")
 
@@ -61,9 +67,10 @@ class ClosableStream(Iterator[T]):
 class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
     """Generation over gRPC: unary, server-streaming, and the model list."""
 
-    def __init__(self, settings: GeriSettings, backend: Backend) -> None:
-        self._backend = backend
-        self._pipeline = GenerationPipeline(settings, backend)
+    def __init__(self, settings: GeriSettings, router: Router, sessions: SessionStore) -> None:
+        self._router = router
+        self._sessions = sessions
+        self._pipeline = GenerationPipeline(settings, router, sessions)
 
     def Generate(  # noqa: N802 - name fixed by the proto
         self, request: common_pb2.WolfRequest, context: grpc.ServicerContext
@@ -102,17 +109,81 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
     def ListModels(  # noqa: N802
         self, request: geri_pb2.ListModelsRequest, context: grpc.ServicerContext
     ) -> geri_pb2.ListModelsResponse:
-        """Models the configured backend can serve, and the default one."""
-        return geri_pb2.ListModelsResponse(
-            models=[
-                geri_pb2.ModelInfo(
-                    name=m.name,
-                    backend=m.backend,
-                    size_bytes=m.size_bytes,
-                    context_length=m.context_length,
-                    family=m.family,
-                )
-                for m in self._backend.list_models()
-            ],
-            default_model=self._backend.default_model,
-        )
+        """Every entry of the model list in fallback order (with what its server lists), and its breaker state."""
+        models: list[geri_pb2.ModelInfo] = []
+        seen: set[tuple[str, str]] = set()
+        for route in self._router.routes:
+            try:
+                listed = route.backend.list_models()
+            except ServiceError:  # a backend that is down still shows its entry, with its state
+                listed = []
+            entry = ModelDescription(name=route.config.name, backend=route.backend.kind)
+            for m in [entry, *listed] if all(m.name != entry.name for m in listed) else listed:
+                if (m.name, m.backend) in seen:
+                    continue
+                seen.add((m.name, m.backend))
+                models.append(geri_pb2.ModelInfo(
+                    name=m.name, backend=m.backend, size_bytes=m.size_bytes, context_length=m.context_length,
+                    family=m.family, state=route.state, priority=route.priority,
+                ))
+        return geri_pb2.ListModelsResponse(models=models, default_model=self._router.default_model)
+
+    def GetSession(  # noqa: N802
+        self, request: geri_pb2.SessionRequest, context: grpc.ServicerContext
+    ) -> geri_pb2.Session:
+        """A conversation's stored turns; NOT_FOUND when it does not exist (or expired) in the tenant."""
+        tenant, session_id = _session_key(request)
+        record = self._sessions.get(tenant, session_id)
+        if record is None:
+            raise NotFound(f"session {session_id[:64]!r} does not exist in tenant {tenant!r} (or it expired)")
+        return _session_message(record)
+
+    def DeleteSession(  # noqa: N802
+        self, request: geri_pb2.SessionRequest, context: grpc.ServicerContext
+    ) -> geri_pb2.DeleteSessionResponse:
+        """Forget one conversation (idempotent: ``deleted`` says whether it existed)."""
+        tenant, session_id = _session_key(request)
+        return geri_pb2.DeleteSessionResponse(request_id=request.request_id,
+                                              deleted=self._sessions.delete(tenant, session_id))
+
+    def DeleteOwnerSessions(  # noqa: N802
+        self, request: geri_pb2.DeleteOwnerSessionsRequest, context: grpc.ServicerContext
+    ) -> geri_pb2.DeleteOwnerSessionsResponse:
+        """GDPR erasure: forget every conversation of a data owner in the tenant."""
+        _require_request_id(request.request_id)
+        if not request.owner_id:
+            raise InvalidArgument("owner_id must be non-empty: erasure acts on one data owner")
+        deleted = self._sessions.delete_owner(request.tenant_id or "default", request.owner_id)
+        return geri_pb2.DeleteOwnerSessionsResponse(request_id=request.request_id, sessions_deleted=deleted)
+
+
+def _require_request_id(request_id: str) -> None:
+    if not request_id.strip():
+        raise InvalidArgument("request_id must be non-empty")
+
+
+def _session_key(request: geri_pb2.SessionRequest) -> tuple[str, str]:
+    _require_request_id(request.request_id)
+    if not request.session_id:
+        raise InvalidArgument("session_id must be non-empty")
+    if len(request.session_id) > MAX_ID_CHARS:
+        raise InvalidArgument(f"session_id is {len(request.session_id):,} characters; the limit is {MAX_ID_CHARS}")
+    return request.tenant_id or "default", request.session_id
+
+
+def _timestamp(epoch: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromNanoseconds(int(epoch * 1e9))
+    return ts
+
+
+def _session_message(record: SessionRecord) -> geri_pb2.Session:
+    return geri_pb2.Session(
+        session_id=record.session_id, tenant_id=record.tenant, owner_id=record.owner_id,
+        turns=[common_pb2.ChatTurn(
+            role=t.role, content=t.content, tool_call_id=t.tool_call_id,
+            tool_calls=[common_pb2.ToolCall(id=c.id, name=c.name, arguments_json=json.dumps(c.arguments))
+                        for c in t.tool_calls],
+        ) for t in record.turns],
+        updated_at=_timestamp(record.updated_at), expires_at=_timestamp(record.expires_at),
+    )

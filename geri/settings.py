@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from wolf_service.auth import SecuritySettings
@@ -23,6 +23,82 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant. Answer the question using the provided context documents. "
     "If the context does not contain the answer, say that you do not know. Be concise."
 )
+
+
+BackendKind = Literal["embedded", "ollama", "openai"]
+
+
+class ModelRoute(BaseModel):
+    """One entry of the ordered model list: a model name clients may ask for, and where it runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., pattern=r"^[A-Za-z0-9_.:/@\-]{1,128}$", description="What clients put in generation.model.")
+    backend: BackendKind
+    model: str = Field(default="", max_length=256, description="The backend's own name for it; empty = name.")
+    base_url: str = Field(
+        default="", max_length=2048,
+        description="Ollama host or OpenAI-compatible base URL (…/v1); empty = ollama_host / openai_base_url.",
+    )
+    api_key_env: str = Field(
+        default="", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$|^$",
+        description="Environment variable holding this backend's API key (keys never go in settings files).",
+    )
+    connect_timeout_s: float = Field(default=5.0, gt=0)
+    read_timeout_s: float = Field(default=120.0, gt=0, description="Longest wait for the first or next token.")
+
+    @property
+    def backend_model(self) -> str:
+        """The name the backend knows the model by."""
+        return self.model or self.name
+
+
+class BreakerSettings(BaseModel):
+    """Circuit breaker per backend: how many failures open it, when it is probed again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    failure_threshold: int = Field(default=3, ge=1, description="Consecutive failures that open the breaker.")
+    reset_timeout_s: float = Field(default=30.0, gt=0, description="Open time before one half-open trial.")
+    probe_interval_s: float = Field(
+        default=10.0, gt=0, description="Background health probe of every backend (drives gRPC health)."
+    )
+
+
+class SessionSettings(BaseModel):
+    """Conversation history kept by Geri per (tenant, session_id); see docs/operations.md."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: Literal["memory", "sqlite"] = Field(
+        default="memory", description="'sqlite' shares sessions between replicas through one file."
+    )
+    path: Path | None = Field(default=None, description="SQLite file; required when store is 'sqlite'.")
+    ttl_s: float = Field(default=3600.0, gt=0, description="A session unused this long is forgotten.")
+    max_turns: int = Field(default=20, ge=2, description="Turns stored per session; the oldest go first.")
+    history_tokens: int = Field(default=1024, ge=0, description="History tokens sent with a request, at most.")
+    max_sessions: int = Field(default=10_000, ge=1, description="Sessions kept; the least recently used go first.")
+    max_turn_chars: int = Field(default=20_000, ge=1, description="A stored turn is cut to this many characters.")
+
+    @model_validator(mode="after")
+    def _sqlite_needs_path(self) -> SessionSettings:
+        if self.store == "sqlite" and self.path is None:
+            raise ValueError("sessions.path must be set when sessions.store is 'sqlite'")
+        return self
+
+
+class StructuredSettings(BaseModel):
+    """Limits on JSON schemas and tools a request may carry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_schema_bytes: int = Field(default=32_768, ge=64)
+    max_schema_depth: int = Field(default=24, ge=2)
+    max_tools: int = Field(default=32, ge=1)
+    max_messages: int = Field(default=64, ge=1, description="generation.messages per request.")
+    repair_attempts: int = Field(
+        default=1, ge=0, le=1, description="Re-asks after a reply that breaks the schema or tool contract."
+    )
 
 
 class GeriSettings(FileSettings):
@@ -39,7 +115,13 @@ class GeriSettings(FileSettings):
     )
 
     # --- backend choice -----------------------------------------------------------------
-    backend: Literal["embedded", "ollama"] = "embedded"
+    # `models` is the ordered list Geri tries (fallback on failure or timeout). Empty = one model on
+    # `backend` (ollama_model / openai_model / the embedded model), as before the list existed.
+    backend: BackendKind = "embedded"
+    models: list[ModelRoute] = Field(default_factory=list)
+    breaker: BreakerSettings = BreakerSettings()
+    sessions: SessionSettings = SessionSettings()
+    structured: StructuredSettings = StructuredSettings()
 
     # --- generation defaults and limits -------------------------------------------------
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
@@ -70,6 +152,13 @@ class GeriSettings(FileSettings):
         description="Safety factor on the tiktoken estimate, since Ollama models use other tokenizers.",
     )
 
+    # --- OpenAI-compatible backend (vLLM, TGI, llama.cpp server, SGLang, transformers serve) ---
+    openai_base_url: str = "http://127.0.0.1:8000/v1"
+    openai_model: str = ""
+    openai_api_key: SecretStr | None = Field(default=None, description="GERI_OPENAI_API_KEY; None = 'EMPTY'.")
+    openai_connect_timeout_s: float = Field(default=5.0, gt=0)
+    openai_read_timeout_s: float = Field(default=120.0, gt=0)
+
     # --- embedded backend ---------------------------------------------------------------
     embedded_model_path: str | None = Field(
         default=None,
@@ -87,3 +176,17 @@ class GeriSettings(FileSettings):
     # Append-only JSON-lines audit of generation calls (who, model, tokens, outcome); None = off.
     audit_log: Path | None = None
     reload: ReloadSettings = ReloadSettings()
+
+    def routes(self) -> list[ModelRoute]:
+        """The ordered model list: ``models``, or the single model ``backend`` names."""
+        if self.models:
+            return list(self.models)
+        if self.backend == "ollama":
+            return [ModelRoute(name=self.ollama_model, backend="ollama", base_url=self.ollama_host,
+                               connect_timeout_s=self.ollama_connect_timeout_s,
+                               read_timeout_s=self.ollama_read_timeout_s)]
+        if self.backend == "openai":
+            return [ModelRoute(name=self.openai_model or "default", backend="openai", model=self.openai_model,
+                               base_url=self.openai_base_url, connect_timeout_s=self.openai_connect_timeout_s,
+                               read_timeout_s=self.openai_read_timeout_s)]
+        return [ModelRoute(name=self.embedded_model_name, backend="embedded")]

@@ -6,18 +6,24 @@ client can fix the request without reading server logs.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from wolf.v1 import common_pb2
 
-from geri.backends.base import GenerationParams
+from geri.backends.base import ChatMessage, GenerationParams, ToolCall
 from geri.prompting import ContextDocument
 from geri.settings import GeriSettings
+from geri.structured.contract import OutputContract
+from geri.structured.schemas import check_tool_choice, load_schema, load_tools
 from wolf_service.errors import InvalidArgument
 
 MAX_PROMPT_CHARS = 1_000_000
 MAX_STOP_SEQUENCES = 16
+MAX_ID_CHARS = 128
+ROLES = ("user", "assistant", "tool")
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,11 @@ class ValidatedRequest:
     model: str
     system_prompt: str
     language: str
+    contract: OutputContract = OutputContract()
+    messages: tuple[ChatMessage, ...] = ()
+    tenant: str = "default"
+    session_id: str = ""
+    owner_id: str = ""
 
 
 def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) -> ValidatedRequest:
@@ -44,8 +55,8 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
     if request.model_type != common_pb2.LLM:
         got = common_pb2.ModelType.Name(request.model_type)
         raise InvalidArgument(f"model_type must be LLM for Geri (got {got})")
-    if not request.prompt.strip():
-        raise InvalidArgument("prompt must be non-empty")
+    if not request.prompt.strip() and not request.generation.messages:
+        raise InvalidArgument("prompt must be non-empty (or generation.messages must continue a conversation)")
     if len(request.prompt) > MAX_PROMPT_CHARS:
         raise InvalidArgument(
             f"prompt is {len(request.prompt):,} characters; the limit is {MAX_PROMPT_CHARS:,}"
@@ -97,6 +108,15 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
             )
         )
 
+    limits = settings.structured
+    schema = None
+    if gen.json_schema.strip():
+        schema = load_schema(gen.json_schema, "generation.json_schema", max_bytes=limits.max_schema_bytes,
+                             max_depth=limits.max_schema_depth)
+    tools = load_tools(gen.tools, max_tools=limits.max_tools, max_bytes=limits.max_schema_bytes,
+                       max_depth=limits.max_schema_depth)
+    contract = OutputContract(schema=schema, tools=tools, tool_choice=check_tool_choice(gen.tool_choice, tools))
+
     return ValidatedRequest(
         request_id=request.request_id,
         prompt=request.prompt,
@@ -111,4 +131,48 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
         model=gen.model.strip(),
         system_prompt=gen.system_prompt if gen.system_prompt.strip() else settings.system_prompt,
         language=meta.language.strip(),
+        contract=contract,
+        messages=_messages(gen.messages, limits.max_messages),
+        tenant=_identifier(request.tenant_id, "tenant_id") or "default",
+        session_id=_identifier(meta.session_id, "metadata.session_id"),
+        owner_id=_identifier(meta.owner_id, "metadata.owner_id"),
     )
+
+
+def _identifier(value: str, field: str) -> str:
+    """A printable id of at most ``MAX_ID_CHARS`` characters ("" allowed)."""
+    if len(value) > MAX_ID_CHARS:
+        raise InvalidArgument(f"{field} is {len(value):,} characters; the limit is {MAX_ID_CHARS}")
+    if not value.isprintable():
+        raise InvalidArgument(f"{field} must be printable (control characters are refused)")
+    return value
+
+
+def _messages(turns: Sequence[common_pb2.ChatTurn], limit: int) -> tuple[ChatMessage, ...]:
+    """``generation.messages`` as chat messages; roles, tool calls and tool results checked."""
+    if len(turns) > limit:
+        raise InvalidArgument(f"generation.messages has {len(turns)} turns; the limit is {limit} "
+                              "(structured.max_messages)")
+    out: list[ChatMessage] = []
+    for i, turn in enumerate(turns):
+        field = f"generation.messages[{i}]"
+        if turn.role not in ROLES:
+            raise InvalidArgument(f"{field}.role must be one of {', '.join(ROLES)} (got {turn.role[:20]!r})")
+        if len(turn.content) > MAX_PROMPT_CHARS:
+            raise InvalidArgument(f"{field}.content is {len(turn.content):,} characters; the limit is "
+                                  f"{MAX_PROMPT_CHARS:,}")
+        if turn.role == "tool" and not turn.tool_call_id:
+            raise InvalidArgument(f"{field}.tool_call_id must name the call this tool result answers")
+        if turn.tool_calls and turn.role != "assistant":
+            raise InvalidArgument(f"{field}: only assistant turns carry tool_calls")
+        calls = []
+        for j, call in enumerate(turn.tool_calls):
+            try:
+                arguments = json.loads(call.arguments_json or "{}")
+            except ValueError:
+                arguments = None
+            if not isinstance(arguments, dict):
+                raise InvalidArgument(f"{field}.tool_calls[{j}].arguments_json must be a JSON object")
+            calls.append(ToolCall(id=call.id, name=call.name, arguments=arguments))
+        out.append(ChatMessage(turn.role, turn.content, tuple(calls), turn.tool_call_id))  # type: ignore[arg-type]
+    return tuple(out)

@@ -44,7 +44,9 @@ class ServerHandle:
         return f"127.0.0.1:{self.port}"
 
     def set_serving(self, serving: bool) -> None:
-        """Report SERVING / NOT_SERVING for the overall server and each service."""
+        """Report SERVING / NOT_SERVING for the overall server and each service (never SERVING once stopping)."""
+        if serving and self._stopped.is_set():
+            return
         status = (
             health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
         )

@@ -10,38 +10,75 @@ gRPC status a client sees is decided by the backend that knows what went wrong.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-FinishReason = Literal["stop", "length", "cancelled"]
+FinishReason = Literal["stop", "length", "cancelled", "tool_calls"]
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool the model asked to run, with its arguments (a JSON object, parsed)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+def new_call_id() -> str:
+    """An id for a tool call whose backend gave none."""
+    return f"call_{uuid.uuid4().hex[:16]}"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the model: name, what it does, JSON Schema of its arguments object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class ChatMessage:
-    """One chat turn handed to the model."""
+    """One chat turn handed to the model. Assistant turns may carry tool calls; tool turns answer one."""
 
-    role: Literal["system", "user", "assistant"]
+    role: Role
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
 
 
 @dataclass(frozen=True)
 class GenerationParams:
-    """Sampling and length settings of one generation, already validated."""
+    """Sampling and length settings of one generation, already validated.
+
+    ``json_schema``: the output must be JSON valid against it; backends constrain decoding to it
+    where they can (embedded: grammar-constrained sampling; Ollama ``format``; OpenAI
+    ``response_format``). ``tools``: offered natively to backends that take tool definitions.
+    """
 
     max_tokens: int
     temperature: float
     top_p: float | None = None
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    json_schema: dict[str, Any] | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: str = "auto"
 
 
 @dataclass(frozen=True)
 class Delta:
-    """A piece of output. ``thinking`` is reasoning a backend reported separately from the answer."""
+    """A piece of output. ``thinking`` is reasoning a backend reported separately from the answer;
+    ``tool_calls`` are native tool calls a backend reported (complete, not fragments)."""
 
     text: str = ""
     thinking: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,7 +133,10 @@ class Backend(Protocol):
     """An LLM that Geri can generate with."""
 
     kind: str
-    """``"ollama"`` or ``"embedded"``; reported in ``ModelInfo.backend``."""
+    """``"ollama"``, ``"openai"`` or ``"embedded"``; reported in ``ModelInfo.backend``."""
+
+    native_tools: bool
+    """Whether tools go to the model as native tool definitions (else as a JSON-schema contract)."""
 
     stats: BackendStats
 
@@ -142,6 +182,10 @@ class Backend(Protocol):
 
     def list_models(self) -> list[ModelDescription]:
         """Models this backend can serve."""
+        ...
+
+    def probe(self) -> None:
+        """Cheap liveness check for health and the circuit breaker; raises a ServiceError when down."""
         ...
 
     def close(self) -> None:

@@ -55,6 +55,7 @@ class EmbeddedBackend:
     """Runs a causal LM in this process; one generation at a time (CPU-bound, 2 cores)."""
 
     kind = "embedded"
+    native_tools = False  # tools become a JSON-schema contract, enforced by constrained decoding
 
     def __init__(self, settings: GeriSettings) -> None:
         self._settings = settings
@@ -204,6 +205,10 @@ class EmbeddedBackend:
         if stop_hit.is_set() or hit_eos or completion_tokens < params.max_tokens:
             return "stop"
         return "length"
+
+    def probe(self) -> None:
+        """In-process: alive once the weights load."""
+        self._loaded()
 
     def close(self) -> None:
         """Drop the reference to the weights (shared ones stay cached for other backends)."""

@@ -7,6 +7,7 @@ stopping criterion the caller controls; it is the only place that touches torch.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -19,12 +20,14 @@ import torch
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
+    LogitsProcessorList,
     StoppingCriteria,
     StoppingCriteriaList,
     TextIteratorStreamer,
 )
 
 from geri.backends.base import ChatMessage, GenerationParams
+from geri.backends.constrained import JsonSchemaConstraint, llg_tokenizer
 
 log = logging.getLogger("geri.embedded")
 
@@ -56,11 +59,25 @@ class LoadedModel:
     size_bytes: int
     family: str
     eos_ids: frozenset[int] = field(default_factory=frozenset)
+    _grammar_tokenizer: Any = None
+    _grammar_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def grammar_tokenizer(self) -> Any:
+        """llguidance's index of the vocabulary, built on first use (~0.3 s)."""
+        with self._grammar_lock:
+            if self._grammar_tokenizer is None:
+                vocab = int(getattr(self.model.config, "vocab_size", 0) or len(self.tokenizer))
+                self._grammar_tokenizer = llg_tokenizer(self.tokenizer, vocab)
+            return self._grammar_tokenizer
 
     def encode_chat(self, messages: Sequence[ChatMessage]) -> list[int]:
-        """Token ids of ``messages`` in the model's chat template, ending with the assistant turn."""
+        """Token ids of ``messages`` in the model's chat template, ending with the assistant turn.
+
+        The template knows only role and content: an assistant turn's tool calls are written in the
+        reply format the model is constrained to (``{"type": "tool", ...}``), a tool turn names its call.
+        """
         encoded = self.tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in messages],
+            [{"role": m.role, "content": _render(m)} for m in messages],
             add_generation_prompt=True,
             tokenize=True,
             return_dict=True,
@@ -99,7 +116,11 @@ class LoadedModel:
                 stop = should_stop()
                 return torch.full((ids.shape[0],), stop, dtype=torch.bool)  # type: ignore[return-value]
 
+        processors = LogitsProcessorList()
+        if params.json_schema is not None:
+            processors.append(JsonSchemaConstraint(self.grammar_tokenizer(), params.json_schema))
         kwargs: dict[str, Any] = {
+            "logits_processor": processors,
             "input_ids": torch.tensor([input_ids]),
             "attention_mask": torch.ones(1, prompt_len, dtype=torch.long),
             "max_new_tokens": params.max_tokens,
@@ -130,6 +151,16 @@ class LoadedModel:
         run.thread = threading.Thread(target=work, name="geri-generate", daemon=True)
         run.thread.start()
         return run
+
+
+def _render(message: ChatMessage) -> str:
+    if message.tool_calls:
+        calls = [json.dumps({"type": "tool", "name": c.name, "arguments": c.arguments}, separators=(",", ":"))
+                 for c in message.tool_calls]
+        return "\n".join([message.content, *calls]).strip()
+    if message.role == "tool" and message.tool_call_id:
+        return f"Result of {message.tool_call_id}:\n{message.content}"
+    return message.content
 
 
 def load_model(path: Path, *, threads: int | None = None) -> LoadedModel:

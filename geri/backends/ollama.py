@@ -24,6 +24,9 @@ from geri.backends.base import (
     FinishReason,
     GenerationParams,
     ModelDescription,
+    ToolCall,
+    ToolSpec,
+    new_call_id,
 )
 from geri.backends.token_estimate import estimate_tokens
 from geri.settings import GeriSettings
@@ -40,6 +43,7 @@ class OllamaBackend:
     """Generates with a model on an Ollama server (or anything speaking its API)."""
 
     kind = "ollama"
+    native_tools = True
 
     def __init__(self, settings: GeriSettings, client: ollama.Client | None = None) -> None:
         self._settings = settings
@@ -148,10 +152,12 @@ class OllamaBackend:
         try:
             stream = self._client.chat(
                 model=model,
-                messages=[{"role": m.role, "content": m.content} for m in messages],
+                messages=[_wire_message(m) for m in messages],
                 options=self._options(params),
                 keep_alive=self._settings.ollama_keep_alive,
                 stream=True,
+                format=params.json_schema,
+                tools=[_wire_tool(t) for t in params.tools] if params.tools and params.tool_choice != "none" else None,
             )
             for part in stream:
                 if cancel.is_set():
@@ -159,14 +165,21 @@ class OllamaBackend:
                     break
                 thinking = part.message.thinking or ""
                 text = part.message.content or ""
-                if thinking or text:
+                calls = tuple(
+                    ToolCall(id=new_call_id(), name=c.function.name, arguments=dict(c.function.arguments or {}))
+                    for c in part.message.tool_calls or ()
+                )
+                if thinking or text or calls:
                     chunks += 1
                     self.stats.produced(1)
-                    yield Delta(text=text, thinking=thinking)
+                    yield Delta(text=text, thinking=thinking, tool_calls=calls)
+                if calls:
+                    finish = "tool_calls"
                 if part.done:
                     prompt_tokens = int(part.prompt_eval_count or 0)
                     completion_tokens = int(part.eval_count or 0)
-                    finish = "length" if part.done_reason == "length" else "stop"
+                    if finish != "tool_calls":
+                        finish = "length" if part.done_reason == "length" else "stop"
         except ServiceError:
             raise
         except Exception as exc:
@@ -179,10 +192,17 @@ class OllamaBackend:
             if stream is not None and hasattr(stream, "close"):
                 stream.close()  # ends the `with client.stream(...)` block: the connection is closed
             self.stats.finished()
-        if finish != "cancelled" and completion_tokens and completion_tokens >= params.max_tokens:
+        if finish in ("stop", "length") and completion_tokens and completion_tokens >= params.max_tokens:
             finish = "length"  # some Ollama-protocol servers report "stop" when num_predict ran out
         # Ollama omits prompt_eval_count when the prompt was cached; 0 tells the caller to use its count.
         yield Completion(finish, prompt_tokens, completion_tokens or chunks, model)
+
+    def probe(self) -> None:
+        """List the server's models: cheap, and fails the way generation would if the server is down."""
+        try:
+            self._client.list()
+        except Exception as exc:
+            raise self._translate(exc, "") from exc
 
     def _translate(self, exc: BaseException, model: str) -> ServiceError:
         """Turn a client exception into the status a Geri client should see."""
@@ -210,3 +230,18 @@ class OllamaBackend:
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self._client.close()
+
+
+def _wire_message(message: ChatMessage) -> dict[str, Any]:
+    """A chat turn in Ollama's /api/chat shape (tool calls and tool results included)."""
+    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        wire["tool_calls"] = [{"function": {"name": c.name, "arguments": c.arguments}} for c in message.tool_calls]
+    if message.role == "tool" and message.tool_call_id:
+        wire["tool_call_id"] = message.tool_call_id
+    return wire
+
+
+def _wire_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {"type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}

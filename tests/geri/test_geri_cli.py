@@ -53,10 +53,11 @@ def _geri_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "geri.cli"]
 
 
-def test_geri_serve_reports_serving_and_stops_on_sigterm(tmp_path: Path) -> None:
+def test_geri_serve_without_its_backend_is_up_but_not_serving_and_stops_on_sigterm(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GERI_")}
-    # The Ollama backend starts without its server (it may come up later), so no model load is needed.
+    # The Ollama backend starts without its server (it may come up later): the process serves gRPC
+    # (health answers) but reports NOT_SERVING until a backend answers; no model load is needed.
     env["GERI_OLLAMA_HOST"] = f"http://127.0.0.1:{free_port()}"
     log = tmp_path / "geri.log"
     proc = subprocess.Popen(
@@ -76,7 +77,7 @@ def test_geri_serve_reports_serving_and_stops_on_sigterm(tmp_path: Path) -> None
                     break
                 except grpc.RpcError:
                     time.sleep(0.2)
-            assert status == health_pb2.HealthCheckResponse.SERVING, log.read_text()
+            assert status == health_pb2.HealthCheckResponse.NOT_SERVING, log.read_text()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0, log.read_text()
         assert "SIGTERM" in log.read_text()

@@ -101,7 +101,7 @@ def test_missing_model_is_failed_precondition_with_pull_hint(
     assert "nosuch/model-7b" in info.value.details() and "ollama pull nosuch/model-7b" in info.value.details()
 
 
-def test_unreachable_ollama_is_unavailable() -> None:
+def test_unreachable_ollama_is_unavailable_and_listed_as_down() -> None:
     dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     backend = OllamaBackend(geri_settings(backend="ollama", ollama_host=dead, ollama_model="local/smollm2"))
     backend.prepare()  # must not fail startup: Ollama may come up later
@@ -109,14 +109,13 @@ def test_unreachable_ollama_is_unavailable() -> None:
         with start_geri(geri_settings(backend="ollama"), backend) as handle, \
                 grpc.insecure_channel(handle.address) as channel:
             stub = geri_pb2_grpc.GeriServiceStub(channel)
-            for call in ("Generate", "ListModels"):
-                with pytest.raises(grpc.RpcError) as info:
-                    if call == "Generate":
-                        stub.Generate(ask("Hi", max_tokens=4), timeout=30)
-                    else:
-                        stub.ListModels(geri_pb2.ListModelsRequest(), timeout=30)
-                assert info.value.code() == grpc.StatusCode.UNAVAILABLE, call
-                assert dead in info.value.details()
+            with pytest.raises(grpc.RpcError) as info:
+                stub.Generate(ask("Hi", max_tokens=4), timeout=30)
+            assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert dead in info.value.details()
+            # The model list still shows the configured model, and says its backend is down.
+            listed = stub.ListModels(geri_pb2.ListModelsRequest(), timeout=30).models
+            assert [(m.name, m.backend, m.state) for m in listed] == [("local/smollm2", "ollama", "down")]
     finally:
         backend.close()
 

@@ -28,6 +28,7 @@ class ScriptedBackend:
     """Replays fixed chunks; optionally fails or blocks until cancelled."""
 
     kind = "scripted"
+    native_tools = False
 
     def __init__(self, chunks: Sequence[str] = (), error: Exception | None = None, block: bool = False) -> None:
         self.chunks = list(chunks)
@@ -44,6 +45,9 @@ class ScriptedBackend:
         return "scripted-1"
 
     def prepare(self) -> None:
+        return None
+
+    def probe(self) -> None:
         return None
 
     def resolve_model(self, requested: str) -> str:

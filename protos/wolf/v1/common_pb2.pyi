@@ -31,16 +31,18 @@ SEARCH_MODE_SPARSE: SearchMode
 SEARCH_MODE_HYBRID: SearchMode
 
 class RequestMetadata(_message.Message):
-    __slots__ = ("session_id", "max_tokens", "temperature", "language")
+    __slots__ = ("session_id", "max_tokens", "temperature", "language", "owner_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    OWNER_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     max_tokens: int
     temperature: float
     language: str
-    def __init__(self, session_id: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., language: _Optional[str] = ...) -> None: ...
+    owner_id: str
+    def __init__(self, session_id: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., language: _Optional[str] = ..., owner_id: _Optional[str] = ...) -> None: ...
 
 class RetrievedDocument(_message.Message):
     __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source")
@@ -76,7 +78,7 @@ class RAGContext(_message.Message):
     def __init__(self, documents: _Optional[_Iterable[_Union[RetrievedDocument, _Mapping]]] = ..., retrieval_score: _Optional[float] = ...) -> None: ...
 
 class LLMResponse(_message.Message):
-    __slots__ = ("text", "tokens_used", "latency_ms", "cost", "model_used", "prompt_tokens", "completion_tokens", "thinking", "finish_reason")
+    __slots__ = ("text", "tokens_used", "latency_ms", "cost", "model_used", "prompt_tokens", "completion_tokens", "thinking", "finish_reason", "json", "tool_calls", "backend", "repair_attempts")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TOKENS_USED_FIELD_NUMBER: _ClassVar[int]
     LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
@@ -86,6 +88,10 @@ class LLMResponse(_message.Message):
     COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
     THINKING_FIELD_NUMBER: _ClassVar[int]
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    REPAIR_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     text: str
     tokens_used: int
     latency_ms: int
@@ -95,7 +101,11 @@ class LLMResponse(_message.Message):
     completion_tokens: int
     thinking: str
     finish_reason: str
-    def __init__(self, text: _Optional[str] = ..., tokens_used: _Optional[int] = ..., latency_ms: _Optional[int] = ..., cost: _Optional[float] = ..., model_used: _Optional[str] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., thinking: _Optional[str] = ..., finish_reason: _Optional[str] = ...) -> None: ...
+    json: str
+    tool_calls: _containers.RepeatedCompositeFieldContainer[ToolCall]
+    backend: str
+    repair_attempts: int
+    def __init__(self, text: _Optional[str] = ..., tokens_used: _Optional[int] = ..., latency_ms: _Optional[int] = ..., cost: _Optional[float] = ..., model_used: _Optional[str] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., thinking: _Optional[str] = ..., finish_reason: _Optional[str] = ..., json: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCall, _Mapping]]] = ..., backend: _Optional[str] = ..., repair_attempts: _Optional[int] = ...) -> None: ...
 
 class ResponseMetadata(_message.Message):
     __slots__ = ("timestamp", "error", "warnings", "dropped_document_ids", "duration_ms")
@@ -141,19 +151,59 @@ class RetrievalOptions(_message.Message):
     rerank: bool
     def __init__(self, top_k: _Optional[int] = ..., score_threshold: _Optional[float] = ..., filters: _Optional[_Iterable[_Union[MetadataFilter, _Mapping]]] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., query_variants: _Optional[_Iterable[str]] = ..., document_ids: _Optional[_Iterable[str]] = ..., mmr_diversity: _Optional[float] = ..., rerank: _Optional[bool] = ...) -> None: ...
 
+class ToolDefinition(_message.Message):
+    __slots__ = ("name", "description", "parameters_json_schema")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    parameters_json_schema: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters_json_schema: _Optional[str] = ...) -> None: ...
+
+class ToolCall(_message.Message):
+    __slots__ = ("id", "name", "arguments_json")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    arguments_json: str
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
+
+class ChatTurn(_message.Message):
+    __slots__ = ("role", "content", "tool_calls", "tool_call_id")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    role: str
+    content: str
+    tool_calls: _containers.RepeatedCompositeFieldContainer[ToolCall]
+    tool_call_id: str
+    def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCall, _Mapping]]] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
+
 class GenerationOptions(_message.Message):
-    __slots__ = ("model", "system_prompt", "stop", "top_p", "seed")
+    __slots__ = ("model", "system_prompt", "stop", "top_p", "seed", "json_schema", "tools", "messages", "tool_choice")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     TOP_P_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CHOICE_FIELD_NUMBER: _ClassVar[int]
     model: str
     system_prompt: str
     stop: _containers.RepeatedScalarFieldContainer[str]
     top_p: float
     seed: int
-    def __init__(self, model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., stop: _Optional[_Iterable[str]] = ..., top_p: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
+    json_schema: str
+    tools: _containers.RepeatedCompositeFieldContainer[ToolDefinition]
+    messages: _containers.RepeatedCompositeFieldContainer[ChatTurn]
+    tool_choice: str
+    def __init__(self, model: _Optional[str] = ..., system_prompt: _Optional[str] = ..., stop: _Optional[_Iterable[str]] = ..., top_p: _Optional[float] = ..., seed: _Optional[int] = ..., json_schema: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., messages: _Optional[_Iterable[_Union[ChatTurn, _Mapping]]] = ..., tool_choice: _Optional[str] = ...) -> None: ...
 
 class WolfRequest(_message.Message):
     __slots__ = ("request_id", "model_type", "prompt", "context", "metadata", "tenant_id", "retrieval", "generation")

@@ -22,24 +22,35 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from wolf.v1 import common_pb2 as wolf_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12wolf/v1/geri.proto\x12\x07wolf.v1\x1a\x14wolf/v1/common.proto\"\x84\x01\n\rGenerateEvent\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x14\n\ntext_delta\x18\x02 \x01(\tH\x00\x12\x18\n\x0ethinking_delta\x18\x03 \x01(\tH\x00\x12&\n\x05\x66inal\x18\x04 \x01(\x0b\x32\x15.wolf.v1.WolfResponseH\x00\x42\x07\n\x05\x65vent\"\x13\n\x11ListModelsRequest\"f\n\tModelInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x02 \x01(\t\x12\x12\n\nsize_bytes\x18\x03 \x01(\x03\x12\x16\n\x0e\x63ontext_length\x18\x04 \x01(\x05\x12\x0e\n\x06\x66\x61mily\x18\x05 \x01(\t\"O\n\x12ListModelsResponse\x12\"\n\x06models\x18\x01 \x03(\x0b\x32\x12.wolf.v1.ModelInfo\x12\x15\n\rdefault_model\x18\x02 \x01(\t2\xcf\x01\n\x0bGeriService\x12\x37\n\x08Generate\x12\x14.wolf.v1.WolfRequest\x1a\x15.wolf.v1.WolfResponse\x12@\n\x0eGenerateStream\x12\x14.wolf.v1.WolfRequest\x1a\x16.wolf.v1.GenerateEvent0\x01\x12\x45\n\nListModels\x12\x1a.wolf.v1.ListModelsRequest\x1a\x1b.wolf.v1.ListModelsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12wolf/v1/geri.proto\x12\x07wolf.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14wolf/v1/common.proto\"\x84\x01\n\rGenerateEvent\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x14\n\ntext_delta\x18\x02 \x01(\tH\x00\x12\x18\n\x0ethinking_delta\x18\x03 \x01(\tH\x00\x12&\n\x05\x66inal\x18\x04 \x01(\x0b\x32\x15.wolf.v1.WolfResponseH\x00\x42\x07\n\x05\x65vent\"\x13\n\x11ListModelsRequest\"\x87\x01\n\tModelInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x02 \x01(\t\x12\x12\n\nsize_bytes\x18\x03 \x01(\x03\x12\x16\n\x0e\x63ontext_length\x18\x04 \x01(\x05\x12\x0e\n\x06\x66\x61mily\x18\x05 \x01(\t\x12\r\n\x05state\x18\x06 \x01(\t\x12\x10\n\x08priority\x18\x07 \x01(\x05\"O\n\x12ListModelsResponse\x12\"\n\x06models\x18\x01 \x03(\x0b\x32\x12.wolf.v1.ModelInfo\x12\x15\n\rdefault_model\x18\x02 \x01(\t\"K\n\x0eSessionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\"\xc4\x01\n\x07Session\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x10\n\x08owner_id\x18\x03 \x01(\t\x12 \n\x05turns\x18\x04 \x03(\x0b\x32\x11.wolf.v1.ChatTurn\x12.\n\nupdated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"<\n\x15\x44\x65leteSessionResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07\x64\x65leted\x18\x02 \x01(\x08\"U\n\x1a\x44\x65leteOwnerSessionsRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x10\n\x08owner_id\x18\x03 \x01(\t\"K\n\x1b\x44\x65leteOwnerSessionsResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x18\n\x10sessions_deleted\x18\x02 \x01(\x05\x32\xb4\x03\n\x0bGeriService\x12\x37\n\x08Generate\x12\x14.wolf.v1.WolfRequest\x1a\x15.wolf.v1.WolfResponse\x12@\n\x0eGenerateStream\x12\x14.wolf.v1.WolfRequest\x1a\x16.wolf.v1.GenerateEvent0\x01\x12\x45\n\nListModels\x12\x1a.wolf.v1.ListModelsRequest\x1a\x1b.wolf.v1.ListModelsResponse\x12\x37\n\nGetSession\x12\x17.wolf.v1.SessionRequest\x1a\x10.wolf.v1.Session\x12H\n\rDeleteSession\x12\x17.wolf.v1.SessionRequest\x1a\x1e.wolf.v1.DeleteSessionResponse\x12`\n\x13\x44\x65leteOwnerSessions\x12#.wolf.v1.DeleteOwnerSessionsRequest\x1a$.wolf.v1.DeleteOwnerSessionsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'wolf.v1.geri_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_GENERATEEVENT']._serialized_start=54
-  _globals['_GENERATEEVENT']._serialized_end=186
-  _globals['_LISTMODELSREQUEST']._serialized_start=188
-  _globals['_LISTMODELSREQUEST']._serialized_end=207
-  _globals['_MODELINFO']._serialized_start=209
-  _globals['_MODELINFO']._serialized_end=311
-  _globals['_LISTMODELSRESPONSE']._serialized_start=313
-  _globals['_LISTMODELSRESPONSE']._serialized_end=392
-  _globals['_GERISERVICE']._serialized_start=395
-  _globals['_GERISERVICE']._serialized_end=602
+  _globals['_GENERATEEVENT']._serialized_start=87
+  _globals['_GENERATEEVENT']._serialized_end=219
+  _globals['_LISTMODELSREQUEST']._serialized_start=221
+  _globals['_LISTMODELSREQUEST']._serialized_end=240
+  _globals['_MODELINFO']._serialized_start=243
+  _globals['_MODELINFO']._serialized_end=378
+  _globals['_LISTMODELSRESPONSE']._serialized_start=380
+  _globals['_LISTMODELSRESPONSE']._serialized_end=459
+  _globals['_SESSIONREQUEST']._serialized_start=461
+  _globals['_SESSIONREQUEST']._serialized_end=536
+  _globals['_SESSION']._serialized_start=539
+  _globals['_SESSION']._serialized_end=735
+  _globals['_DELETESESSIONRESPONSE']._serialized_start=737
+  _globals['_DELETESESSIONRESPONSE']._serialized_end=797
+  _globals['_DELETEOWNERSESSIONSREQUEST']._serialized_start=799
+  _globals['_DELETEOWNERSESSIONSREQUEST']._serialized_end=884
+  _globals['_DELETEOWNERSESSIONSRESPONSE']._serialized_start=886
+  _globals['_DELETEOWNERSESSIONSRESPONSE']._serialized_end=961
+  _globals['_GERISERVICE']._serialized_start=964
+  _globals['_GERISERVICE']._serialized_end=1400
 # @@protoc_insertion_point(module_scope)

@@ -50,6 +50,21 @@ class GeriServiceStub:
                 request_serializer=wolf_dot_v1_dot_geri__pb2.ListModelsRequest.SerializeToString,
                 response_deserializer=wolf_dot_v1_dot_geri__pb2.ListModelsResponse.FromString,
                 _registered_method=True)
+        self.GetSession = channel.unary_unary(
+                '/wolf.v1.GeriService/GetSession',
+                request_serializer=wolf_dot_v1_dot_geri__pb2.SessionRequest.SerializeToString,
+                response_deserializer=wolf_dot_v1_dot_geri__pb2.Session.FromString,
+                _registered_method=True)
+        self.DeleteSession = channel.unary_unary(
+                '/wolf.v1.GeriService/DeleteSession',
+                request_serializer=wolf_dot_v1_dot_geri__pb2.SessionRequest.SerializeToString,
+                response_deserializer=wolf_dot_v1_dot_geri__pb2.DeleteSessionResponse.FromString,
+                _registered_method=True)
+        self.DeleteOwnerSessions = channel.unary_unary(
+                '/wolf.v1.GeriService/DeleteOwnerSessions',
+                request_serializer=wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsRequest.SerializeToString,
+                response_deserializer=wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsResponse.FromString,
+                _registered_method=True)
 
 
 class GeriServiceServicer:
@@ -70,7 +85,28 @@ class GeriServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListModels(self, request, context):
-        """Models the configured backend can serve.
+        """Models the configured backends can serve, in fallback order, with each backend's state.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSession(self, request, context):
+        """A conversation's stored history (request metadata.session_id of Generate).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSession(self, request, context):
+        """Forget one conversation.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteOwnerSessions(self, request, context):
+        """GDPR: forget every conversation of a data owner in a tenant.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -93,6 +129,21 @@ def add_GeriServiceServicer_to_server(servicer, server):
                     servicer.ListModels,
                     request_deserializer=wolf_dot_v1_dot_geri__pb2.ListModelsRequest.FromString,
                     response_serializer=wolf_dot_v1_dot_geri__pb2.ListModelsResponse.SerializeToString,
+            ),
+            'GetSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSession,
+                    request_deserializer=wolf_dot_v1_dot_geri__pb2.SessionRequest.FromString,
+                    response_serializer=wolf_dot_v1_dot_geri__pb2.Session.SerializeToString,
+            ),
+            'DeleteSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSession,
+                    request_deserializer=wolf_dot_v1_dot_geri__pb2.SessionRequest.FromString,
+                    response_serializer=wolf_dot_v1_dot_geri__pb2.DeleteSessionResponse.SerializeToString,
+            ),
+            'DeleteOwnerSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteOwnerSessions,
+                    request_deserializer=wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsRequest.FromString,
+                    response_serializer=wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -176,6 +227,87 @@ class GeriService:
             '/wolf.v1.GeriService/ListModels',
             wolf_dot_v1_dot_geri__pb2.ListModelsRequest.SerializeToString,
             wolf_dot_v1_dot_geri__pb2.ListModelsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wolf.v1.GeriService/GetSession',
+            wolf_dot_v1_dot_geri__pb2.SessionRequest.SerializeToString,
+            wolf_dot_v1_dot_geri__pb2.Session.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wolf.v1.GeriService/DeleteSession',
+            wolf_dot_v1_dot_geri__pb2.SessionRequest.SerializeToString,
+            wolf_dot_v1_dot_geri__pb2.DeleteSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteOwnerSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wolf.v1.GeriService/DeleteOwnerSessions',
+            wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsRequest.SerializeToString,
+            wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,107 @@
+"""Sessions in one SQLite file, so replicas behind one address share conversations (on a shared volume).
+
+SQLite's own locking serialises writers across processes; ``busy_timeout`` makes a writer wait for
+another instead of failing. ``secure_delete`` overwrites deleted rows with zeros, and the WAL is
+checkpointed and truncated after every delete, so an erased conversation does not stay readable in
+the file. Suitable for replicas on one host or a local volume; not for a network filesystem whose
+locks SQLite cannot trust (docs/operations.md, Sessions).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from geri.sessions.store import SessionRecord, Turn, extended
+from geri.settings import SessionSettings
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    tenant TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    owner_id TEXT NOT NULL,
+    turns TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    PRIMARY KEY (tenant, session_id)
+);
+CREATE INDEX IF NOT EXISTS sessions_owner ON sessions (tenant, owner_id);
+CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated_at);
+"""
+
+
+class SqliteSessionStore:
+    """One connection per store, used under a lock (SQLite serialises writes anyway)."""
+
+    def __init__(self, path: Path, settings: SessionSettings, clock: Callable[[], float] = time.time) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._settings = settings
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), timeout=10.0, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA secure_delete=ON")
+        self._db.execute("PRAGMA busy_timeout=10000")
+        self._db.executescript(_SCHEMA)
+
+    def _row(self, tenant: str, session_id: str) -> SessionRecord | None:
+        row = self._db.execute(
+            "SELECT owner_id, turns, updated_at, expires_at FROM sessions WHERE tenant=? AND session_id=?",
+            (tenant, session_id),
+        ).fetchone()
+        if row is None or row[3] <= self._clock():
+            return None
+        turns = tuple(Turn.from_json(t) for t in json.loads(row[1]))
+        return SessionRecord(tenant, session_id, row[0], turns, row[2], row[3])
+
+    def get(self, tenant: str, session_id: str) -> SessionRecord | None:
+        with self._lock:
+            return self._row(tenant, session_id)
+
+    def append(self, tenant: str, session_id: str, owner_id: str, turns: Sequence[Turn]) -> SessionRecord:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")  # read-modify-write, safe against another replica
+            try:
+                new = extended(self._row(tenant, session_id), tenant, session_id, owner_id, turns,
+                               self._settings, self._clock())
+                self._db.execute(
+                    "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
+                    (tenant, session_id, new.owner_id, json.dumps([t.to_json() for t in new.turns]),
+                     new.updated_at, new.expires_at),
+                )
+                self._evict()
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            return new
+
+    def _evict(self) -> None:
+        """Drop expired sessions and the least recently used beyond ``max_sessions``."""
+        self._db.execute("DELETE FROM sessions WHERE expires_at <= ?", (self._clock(),))
+        self._db.execute(
+            "DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions ORDER BY updated_at DESC "
+            "LIMIT -1 OFFSET ?)", (self._settings.max_sessions,),
+        )
+
+    def _erase(self, where: str, args: tuple[str, ...]) -> int:
+        with self._lock:
+            deleted = self._db.execute(f"DELETE FROM sessions WHERE {where}", args).rowcount
+            # Deleted rows are zeroed in the main file (secure_delete); their old pages can still sit in
+            # the WAL until a checkpoint copies the zeroed pages back and truncates it.
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return int(deleted)
+
+    def delete(self, tenant: str, session_id: str) -> bool:
+        return self._erase("tenant=? AND session_id=?", (tenant, session_id)) > 0
+
+    def delete_owner(self, tenant: str, owner_id: str) -> int:
+        return self._erase("tenant=? AND owner_id=?", (tenant, owner_id))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
