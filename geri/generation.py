@@ -28,7 +28,7 @@ from geri.sessions import SessionStore, Turn
 from geri.sessions.store import check_owner
 from geri.settings import GeriSettings
 from geri.validation import ValidatedRequest, validate_request
-from wolf_service.errors import ServiceError, Unavailable
+from wolf_service.errors import Unavailable
 
 log = logging.getLogger("geri.generation")
 
@@ -147,9 +147,9 @@ class GenerationPipeline:
         if len(failures) == 1 and failures[0][1] is not None:
             return failures[0][1]
         detail = "; ".join(text for text, _ in failures)
-        kinds = {type(exc) for _, exc in failures}
-        kind = kinds.pop() if len(kinds) == 1 and None not in kinds else Unavailable
-        assert kind is not None and issubclass(kind, ServiceError)
+        kinds = {type(exc) for _, exc in failures if exc is not None}
+        skipped = any(exc is None for _, exc in failures)  # breaker open: not even tried
+        kind = kinds.pop() if len(kinds) == 1 and not skipped else Unavailable
         return kind(f"no backend could answer: {detail}")
 
     def _response(self, req: ValidatedRequest, route: Route, result: AttemptResult, fitted: FittedPrompt,

@@ -67,6 +67,16 @@ AUDITED: dict[str, AuditedRpc] = {
         lambda r: {"sessions": r.sessions_deleted}),
 }
 
+# The API-key scope each RPC needs (wolf_service.auth); an RPC missing here needs "admin".
+SCOPES: dict[str, str] = {
+    "GeriService/Generate": "read",
+    "GeriService/GenerateStream": "read",
+    "GeriService/ListModels": "read",
+    "GeriService/GetSession": "read",
+    "GeriService/DeleteSession": "delete",
+    "GeriService/DeleteOwnerSessions": "delete",
+}
+
 _STATES = {"closed": 0.0, "half_open": 1.0, "open": 2.0}
 
 

@@ -22,7 +22,7 @@ log = logging.getLogger("geri.server")
 
 
 def build_server(
-    settings: GeriSettings, backend: Backend | None = None, *,
+    settings: GeriSettings, backend: Backend | None = None, *, router: Router | None = None,
     reload_from: SettingsSource | None = None, sighup: bool = False,
 ) -> ServerHandle:
     """Create, bind and start Geri; return the handle (``handle.port`` is the bound port).
@@ -33,13 +33,15 @@ def build_server(
             model list (``settings.routes()``) and prepares them (loads weights / checks servers).
             The caller keeps ownership of a backend it passes in and closes it after ``stop``;
             Geri's own backends close with the server.
+        router: A ready model list instead (its backends close with the server).
     """
-    router = Router.from_settings(settings, backend)
+    router = router or Router.from_settings(settings, backend)
     router.prepare()
     sessions = make_store(settings.sessions)
     servicer = GeriServicer(settings, router, sessions)
     # Metrics, access log, API keys, TLS and the generation audit follow settings (docs/operations.md).
-    ops = ServiceOps("geri", settings, audited=operations.AUDITED, default_tenant="default")
+    ops = ServiceOps("geri", settings, audited=operations.AUDITED, default_tenant="default",
+                     scopes=operations.SCOPES)
 
     def register(server: grpc.Server) -> None:
         geri_pb2_grpc.add_GeriServiceServicer_to_server(servicer, server)

@@ -1,22 +1,32 @@
-"""Benchmark: what Geri's gRPC streaming adds on top of its LLM backend.
+"""Benchmark: what Geri adds on top of its LLM backend, per backend kind; and constrained decoding's cost.
 
-Runs the same prompt (with a RAG context) through ``GeriService.GenerateStream`` on an
-in-process server and directly through the same backend object, alternating, greedy decoding,
-and prints the median time-to-first-token (TTFT) and decode speed of each plus Geri's overhead.
-Goal: Geri adds <= 5 %. Figures on a shared CPU box are noisy; use several rounds.
+For each backend the same prompt (with a RAG context, as Geri builds it) goes alternately through
+``GeriService.GenerateStream`` on an in-process server and *directly* to the model: the embedded model
+object itself, or the Ollama-protocol / OpenAI-compatible server through its official client. Greedy
+decoding; median and best time-to-first-token (TTFT) and decode speed; Geri's overhead on the best runs
+(the runs least disturbed by other load). Goal: Geri adds <= 5 %.
 
-    .venv/bin/python scripts/bench_geri.py [--rounds 5] [--max-tokens 64]
-    .venv/bin/python scripts/bench_geri.py --backend ollama --ollama-host http://127.0.0.1:11434 --model llama3.2
+``--start-servers`` starts this box's real servers: ``transformers serve`` (OpenAI-compatible) with the
+packaged SmolLM2, and ollama-proxy-plus (Ollama protocol) in front of it. ``--constrained`` measures
+SmolLM2's speed with no constraint and with llguidance (and xgrammar, when installed) on a JSON schema.
+
+    .venv/bin/python scripts/bench_geri.py --backends embedded,ollama,openai --start-servers --rounds 5
+    .venv/bin/python scripts/bench_geri.py --backends ollama --ollama-host http://127.0.0.1:11434 --model llama3.2
+    .venv/bin/python scripts/bench_geri.py --constrained
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,10 +37,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import grpc  # noqa: E402
 from wolf.v1 import common_pb2, geri_pb2_grpc  # noqa: E402
 
-from geri.backends import Backend, Completion, Delta, GenerationParams, create_backend  # noqa: E402
+from geri.backends import Backend, ChatMessage, Completion, Delta, GenerationParams, create_backend  # noqa: E402
 from geri.prompting import ContextDocument, fit_to_window  # noqa: E402
 from geri.server import build_server  # noqa: E402
-from geri.settings import GeriSettings  # noqa: E402
+from geri.settings import GeriSettings, ModelRoute  # noqa: E402
 
 QUESTION = "Which TCP port does the Geri service listen on, and what does Geri do?"
 DOCS = [
@@ -55,120 +65,241 @@ class Sample:
         return (self.tokens - 1) / decode if self.tokens > 1 and decode > 0 else 0.0
 
 
-def direct(backend: Backend, settings: GeriSettings, max_tokens: int) -> Sample:
-    """Generate by calling the backend directly with the prompt Geri would build."""
-    started = time.perf_counter()
+def prompt_messages(backend: Backend, settings: GeriSettings, max_tokens: int) -> list[ChatMessage]:
+    """The messages Geri builds for QUESTION and DOCS, so both sides send the same prompt."""
     model = backend.resolve_model("")
-    fitted = fit_to_window(
-        system_prompt=settings.system_prompt, question=QUESTION, documents=DOCS, language="",
-        window=backend.context_window(model), max_tokens=max_tokens,
-        count_tokens=lambda m: backend.count_tokens(m, model),
-    )
-    first = 0.0
-    tokens = 0
-    for event in backend.generate(fitted.messages, GenerationParams(max_tokens, 0.0), model, threading.Event()):
-        if isinstance(event, Delta) and event.text and not first:
+    return fit_to_window(system_prompt=settings.system_prompt, question=QUESTION, documents=DOCS, language="",
+                         window=backend.context_window(model), max_tokens=max_tokens,
+                         count_tokens=lambda m: backend.count_tokens(m, model)).messages
+
+
+def timed(stream: Iterator[tuple[bool, int]]) -> Sample:
+    """Time a stream of (is_text, tokens_so_far) events."""
+    started = time.perf_counter()
+    first, tokens = 0.0, 0
+    for is_text, count in stream:
+        if is_text and not first:
             first = time.perf_counter() - started
-        if isinstance(event, Completion):
-            tokens = event.completion_tokens
+        tokens = max(tokens, count)
     return Sample(first, time.perf_counter() - started, tokens)
 
 
-def through_geri(stub: geri_pb2_grpc.GeriServiceStub, max_tokens: int) -> Sample:
-    """Generate through Geri's gRPC stream."""
+def direct_embedded(backend: Backend, messages: list[ChatMessage], max_tokens: int) -> Iterator[tuple[bool, int]]:
+    model = backend.resolve_model("")
+    for event in backend.generate(messages, GenerationParams(max_tokens, 0.0), model, threading.Event()):
+        if isinstance(event, Delta):
+            yield bool(event.text), 0
+        elif isinstance(event, Completion):
+            yield False, event.completion_tokens
+
+
+def direct_ollama(host: str, model: str, messages: list[ChatMessage], max_tokens: int) -> Iterator[tuple[bool, int]]:
+    import ollama
+
+    client = ollama.Client(host=host)
+    chunks = 0
+    for part in client.chat(model=model, messages=[{"role": m.role, "content": m.content} for m in messages],
+                            options={"num_predict": max_tokens, "temperature": 0.0}, stream=True):
+        chunks += bool(part.message.content)
+        yield bool(part.message.content), int(part.eval_count or 0) if part.done else chunks
+
+
+def direct_openai(base_url: str, model: str, messages: list[ChatMessage], max_tokens: int
+                  ) -> Iterator[tuple[bool, int]]:
+    import openai
+
+    client = openai.OpenAI(base_url=base_url, api_key="EMPTY", max_retries=0)
+    chunks = 0
+    for chunk in client.chat.completions.create(
+            model=model, messages=[{"role": m.role, "content": m.content} for m in messages],  # type: ignore[misc]
+            max_tokens=max_tokens, temperature=0.0, stream=True, stream_options={"include_usage": True}):
+        text = chunk.choices[0].delta.content if chunk.choices else ""
+        chunks += bool(text)
+        yield bool(text), int(chunk.usage.completion_tokens) if chunk.usage else chunks
+
+
+def through_geri(stub: geri_pb2_grpc.GeriServiceStub, max_tokens: int) -> Iterator[tuple[bool, int]]:
     request = common_pb2.WolfRequest(
-        request_id="bench",
-        model_type=common_pb2.LLM,
-        prompt=QUESTION,
-        context=common_pb2.RAGContext(
-            documents=[
-                common_pb2.RetrievedDocument(document_id=d.document_id, content=d.content,
-                                             relevance_score=d.score, source=d.source)
-                for d in DOCS
-            ]
-        ),
+        request_id="bench", model_type=common_pb2.LLM, prompt=QUESTION,
+        context=common_pb2.RAGContext(documents=[
+            common_pb2.RetrievedDocument(document_id=d.document_id, content=d.content, relevance_score=d.score,
+                                         source=d.source) for d in DOCS]),
         metadata=common_pb2.RequestMetadata(max_tokens=max_tokens, temperature=0.0),
     )
-    started = time.perf_counter()
-    first = 0.0
-    tokens = 0
     for event in stub.GenerateStream(request, timeout=600):
         kind = event.WhichOneof("event")
-        if kind == "text_delta" and not first:
-            first = time.perf_counter() - started
-        elif kind == "final":
-            tokens = event.final.llm_response.completion_tokens
-    return Sample(first, time.perf_counter() - started, tokens)
+        yield kind == "text_delta", event.final.llm_response.completion_tokens if kind == "final" else 0
 
 
 def _report(name: str, samples: list[Sample]) -> tuple[float, float]:
-    """Print median and best figures; the best run is least disturbed by other load on the box."""
     ttft = statistics.median(s.ttft_s for s in samples) * 1000
     speed = statistics.median(s.tokens_per_s for s in samples)
-    best_ttft = min(s.ttft_s for s in samples) * 1000
-    best_speed = max(s.tokens_per_s for s in samples)
-    tokens = statistics.median(s.tokens for s in samples)
-    print(
-        f"  {name:<14} TTFT median {ttft:7.1f} ms (best {best_ttft:7.1f})   "
-        f"decode median {speed:6.2f} tok/s (best {best_speed:6.2f})   {tokens:.0f} tokens"
-    )
+    best_ttft, best_speed = min(s.ttft_s for s in samples) * 1000, max(s.tokens_per_s for s in samples)
+    print(f"  {name:<14} TTFT median {ttft:7.1f} ms (best {best_ttft:7.1f})   decode median {speed:6.2f} tok/s "
+          f"(best {best_speed:6.2f})   {statistics.median(s.tokens for s in samples):.0f} tokens")
     return best_ttft, best_speed
 
 
-def main() -> None:
-    """Run the benchmark and print the figures."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backend", choices=["embedded", "ollama"], default="embedded")
-    parser.add_argument("--ollama-host", default="http://127.0.0.1:11434")
-    parser.add_argument("--model", default="", help="Ollama model (default: GERI_OLLAMA_MODEL's default)")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--max-tokens", type=int, default=64)
-    args = parser.parse_args()
-
-    overrides: dict[str, object] = {"host": "127.0.0.1", "port": 0, "backend": args.backend}
-    if args.backend == "ollama":
-        overrides["ollama_host"] = args.ollama_host
-        if args.model:
-            overrides["ollama_model"] = args.model
-    settings = GeriSettings(**overrides)  # type: ignore[arg-type]
+def compare(label: str, settings: GeriSettings, direct: Callable[[list[ChatMessage], int], Iterator[tuple[bool, int]]],
+            rounds: int, max_tokens: int) -> tuple[str, float, float]:
+    """Alternate direct and through-Geri runs; print the figures; return (label, TTFT %, decode %)."""
     backend = create_backend(settings)
     backend.prepare()
+    messages = prompt_messages(backend, settings, max_tokens)
     handle = build_server(settings, backend)
+    plain: list[Sample] = []
+    served: list[Sample] = []
     try:
         with grpc.insecure_channel(handle.address) as channel:
             stub = geri_pb2_grpc.GeriServiceStub(channel)
-            direct(backend, settings, 8)  # warm-up: first-call costs are not what is measured
-            through_geri(stub, 8)
-            plain: list[Sample] = []
-            served: list[Sample] = []
-            for round_no in range(args.rounds):
+            timed(direct(messages, 8))  # warm-up: first-call costs are not what is measured
+            timed(through_geri(stub, 8))
+            for round_no in range(rounds):
                 # Alternate the order so drift in machine load hits both sides alike.
-                if round_no % 2:
-                    served.append(through_geri(stub, args.max_tokens))
-                    plain.append(direct(backend, settings, args.max_tokens))
-                else:
-                    plain.append(direct(backend, settings, args.max_tokens))
-                    served.append(through_geri(stub, args.max_tokens))
-                print(
-                    f"round {round_no + 1}: direct {plain[-1].ttft_s * 1000:.0f} ms / "
-                    f"{plain[-1].tokens_per_s:.2f} tok/s, Geri {served[-1].ttft_s * 1000:.0f} ms / "
-                    f"{served[-1].tokens_per_s:.2f} tok/s",
-                    flush=True,
-                )
+                pair = [lambda: plain.append(timed(direct(messages, max_tokens))),
+                        lambda: served.append(timed(through_geri(stub, max_tokens)))]
+                for run in pair[:: -1 if round_no % 2 else 1]:
+                    run()
+                print(f"  [{label}] round {round_no + 1}: direct {plain[-1].ttft_s * 1000:.0f} ms / "
+                      f"{plain[-1].tokens_per_s:.2f} tok/s, Geri {served[-1].ttft_s * 1000:.0f} ms / "
+                      f"{served[-1].tokens_per_s:.2f} tok/s", flush=True)
     finally:
         handle.stop(5)
         backend.close()
-
-    print(f"Geri bench: backend={backend.kind} model={backend.default_model} rounds={args.rounds} "
-          f"max_tokens={args.max_tokens} (greedy), cpu_count={os.cpu_count()}")
+    print(f"{label}: model={backend.default_model} rounds={rounds} max_tokens={max_tokens} (greedy)")
     d_ttft, d_speed = _report("direct", plain)
     g_ttft, g_speed = _report("through Geri", served)
-    ttft_overhead = (g_ttft - d_ttft) / d_ttft * 100 if d_ttft else 0.0
-    speed_overhead = (d_speed - g_speed) / d_speed * 100 if d_speed else 0.0
-    print(
-        f"  Geri overhead (best runs): TTFT {ttft_overhead:+.1f} %, decode speed {speed_overhead:+.1f} % "
-        "(goal <= 5 %)"
-    )
+    return label, (g_ttft - d_ttft) / d_ttft * 100, (d_speed - g_speed) / d_speed * 100
+
+
+@contextlib.contextmanager
+def real_servers() -> Iterator[tuple[str, str, str]]:
+    """transformers serve + ollama-proxy-plus on free ports: (OpenAI base URL, Ollama host, model)."""
+    from tests.geri.fixtures import (HF_DIR_NAME, OLLAMA_MODEL, VENV_BIN, _stop, _wait_http,  # noqa: I001
+                                     export_hf_checkpoint, free_port, start_ollama_proxy)
+    import subprocess
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-geri-"))
+    checkpoint = export_hf_checkpoint(Path(tempfile.gettempdir()) / "wolfpack-geri-hf" / HF_DIR_NAME)
+    port, proxy_port = free_port(), free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(workdir)}
+    serve = subprocess.Popen([str(VENV_BIN / "transformers"), "serve", "--host", "127.0.0.1", "--port", str(port),
+                              "--device", "cpu", HF_DIR_NAME], cwd=checkpoint.parent, env=env,
+                             stdout=(workdir / "serve.log").open("wb"), stderr=subprocess.STDOUT)
+    proxy = None
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/health", serve, 180, workdir / "serve.log")
+        proxy = start_ollama_proxy(f"http://127.0.0.1:{port}/v1", proxy_port, workdir / "proxy.log")
+        yield f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{proxy_port}", OLLAMA_MODEL
+    finally:
+        if proxy is not None:
+            _stop(proxy)
+        _stop(serve)
+
+
+def bench_constrained(max_tokens: int) -> None:
+    """Unconstrained vs schema-constrained decoding of the embedded model, same prompt."""
+    import torch
+    from transformers import LogitsProcessorList
+
+    from geri.backends.constrained import JsonSchemaConstraint
+    from geri.backends.embedded import default_model_path
+    from geri.backends.loaded_model import load_model
+
+    loaded = load_model(default_model_path())
+    cited = {"type": "array", "maxItems": 3, "items": {"enum": [d.document_id for d in DOCS]}}
+    schema = {"type": "object", "additionalProperties": False, "required": ["answer", "citations", "confidence"],
+              "properties": {"answer": {"type": "string", "maxLength": 80}, "citations": cited,
+                             "confidence": {"type": "number", "minimum": 0, "maximum": 1}}}
+    settings = GeriSettings()
+    messages = fit_to_window(system_prompt=settings.system_prompt, question=QUESTION, documents=DOCS, language="",
+                             window=2048, max_tokens=max_tokens, count_tokens=lambda m: len(loaded.encode_chat(m))
+                             ).messages
+    ids = torch.tensor([loaded.encode_chat(messages)])
+    makers: dict[str, Callable[[], list[object]]] = {
+        "none": lambda: [], "llguidance": lambda: [JsonSchemaConstraint(loaded.grammar_tokenizer(), schema)]}
+    with contextlib.suppress(ImportError):
+        import xgrammar  # optional: not a dependency
+
+        def xgr() -> list[object]:
+            info = xgrammar.TokenizerInfo.from_huggingface(loaded.tokenizer, vocab_size=loaded.model.config.vocab_size)
+            from xgrammar.contrib.hf import LogitsProcessor
+
+            return [LogitsProcessor(xgrammar.GrammarCompiler(info).compile_json_schema(json.dumps(schema)))]
+        makers["xgrammar"] = xgr
+    loaded.grammar_tokenizer()  # built once per model, not per request
+    print(f"constrained decoding: SmolLM2-135M, greedy, up to {max_tokens} tokens, best of 3")
+    for name, make in makers.items():
+        best: tuple[float, float, int, str] | None = None
+        for _ in range(3):
+            t0 = time.perf_counter()
+            processors = LogitsProcessorList(make())  # type: ignore[arg-type]
+            t1 = time.perf_counter()
+            out = loaded.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_tokens,
+                                        do_sample=False, logits_processor=processors,
+                                        pad_token_id=loaded.tokenizer.eos_token_id)
+            t2 = time.perf_counter()
+            n = int(out.shape[1] - ids.shape[1])
+            text = loaded.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+            if best is None or t2 - t1 < best[1]:
+                best = (t1 - t0, t2 - t1, n, text)
+        assert best is not None
+        setup, total, n, text = best
+        try:
+            import jsonschema
+
+            jsonschema.validate(json.loads(text), schema)
+            valid = "valid"
+        except Exception:
+            valid = "not valid"
+        print(f"  {name:<11} setup {setup * 1000:6.0f} ms  {n:3d} tokens  {n / total:5.1f} tok/s  {valid}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backends", default="embedded", help="comma list of embedded, ollama, openai")
+    parser.add_argument("--start-servers", action="store_true", help="start transformers serve + ollama-proxy")
+    parser.add_argument("--ollama-host", default="http://127.0.0.1:11434")
+    parser.add_argument("--openai-base-url", default="http://127.0.0.1:8000/v1")
+    parser.add_argument("--model", default="", help="model of the ollama/openai backends")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--constrained", action="store_true", help="only the constrained-decoding comparison")
+    args = parser.parse_args()
+    print(f"cpu_count={os.cpu_count()} load={os.getloadavg()[0]:.2f}")
+    if args.constrained:
+        bench_constrained(args.max_tokens)
+        return
+    with real_servers() if args.start_servers else contextlib.nullcontext(
+            (args.openai_base_url, args.ollama_host, args.model)) as (openai_url, ollama_host, model):
+        results = []
+        base = {"host": "127.0.0.1", "port": 0}
+        for kind in args.backends.split(","):
+            ollama_model = model or "llama3.2"
+            if kind == "embedded":
+                settings = GeriSettings(**base, backend="embedded")  # type: ignore[arg-type]
+                embedded = create_backend(settings)
+                embedded.prepare()
+                results.append(compare("embedded", settings,
+                                       lambda m, n, b=embedded: direct_embedded(b, m, n), args.rounds, args.max_tokens))
+                embedded.close()
+            elif kind == "ollama":
+                settings = GeriSettings(**base, backend="ollama", ollama_host=ollama_host,  # type: ignore[arg-type]
+                                        ollama_model=ollama_model)
+                results.append(compare("ollama-protocol", settings,
+                                       lambda m, n, om=ollama_model: direct_ollama(ollama_host, om, m, n),
+                                       args.rounds, args.max_tokens))
+            elif kind == "openai":
+                served = model.split("/")[-1] or "smollm2"
+                route = ModelRoute(name="bench", backend="openai", model=served, base_url=openai_url)
+                settings = GeriSettings(**base, models=[route])  # type: ignore[arg-type]
+                results.append(compare("openai-compatible", settings,
+                                       lambda m, n, sm=served: direct_openai(openai_url, sm, m, n),
+                                       args.rounds, args.max_tokens))
+    print("\n| backend | TTFT overhead | decode-speed overhead |\n|---|---|---|")
+    for label, ttft, speed in results:
+        print(f"| {label} | {ttft:+.1f} % | {speed:+.1f} % |")
+    print("(best runs; goal <= 5 %; negative = Geri was faster, i.e. within noise)")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,11 @@ belongs to exactly one tenant, and the interceptor enforces it on every request 
 has a ``tenant_id`` field: empty → filled with the key's tenant; another tenant →
 PERMISSION_DENIED. Health checks and reflection stay open so probes and grpcurl work.
 Auth is on as soon as at least one key is configured, off otherwise (local demo).
+
+Scopes: a key may list the scopes it holds (``read``, ``write``, ``delete``, ``admin``); each service
+says which scope each of its RPCs needs (an RPC it does not list needs ``admin``: fail closed). ``admin``
+includes every other scope. A key without a ``scopes`` list holds every scope, as keys did before
+scopes existed.
 """
 
 from __future__ import annotations
@@ -15,17 +20,18 @@ import hashlib
 import hmac
 import re
 import sys
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Literal
 
 import grpc
 from pydantic import BaseModel, Field, field_validator
 
 from wolf_service.tls import TlsSettings
-from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, is_infrastructure
+from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, is_infrastructure, rpc_name
 
 AUTH_HEADER = "authorization"
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+Scope = Literal["read", "write", "delete", "admin"]
 
 
 class ApiKey(BaseModel):
@@ -34,6 +40,13 @@ class ApiKey(BaseModel):
     name: str = Field(..., min_length=1, max_length=128, description="Shown in logs and audit, e.g. 'acme-ci'.")
     tenant: str = Field(..., pattern=r"^[A-Za-z0-9_.\-@]{1,128}$")
     sha256: str = Field(..., description="hex SHA-256 of the key: `python -m wolf_service.auth < keyfile`.")
+    scopes: list[Scope] | None = Field(
+        default=None, description="What the key may do; None (unset) = every scope, as before scopes existed."
+    )
+
+    def holds(self, scope: str) -> bool:
+        """Whether the key may act with ``scope`` (``admin`` holds them all)."""
+        return self.scopes is None or scope in self.scopes or "admin" in self.scopes
 
     @field_validator("sha256")
     @classmethod
@@ -84,10 +97,13 @@ class ApiKeyInterceptor(WrappingInterceptor):
     Args:
         keys: Returns the configured keys; read on every call so a settings reload
             (key rotation) takes effect without a restart.
+        scopes: The scope each RPC needs (``"FrekiService/DeleteDocument": "delete"``); an RPC not
+            listed needs ``admin``.
     """
 
-    def __init__(self, keys: Callable[[], list[ApiKey]]) -> None:
+    def __init__(self, keys: Callable[[], list[ApiKey]], scopes: Mapping[str, str] | None = None) -> None:
         self._keys = keys
+        self._scopes = dict(scopes or {})
 
     def applies_to(self, method: str) -> bool:
         return not is_infrastructure(method)
@@ -108,7 +124,7 @@ class ApiKeyInterceptor(WrappingInterceptor):
                 found = key
         return found
 
-    def _authorize(self, request: Any, context: grpc.ServicerContext) -> None:
+    def _authorize(self, method: str, request: Any, context: grpc.ServicerContext) -> None:
         keys = self._keys()
         if not keys:
             return
@@ -127,6 +143,13 @@ class ApiKeyInterceptor(WrappingInterceptor):
         if key is None:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "invalid API key: it matches no configured key")
         assert key is not None  # abort() raised otherwise
+        needed = self._scopes.get(rpc_name(method), "admin")
+        if not key.holds(needed):
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"API key {key.name!r} lacks scope {needed!r}, which {rpc_name(method)} needs "
+                f"(it holds: {', '.join(key.scopes or []) or 'none'})",
+            )
         if not hasattr(request, "tenant_id"):
             return  # e.g. ListModels: no tenant-scoped data
         asked = str(request.tenant_id or "")
@@ -140,13 +163,13 @@ class ApiKeyInterceptor(WrappingInterceptor):
             )
 
     def unary(self, method: str, request: Any, context: grpc.ServicerContext, call: UnaryCall) -> Any:
-        self._authorize(request, context)
+        self._authorize(method, request, context)
         return call(request, context)
 
     def stream(
         self, method: str, request: Any, context: grpc.ServicerContext, call: StreamCall
     ) -> Iterator[Any]:
-        self._authorize(request, context)
+        self._authorize(method, request, context)
         yield from call(request, context)
 
 

@@ -50,19 +50,20 @@ class ServiceOps:
         settings: The live settings object; must have ``metrics``, ``log``, ``security``,
             ``audit_log`` and ``reload`` fields.
         audited: RPCs written to the audit log.
+        scopes: The API-key scope each RPC needs (unlisted RPCs need ``admin``).
         default_tenant: What an empty ``tenant_id`` means, for logs and audit.
         audit_path: The audit file; defaults to ``settings.audit_log`` (None = no audit).
     """
 
     def __init__(
         self, service: str, settings: Any, *, audited: Mapping[str, AuditedRpc] | None = None,
-        default_tenant: str = "", audit_path: Path | None = None,
+        default_tenant: str = "", audit_path: Path | None = None, scopes: Mapping[str, str] | None = None,
     ) -> None:
         self.service = service
         self.settings = settings
         self.metrics = ServiceMetrics(service)
         # The lambda reads the live settings, so rotated keys apply on reload without a restart.
-        self.auth = ApiKeyInterceptor(lambda: settings.security.api_keys)
+        self.auth = ApiKeyInterceptor(lambda: settings.security.api_keys, scopes)
         identify = self.auth.identify
         self.audit: AuditInterceptor | None = None
         audit_path = audit_path or settings.audit_log

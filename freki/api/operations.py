@@ -46,6 +46,20 @@ def _doc_target(request: Any) -> str:
     return f"document={request.document_id or request.source}"
 
 
+# The API-key scope each RPC needs (wolf_service.auth); an RPC missing here needs "admin".
+SCOPES: dict[str, str] = {
+    "FrekiService/IndexDocument": "write",
+    "FrekiService/RetrieveContext": "read",
+    "FrekiService/GetDocument": "read",
+    "FrekiService/ListDocuments": "read",
+    "FrekiService/GetIndexStatus": "read",
+    "FrekiService/DeleteDocument": "delete",
+    "FrekiService/DeleteOwnerData": "delete",
+    # Re-embeds a whole tenant; exports all of one owner's data: operator actions.
+    "FrekiService/FullReindex": "admin",
+    "FrekiService/ExportOwnerData": "admin",
+}
+
 AUDITED: dict[str, AuditedRpc] = {
     "FrekiService/IndexDocument": AuditedRpc(
         "freki.index_document", _doc_target,

@@ -39,6 +39,7 @@ def build_server(
     watcher = watcher or (Watcher(engine, settings) if settings.watch.folders else None)
     servicer = FrekiServicer(engine, settings, watcher=watcher)
     ops = ServiceOps("freki", settings, audited=operations.AUDITED, default_tenant=settings.default_tenant,
+                     scopes=operations.SCOPES,
                      audit_path=settings.audit_log or settings.data_dir / "audit.jsonl")
 
     def register(server: grpc.Server) -> None:

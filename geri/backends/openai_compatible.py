@@ -94,9 +94,13 @@ class OpenAICompatibleBackend:
                 for m in listing.data]
 
     def probe(self) -> None:
-        """``GET /models``: cheap, and fails the way generation would if the server is down."""
+        """``GET /models``: cheap, and fails the way generation would if the server is down. A server
+        without that endpoint (404/405/501) answered, so it is up."""
         try:
             self._client.models.list()
+        except openai.APIStatusError as exc:
+            if exc.status_code not in (404, 405, 501):
+                raise self._translate(exc, "") from exc
         except Exception as exc:
             raise self._translate(exc, "") from exc
 

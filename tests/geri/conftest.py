@@ -5,4 +5,5 @@ from tests.geri.fixtures import (  # noqa: F401
     geri_server,
     geri_stub,
     ollama_protocol_server,
+    openai_compatible_server,
 )

@@ -158,49 +158,65 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
+@dataclass(frozen=True)
+class OpenAICompatibleServer:
+    """``transformers serve`` (OpenAI-compatible) and the model id it serves."""
+
+    base_url: str
+    model: str
+
+
 @pytest.fixture(scope="session")
-def ollama_protocol_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OllamaProtocolServer]:
-    """ollama-proxy-plus on a free port in front of ``transformers serve`` running SmolLM2."""
+def openai_compatible_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenAICompatibleServer]:
+    """``transformers serve`` on a free port running SmolLM2 (de-quantized), an OpenAI-compatible server."""
     transformers_bin = VENV_BIN / "transformers"
-    proxy_bin = VENV_BIN / "ollama-proxy"
-    for binary in (transformers_bin, proxy_bin):
-        if not binary.exists():
-            pytest.skip(f"{binary.name} is not installed (pip install '.[dev]'): no Ollama-protocol server")
+    if not transformers_bin.exists():
+        pytest.skip("transformers is not installed with its CLI: no OpenAI-compatible server")
     checkpoint = export_hf_checkpoint(Path(tempfile.gettempdir()) / "wolfpack-geri-hf" / HF_DIR_NAME)
-    logs = tmp_path_factory.mktemp("ollama-protocol")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    backend_port, proxy_port = free_port(), free_port()
-    procs: list[subprocess.Popen[bytes]] = []
+    logs = tmp_path_factory.mktemp("openai-compatible")
+    # Its /v1/models scans the Hugging Face cache and answers 500 when that directory does not exist.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "HF_HUB_CACHE": str(tmp_path_factory.mktemp("hf-cache"))}
+    port = free_port()
+    log = logs / "transformers-serve.log"
+    proc = subprocess.Popen(
+        [str(transformers_bin), "serve", "--host", "127.0.0.1", "--port", str(port), "--device", "cpu", HF_DIR_NAME],
+        cwd=checkpoint.parent,  # the pinned model id is the relative directory name
+        env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+    )
     try:
-        backend_log = logs / "transformers-serve.log"
-        procs.append(
-            subprocess.Popen(
-                [str(transformers_bin), "serve", "--host", "127.0.0.1", "--port", str(backend_port),
-                 "--device", "cpu", HF_DIR_NAME],
-                cwd=checkpoint.parent,  # the pinned model id is the relative directory name
-                env=env,
-                stdout=backend_log.open("wb"),
-                stderr=subprocess.STDOUT,
-            )
-        )
-        _wait_http(f"http://127.0.0.1:{backend_port}/health", procs[0], 180, backend_log)
-        proxy_log = logs / "ollama-proxy.log"
-        proxy_env = {
-            **env,
-            "PROVIDERS_LOCAL_BASE_URL": f"http://127.0.0.1:{backend_port}/v1",
-            "PROVIDERS_LOCAL_API_KEY": "EMPTY",
-            "EXTRA_MODELS": OLLAMA_MODEL,
-        }
-        procs.append(
-            subprocess.Popen(
-                [str(proxy_bin), "serve", "--host", "127.0.0.1", "--port", str(proxy_port)],
-                env=proxy_env,
-                stdout=proxy_log.open("wb"),
-                stderr=subprocess.STDOUT,
-            )
-        )
-        _wait_http(f"http://127.0.0.1:{proxy_port}/", procs[1], 60, proxy_log)
-        yield OllamaProtocolServer(host=f"http://127.0.0.1:{proxy_port}", model=OLLAMA_MODEL)
+        _wait_http(f"http://127.0.0.1:{port}/health", proc, 180, log)
+        yield OpenAICompatibleServer(base_url=f"http://127.0.0.1:{port}/v1", model=HF_DIR_NAME)
     finally:
-        for proc in reversed(procs):
-            _stop(proc)
+        _stop(proc)
+
+
+def start_ollama_proxy(backend_base_url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """ollama-proxy-plus on ``port`` in front of an OpenAI-compatible server; wait until it answers."""
+    proxy_bin = VENV_BIN / "ollama-proxy"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PROVIDERS_LOCAL_BASE_URL": backend_base_url,
+           "PROVIDERS_LOCAL_API_KEY": "EMPTY", "EXTRA_MODELS": OLLAMA_MODEL}
+    proc = subprocess.Popen([str(proxy_bin), "serve", "--host", "127.0.0.1", "--port", str(port)],
+                            env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/", proc, 60, log)
+    except BaseException:
+        _stop(proc)
+        raise
+    return proc
+
+
+@pytest.fixture(scope="session")
+def ollama_protocol_server(
+    openai_compatible_server: OpenAICompatibleServer, tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[OllamaProtocolServer]:
+    """ollama-proxy-plus on a free port in front of ``transformers serve`` running SmolLM2."""
+    if not (VENV_BIN / "ollama-proxy").exists():
+        pytest.skip("ollama-proxy-plus is not installed (pip install '.[dev]'): no Ollama-protocol server")
+    port = free_port()
+    proc = start_ollama_proxy(openai_compatible_server.base_url, port,
+                              tmp_path_factory.mktemp("ollama-protocol") / "ollama-proxy.log")
+    try:
+        yield OllamaProtocolServer(host=f"http://127.0.0.1:{port}", model=OLLAMA_MODEL)
+    finally:
+        _stop(proc)

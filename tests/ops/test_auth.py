@@ -114,3 +114,53 @@ def test_hash_cli_reads_the_key_from_stdin() -> None:
     # Expected value from `printf s3cret | sha256sum`.
     assert out.stdout.strip() == hash_key("s3cret") == (
         "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0")
+
+
+def test_scopes_limit_what_a_key_may_do(start_freki) -> None:  # type: ignore[no-untyped-def]
+    keys = [{"name": "reader", "tenant": "acme", "sha256": hash_key("k-read"), "scopes": ["read"]},
+            {"name": "writer", "tenant": "acme", "sha256": hash_key("k-write"), "scopes": ["read", "write"]},
+            {"name": "ops", "tenant": "acme", "sha256": hash_key("k-admin"), "scopes": ["admin"]}]
+    handle = start_freki(security={"api_keys": keys})
+
+    def key(k: str) -> tuple[tuple[str, str]]:
+        return (("authorization", f"Bearer {k}"),)
+
+    with grpc.insecure_channel(handle.address) as channel:
+        stub = freki_stub(channel)
+        denied = expect(grpc.StatusCode.PERMISSION_DENIED, stub.IndexDocument,
+                        index_request("scoped", GERI_DOC), metadata=key("k-read"))
+        assert "'reader' lacks scope 'write'" in denied and "FrekiService/IndexDocument" in denied
+        stub.IndexDocument(index_request("scoped", GERI_DOC), metadata=key("k-write"))
+        assert stub.RetrieveContext(retrieve_request("Which port?"), metadata=key("k-read")).rag_context.documents
+        delete = freki_pb2.DeleteDocumentRequest(request_id="d1", document_id="scoped")
+        assert "lacks scope 'delete'" in expect(grpc.StatusCode.PERMISSION_DENIED, stub.DeleteDocument, delete,
+                                                metadata=key("k-write"))
+        export = freki_pb2.ExportOwnerDataRequest(request_id="e1", owner_id="someone")
+        assert "lacks scope 'admin'" in expect(grpc.StatusCode.PERMISSION_DENIED,
+                                               lambda: list(stub.ExportOwnerData(export, metadata=key("k-write"))))
+        stub.DeleteDocument(delete, metadata=key("k-admin"))  # admin holds every scope
+
+
+def test_every_rpc_has_a_declared_scope() -> None:
+    """An RPC missing from the table would silently need admin: each is listed on purpose."""
+    from wolf.v1 import freki_pb2 as freki_protos
+    from wolf.v1 import geri_pb2
+
+    from freki.api.operations import SCOPES as FREKI
+    from geri.operations import SCOPES as GERI
+
+    for module, table, service in ((freki_protos, FREKI, "FrekiService"), (geri_pb2, GERI, "GeriService")):
+        methods = {f"{service}/{m.name}" for m in module.DESCRIPTOR.services_by_name[service].methods}
+        assert methods == set(table), service
+        assert set(table.values()) <= {"read", "write", "delete", "admin"}
+
+
+def test_keys_without_scopes_keep_every_right_and_scopes_are_validated() -> None:
+    from pydantic import ValidationError
+
+    from wolf_service.auth import ApiKey
+
+    legacy = ApiKey(name="old", tenant="t", sha256=hash_key("x"))
+    assert all(legacy.holds(s) for s in ("read", "write", "delete", "admin"))
+    with pytest.raises(ValidationError, match="scopes"):
+        ApiKey(name="typo", tenant="t", sha256=hash_key("y"), scopes=["reed"])  # type: ignore[list-item]

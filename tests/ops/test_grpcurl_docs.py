@@ -38,6 +38,8 @@ EXPECTED = {
     "ListModels": '"default_model"',
     "Generate": '"llm_response"',
     "GenerateStream": '"final"',
+    "GetSession": '"role": "assistant"',
+    "DeleteOwnerSessions": '"sessions_deleted": 1',
 }
 
 
@@ -96,7 +98,10 @@ def test_geri_commands(embedded_backend) -> None:  # type: ignore[no-untyped-def
         for command in cmds:
             output = run(command, handle.port)
             if command.endswith("GeriService/Generate"):
-                assert json.loads(output)["llm_response"]["completion_tokens"] > 0
+                llm = json.loads(output)["llm_response"]
+                assert llm["completion_tokens"] > 0
+                if "json_schema" in command:  # the documented structured call returns validated JSON
+                    assert isinstance(json.loads(llm["json"])["port"], int)
 
 
 def test_secure_commands(start_freki, certs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
