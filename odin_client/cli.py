@@ -1,4 +1,4 @@
-"""The ``odin`` command line: ask, index, retrieve, status.
+"""The ``odin`` command line: ask, chat, index, retrieve, status, erase.
 
 Exit codes: 0 ok, 2 usage error or invalid argument, 3 a service is unavailable, 1 anything else.
 Errors go to stderr and name the failing service; ``--json`` prints machine-readable results on stdout.
@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from odin_client.chat import run_chat
 from odin_client.client import OdinClient
 from odin_client.documents import DocumentFile, discover
 from odin_client.errors import InvalidRequest, OdinError, ServiceUnavailable
@@ -60,14 +61,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="odin", description="Client for Wolfpack RAG (Freki + Geri).")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ask = sub.add_parser("ask", parents=[common, retrieval], help="answer a question from the index")
+    conversation = argparse.ArgumentParser(add_help=False)
+    conversation.add_argument("--session", default="", help="continue this conversation (Geri session id)")
+    conversation.add_argument("--owner", default="", help="data owner the conversation belongs to (GDPR)")
+    conversation.add_argument("--model", default="", help="Geri model (default: server's)")
+    conversation.add_argument("--max-tokens", type=int, help="maximum tokens to generate")
+
+    ask = sub.add_parser("ask", parents=[common, retrieval, conversation],
+                         help="answer a question from the index, citing the sources (or saying they do not)")
     ask.add_argument("question")
-    ask.add_argument("--stream", action="store_true", help="print the answer as it is generated")
+    ask.add_argument("--free", action="store_true",
+                     help="free-text answer without citations or abstention (the answer may be streamed)")
+    ask.add_argument("--stream", action="store_true", help="with --free: print the answer as it is generated")
     ask.add_argument("--allow-no-context", action="store_true",
-                     help="if Freki is unavailable, answer without context (and say so)")
-    ask.add_argument("--model", default="", help="Geri model (default: server's)")
-    ask.add_argument("--max-tokens", type=int, help="maximum tokens to generate")
-    ask.add_argument("--temperature", type=float, help="sampling temperature, 0 = greedy")
+                     help="with --free: if Freki is unavailable, answer without context (and say so)")
+    ask.add_argument("--temperature", type=float, help="with --free: sampling temperature, 0 = greedy")
+
+    sub.add_parser("chat", parents=[common, retrieval, conversation],
+                   help="an interactive conversation (follow-up questions understood)")
+
+    erase = sub.add_parser("erase", parents=[common], help="GDPR: erase a data owner's documents and conversations")
+    erase.add_argument("--owner", required=True, help="the data owner to erase")
 
     ret = sub.add_parser("retrieve", parents=[common, retrieval], help="show chunks retrieved for a query")
     ret.add_argument("query")
@@ -101,7 +115,7 @@ def _print_json(data: Any) -> None:
 
 def _ask(client: OdinClient, args: argparse.Namespace) -> int:
     # With --json the answer is still streamed from Geri (if asked) but only the final JSON is printed.
-    show_deltas = args.stream and not args.json
+    show_deltas = args.free and args.stream and not args.json
 
     def on_text(delta: str) -> None:
         if show_deltas:
@@ -111,7 +125,8 @@ def _ask(client: OdinClient, args: argparse.Namespace) -> int:
     answer = client.ask(
         args.question, top_k=args.top_k, filters=_pairs(args.filter, "--filter"), mode=args.mode,
         allow_no_context=args.allow_no_context, model=args.model, max_tokens=args.max_tokens,
-        temperature=args.temperature, on_text=on_text if args.stream else None,
+        temperature=args.temperature, on_text=on_text if args.stream else None, grounded=not args.free,
+        session_id=args.session, owner_id=args.owner,
     )
     if args.json:
         _print_json(answer.to_dict())
@@ -195,7 +210,25 @@ def _status(client: OdinClient, args: argparse.Namespace) -> int:
     return EXIT_ERROR if errors else EXIT_OK
 
 
-COMMANDS = {"ask": _ask, "retrieve": _retrieve, "index": _index, "status": _status}
+def _chat(client: OdinClient, args: argparse.Namespace) -> int:
+    options = {"top_k": args.top_k, "filters": _pairs(args.filter, "--filter"), "mode": args.mode,
+               "model": args.model, "max_tokens": args.max_tokens}
+    return run_chat(client, session_id=args.session, owner_id=args.owner, ask_options=options, read=input,
+                    out=sys.stdout, as_json=args.json)
+
+
+def _erase(client: OdinClient, args: argparse.Namespace) -> int:
+    erased = client.erase_owner(args.owner)
+    if args.json:
+        _print_json(erased.to_dict())
+    else:
+        print(f"erased owner {args.owner!r}: {erased.documents} document(s), {erased.chunks} chunk(s), "
+              f"{erased.sessions} conversation(s)")
+    return EXIT_OK
+
+
+COMMANDS = {"ask": _ask, "chat": _chat, "retrieve": _retrieve, "index": _index, "status": _status,
+            "erase": _erase}
 
 
 def exit_code_for(exc: OdinError) -> int:

@@ -12,108 +12,40 @@ Every call has a deadline (settings, overridable per call) that bounds all of it
 
 from __future__ import annotations
 
-import os
-import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc, geri_pb2, geri_pb2_grpc
+from wolf.v1 import common_pb2, freki_pb2, geri_pb2
 
 from odin_client import messages
-from odin_client.calls import CallRunner
-from odin_client.channels import ChannelPool, call_metadata
-from odin_client.documents import DocumentFile, discover
-from odin_client.errors import DeadlineExceeded, OdinError, ServiceUnavailable, StreamInterrupted
+from odin_client.answering.flow import AskOptions, Call, GenerateCall, RetrieveCall, answer_policy, drive, grounded_ask
+from odin_client.answering.free_text import free_text_ask
+from odin_client.document_calls import DocumentCalls
+from odin_client.errors import NotFound, StreamInterrupted
 from odin_client.results import (
     Answer,
+    Erasure,
     Generation,
-    IndexResult,
     Retrieval,
-    Timings,
     generation_from_proto,
-    index_result_from_proto,
     retrieval_from_proto,
 )
-from odin_client.retry import RETRY_ALWAYS, RETRY_IDEMPOTENT_READ, Clock, RetryPolicy
-from odin_client.settings import OdinSettings
+from odin_client.retry import RETRY_ALWAYS
 from odin_client.status import IndexStatusInfo, ModelList, models_from_proto, status_from_proto
-
-ProgressCallback = Callable[[DocumentFile, IndexResult | OdinError], None]
-
-
-def policy_from(settings: OdinSettings) -> RetryPolicy:
-    """The retry policy described by settings."""
-    return RetryPolicy(
-        max_attempts=settings.retry_max_attempts,
-        initial_backoff=settings.retry_initial_backoff_s,
-        max_backoff=settings.retry_max_backoff_s,
-        multiplier=settings.retry_multiplier,
-        jitter=settings.retry_jitter,
-    )
 
 
 def _ms_since(start: float) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
-class OdinClient:
+class OdinClient(DocumentCalls):
     """Typed client for Freki and Geri. Thread-safe; close it (or use ``with``) when done."""
-
-    def __init__(
-        self,
-        settings: OdinSettings | None = None,
-        *,
-        clock: Clock | None = None,
-        rng: random.Random | None = None,
-    ) -> None:
-        """Create a client; no connection is made until the first call.
-
-        Args:
-            settings: Targets, deadlines, retry, TLS; defaults to ``OdinSettings()`` (env + file).
-            clock: Time source/sleeper for retries (tests inject a fake).
-            rng: Random source for backoff jitter.
-        """
-        self.settings = settings or OdinSettings()
-        self.channels = ChannelPool(self.settings)
-        self.runner = CallRunner(
-            policy_from(self.settings), attempt_timeout_s=self.settings.attempt_timeout_s,
-            clock=clock, rng=rng,
-        )
-        self._metadata = call_metadata(self.settings)
-
-    def __enter__(self) -> OdinClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close all channels. Further calls raise :class:`~odin_client.errors.ClientClosed`."""
-        self.channels.close()
-
-    def _freki(self) -> freki_pb2_grpc.FrekiServiceStub:
-        return freki_pb2_grpc.FrekiServiceStub(self.channels.get(self.settings.freki_target))
-
-    def _geri(self) -> geri_pb2_grpc.GeriServiceStub:
-        return geri_pb2_grpc.GeriServiceStub(self.channels.get(self.settings.geri_target))
-
-    def _tenant(self, tenant_id: str | None) -> str:
-        return self.settings.tenant_id if tenant_id is None else tenant_id
-
-    def _unary(self, method: Callable[..., Any], request: Any, *, service: str, name: str,
-               budget_s: float, idempotent_read: bool) -> tuple[Any, int]:
-        return self.runner.unary(
-            lambda timeout: method(request, timeout=timeout, metadata=self._metadata),
-            service=service,
-            method=name,
-            budget_s=budget_s,
-            retryable=RETRY_IDEMPOTENT_READ if idempotent_read else RETRY_ALWAYS,
-        )
 
     def retrieve(self, query: str, *, top_k: int = 0, filters: messages.Filters | None = None,
                  mode: str = "", score_threshold: float | None = None, document_ids: Iterable[str] = (),
-                 tenant_id: str | None = None, deadline_s: float | None = None) -> Retrieval:
+                 query_variants: Iterable[str] = (), tenant_id: str | None = None,
+                 deadline_s: float | None = None) -> Retrieval:
         """Retrieve the chunks most relevant to ``query`` from Freki.
 
         Args:
@@ -123,12 +55,13 @@ class OdinClient:
             mode: "", "dense", "sparse" or "hybrid" ("" = server default).
             score_threshold: Minimum relevance in [0, 1].
             document_ids: Restrict to these documents.
+            query_variants: Other phrasings of the query; Freki fuses the results of all.
             tenant_id: Overrides the configured tenant.
             deadline_s: Overrides the configured deadline (retries included).
         """
         request = messages.retrieve_request(
             query, tenant_id=self._tenant(tenant_id), top_k=top_k, filters=filters, mode=mode,
-            score_threshold=score_threshold, document_ids=list(document_ids),
+            score_threshold=score_threshold, document_ids=list(document_ids), query_variants=list(query_variants),
         )
         start = time.perf_counter()
         resp, attempts = self._unary(self._freki().RetrieveContext, request, service="freki",
@@ -138,11 +71,17 @@ class OdinClient:
 
     def generate(self, prompt: str, *, context: common_pb2.RAGContext | None = None, model: str = "",
                  system_prompt: str = "", max_tokens: int | None = None, temperature: float | None = None,
-                 tenant_id: str | None = None, deadline_s: float | None = None) -> Generation:
-        """Generate a complete answer with Geri, grounded in ``context`` when given."""
+                 tenant_id: str | None = None, deadline_s: float | None = None,
+                 **options: Any) -> Generation:
+        """Generate a complete answer with Geri, grounded in ``context`` when given.
+
+        ``options`` are :func:`odin_client.messages.generate_request`'s: ``json_schema`` (the reply's JSON is
+        in ``Generation.json``), ``session_id`` / ``owner_id``, ``messages`` (earlier turns, tool results),
+        ``tools`` / ``tool_choice`` (the calls are in ``Generation.tool_calls``).
+        """
         request = messages.generate_request(
             prompt, tenant_id=self._tenant(tenant_id), context=context, model=model,
-            system_prompt=system_prompt, max_tokens=max_tokens, temperature=temperature,
+            system_prompt=system_prompt, max_tokens=max_tokens, temperature=temperature, **options,
         )
         start = time.perf_counter()
         resp, attempts = self._unary(self._geri().Generate, request, service="geri", name="Generate",
@@ -191,108 +130,69 @@ class OdinClient:
         )
 
     def ask(self, question: str, *, top_k: int = 0, filters: messages.Filters | None = None,
-            mode: str = "", tenant_id: str | None = None, allow_no_context: bool = False, model: str = "",
-            max_tokens: int | None = None, temperature: float | None = None,
-            on_text: Callable[[str], None] | None = None) -> Answer:
-        """Answer ``question``: retrieve context from Freki, then generate with Geri.
+            mode: str = "", tenant_id: str | None = None, model: str = "", max_tokens: int | None = None,
+            session_id: str = "", owner_id: str = "", grounded: bool = True, allow_no_context: bool = False,
+            temperature: float | None = None, on_text: Callable[[str], None] | None = None) -> Answer:
+        """Answer ``question`` from the indexed documents: retrieve with Freki, then answer with Geri.
 
-        Args:
-            question: The user's question.
-            top_k, filters, mode: Retrieval options (see :meth:`retrieve`).
-            tenant_id: Overrides the configured tenant for both legs.
-            allow_no_context: If Freki is unavailable (after retries), answer without context instead
-                of failing; the answer's ``used_context`` is False and ``note`` says why.
-            model, max_tokens, temperature: Generation options.
-            on_text: When given, the answer is streamed and each text delta passed to it.
+        By default the answer is grounded (docs/answers.md): cited sentence by sentence, with a summary,
+        key details and a confidence — or ``answered=False`` with a reason when the sources do not say.
+        With ``session_id`` the question continues a conversation (a follow-up is rewritten into a
+        standalone query before retrieval). ``grounded=False`` gives the free-text answer of earlier versions
+        (streamed to ``on_text`` when given; ``allow_no_context`` answers without sources if Freki is down).
 
         Raises:
             ServiceUnavailable: naming Freki or Geri, when a leg failed after retries.
-            OdinError: any other failure.
+            OdinError: any other failure (e.g. FAILED_PRECONDITION when no model produced a valid answer).
         """
-        start = time.perf_counter()
-        context: common_pb2.RAGContext | None = None
-        sources = []
-        note = ""
+        if not grounded:
+            return free_text_ask(self, question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
+                                 allow_no_context=allow_no_context, model=model, max_tokens=max_tokens,
+                                 temperature=temperature, on_text=on_text)
+        opts = AskOptions(top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id, model=model,
+                          max_tokens=max_tokens, session_id=session_id, owner_id=owner_id)
+        answer = drive(grounded_ask(question, opts, answer_policy(self.settings)), self._perform)
+        if on_text is not None and answer.text:
+            on_text(answer.text)
+        return answer
+
+    def _perform(self, call: Call) -> Any:
+        if isinstance(call, RetrieveCall):
+            return self.retrieve(call.query, query_variants=call.variants, **call.options)
+        if isinstance(call, GenerateCall):
+            return self.generate(call.prompt, **call.options)
+        return self.get_session(call.session_id, tenant_id=call.tenant_id)
+
+    def get_session(self, session_id: str, *, tenant_id: str | None = None) -> geri_pb2.Session | None:
+        """A conversation's stored turns in Geri, or None when it does not exist (or expired)."""
+        request = geri_pb2.SessionRequest(request_id=messages.new_request_id(), tenant_id=self._tenant(tenant_id),
+                                          session_id=session_id)
         try:
-            retrieval = self.retrieve(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id)
-            context, sources = retrieval.context, retrieval.sources
-        except (ServiceUnavailable, DeadlineExceeded) as exc:
-            if not allow_no_context:
-                raise
-            note = f"Answered WITHOUT retrieved context because retrieval failed: {exc}"
-        retrieve_ms = _ms_since(start)
-        gen_start = time.perf_counter()
-        kwargs: dict[str, Any] = dict(context=context, model=model, max_tokens=max_tokens,
-                                      temperature=temperature, tenant_id=tenant_id)
-        if on_text is None:
-            generation = self.generate(question, **kwargs)
-        else:
-            generation = self._consume_stream(self.generate_stream(question, **kwargs), on_text)
-        timings = Timings(retrieve_ms=retrieve_ms, generate_ms=_ms_since(gen_start),
-                          total_ms=_ms_since(start))
-        return Answer(question=question, text=generation.text, sources=sources, timings=timings,
-                      generation=generation, used_context=bool(sources), note=note)
+            resp, _ = self._unary(self._geri().GetSession, request, service="geri", name="GetSession",
+                                  budget_s=self.settings.deadline_s, idempotent_read=True)
+        except NotFound:
+            return None
+        return resp  # type: ignore[no-any-return]
 
-    @staticmethod
-    def _consume_stream(events: Iterator[str | Generation], on_text: Callable[[str], None]) -> Generation:
-        for event in events:
-            if isinstance(event, Generation):
-                return event
-            on_text(event)
-        raise AssertionError("generate_stream ends with a Generation or raises")  # pragma: no cover
+    def delete_session(self, session_id: str, *, tenant_id: str | None = None) -> bool:
+        """Forget one conversation; whether it existed."""
+        request = geri_pb2.SessionRequest(request_id=messages.new_request_id(), tenant_id=self._tenant(tenant_id),
+                                          session_id=session_id)
+        resp, _ = self._unary(self._geri().DeleteSession, request, service="geri", name="DeleteSession",
+                              budget_s=self.settings.deadline_s, idempotent_read=False)
+        return bool(resp.deleted)
 
-    def index_text(self, text: str, *, source: str, document_id: str = "", content_type: str = "",
-                   metadata: Mapping[str, str] | None = None, owner_id: str = "",
-                   tenant_id: str | None = None) -> IndexResult:
-        """Index one text document (Freki derives the id from ``source`` when ``document_id`` is empty)."""
-        request = messages.index_text_request(
-            text, tenant_id=self._tenant(tenant_id), source=source, document_id=document_id,
-            content_type=content_type, metadata=metadata, owner_id=owner_id,
-        )
-        return self._index(request)
-
-    def _index(self, request: freki_pb2.IndexDocumentRequest) -> IndexResult:
-        resp, _ = self._unary(self._freki().IndexDocument, request, service="freki", name="IndexDocument",
-                              budget_s=self.settings.index_deadline_s, idempotent_read=False)
-        return index_result_from_proto(resp, request.source)
-
-    def index(self, paths: Iterable[str | os.PathLike[str]], *, metadata: Mapping[str, str] | None = None,
-              tenant_id: str | None = None, on_progress: ProgressCallback | None = None,
-              stop_on_error: bool = False) -> list[IndexResult | OdinError]:
-        """Index files and folders (recursively); see :mod:`odin_client.documents` for formats."""
-        docs, _skipped = discover(paths)
-        return self.index_documents(docs, metadata=metadata, tenant_id=tenant_id, on_progress=on_progress,
-                                    stop_on_error=stop_on_error)
-
-    def index_documents(self, docs: Iterable[DocumentFile], *, metadata: Mapping[str, str] | None = None,
-                        tenant_id: str | None = None, on_progress: ProgressCallback | None = None,
-                        stop_on_error: bool = False) -> list[IndexResult | OdinError]:
-        """Index discovered files one by one.
-
-        A document Freki rejects does not stop the others unless ``stop_on_error``; its error takes
-        its place in the result list. An unreachable Freki always stops the run (raises).
-
-        Returns:
-            One IndexResult or OdinError per document, in order.
-        """
-        results: list[IndexResult | OdinError] = []
-        for doc in docs:
-            outcome: IndexResult | OdinError
-            try:
-                request = messages.index_file_request(
-                    doc, tenant_id=self._tenant(tenant_id), metadata=metadata
-                )
-                outcome = self._index(request)
-            except (ServiceUnavailable, DeadlineExceeded):
-                raise
-            except OdinError as exc:
-                if stop_on_error:
-                    raise
-                outcome = exc
-            results.append(outcome)
-            if on_progress is not None:
-                on_progress(doc, outcome)
-        return results
+    def erase_owner(self, owner_id: str, *, tenant_id: str | None = None) -> Erasure:
+        """GDPR erasure of a data owner everywhere: Freki's documents and Geri's conversations."""
+        tenant = self._tenant(tenant_id)
+        freki, _ = self._unary(self._freki().DeleteOwnerData, freki_pb2.DeleteOwnerDataRequest(
+            request_id=messages.new_request_id(), tenant_id=tenant, owner_id=owner_id), service="freki",
+            name="DeleteOwnerData", budget_s=self.settings.index_deadline_s, idempotent_read=False)
+        geri, _ = self._unary(self._geri().DeleteOwnerSessions, geri_pb2.DeleteOwnerSessionsRequest(
+            request_id=messages.new_request_id(), tenant_id=tenant, owner_id=owner_id), service="geri",
+            name="DeleteOwnerSessions", budget_s=self.settings.deadline_s, idempotent_read=False)
+        return Erasure(documents=freki.documents_deleted, chunks=freki.chunks_deleted,
+                       sessions=geri.sessions_deleted)
 
     def status(self, *, tenant_id: str | None = None, deadline_s: float | None = None) -> IndexStatusInfo:
         """Freki's index status (document and chunk counts, embedding model, store)."""

@@ -5,8 +5,10 @@ Shared by the blocking and the asyncio client so both send exactly the same requ
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from wolf.v1 import common_pb2, freki_pb2
 
@@ -48,8 +50,9 @@ def retrieve_request(
     mode: str = "",
     score_threshold: float | None = None,
     document_ids: Sequence[str] = (),
+    query_variants: Sequence[str] = (),
 ) -> common_pb2.WolfRequest:
-    """RetrieveContext request for ``query``."""
+    """RetrieveContext request for ``query`` (and its ``query_variants``, fused by Freki)."""
     if mode not in SEARCH_MODES:
         raise InvalidRequest(f"search mode must be one of dense, sparse, hybrid (got {mode!r})")
     options = common_pb2.RetrievalOptions(
@@ -57,6 +60,7 @@ def retrieve_request(
         filters=metadata_filters(filters),
         mode=SEARCH_MODES[mode],
         document_ids=list(document_ids),
+        query_variants=list(query_variants),
     )
     if score_threshold is not None:
         options.score_threshold = score_threshold
@@ -79,9 +83,16 @@ def generate_request(
     max_tokens: int | None = None,
     temperature: float | None = None,
     request_id: str = "",
+    json_schema: Mapping[str, Any] | None = None,
+    session_id: str = "",
+    owner_id: str = "",
+    messages: Sequence[common_pb2.ChatTurn] = (),
+    tools: Sequence[common_pb2.ToolDefinition] = (),
+    tool_choice: str = "",
 ) -> common_pb2.WolfRequest:
-    """Generate / GenerateStream request, optionally grounded in a RAG context."""
-    meta = common_pb2.RequestMetadata()
+    """Generate / GenerateStream request, optionally grounded in a RAG context, structured (``json_schema``),
+    in a conversation (``session_id``), continuing earlier turns (``messages``) or offering ``tools``."""
+    meta = common_pb2.RequestMetadata(session_id=session_id, owner_id=owner_id)
     if max_tokens is not None:
         meta.max_tokens = max_tokens
     if temperature is not None:
@@ -92,7 +103,10 @@ def generate_request(
         prompt=prompt,
         tenant_id=tenant_id,
         metadata=meta,
-        generation=common_pb2.GenerationOptions(model=model, system_prompt=system_prompt),
+        generation=common_pb2.GenerationOptions(
+            model=model, system_prompt=system_prompt, json_schema=json.dumps(json_schema) if json_schema else "",
+            messages=list(messages), tools=list(tools), tool_choice=tool_choice,
+        ),
     )
     if context is not None:
         request.context.CopyFrom(context)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from odin_client.results import Answer, IndexResult, Retrieval, Source, Timings
+from odin_client.results import Answer, Citation, IndexResult, Retrieval, Source, Timings
 from odin_client.status import IndexStatusInfo, ModelList
 
 
@@ -25,18 +25,44 @@ def render_timings(timings: Timings, model: str = "") -> str:
     return f"{line}  (model: {model})" if model else line
 
 
+def render_citations(citations: list[Citation]) -> str:
+    """Each citation: marker, document, score, and the quoted sentence."""
+    lines = ["Citations:"]
+    for c in citations:
+        where = f" ({c.title})" if c.title and c.title != c.document_id else ""
+        lines.append(f"  [{c.marker}] {c.document_id}{where}  chunk {c.chunk_index}  score {c.score:.3f}")
+        lines.append(f'      "{c.quote}"')
+    return "\n".join(lines)
+
+
 def render_answer(answer: Answer, *, include_text: bool = True) -> str:
-    """Answer text (unless already streamed), a no-context warning, sources and timings."""
+    """A grounded answer with its citations, or the reason there is none; then timings."""
     parts = []
     if answer.note:
         parts.append(f"NOTE: {answer.note}")
-    if include_text:
-        parts.append(answer.text.strip() or "(empty answer)")
-    parts.append("")
-    parts.append(render_sources(answer.sources))
-    for warning in answer.generation.warnings:
+    if not answer.answered:
+        parts.append(f"No answer: the sources do not contain it ({answer.reason}).")
+        parts.append("")
+        parts.append(render_sources(answer.sources))
+    elif answer.citations:
+        if include_text:
+            parts.append(answer.text.strip())
+        if answer.summary:
+            parts.append(f"\nSummary: {answer.summary}")
+        parts.extend(f"  - {detail}" for detail in answer.key_details)
+        if answer.confidence is not None:
+            parts.append(f"Confidence: {answer.confidence:.2f}")
+        parts.append("")
+        parts.append(render_citations(answer.citations))
+    else:
+        if include_text:
+            parts.append(answer.text.strip() or "(empty answer)")
+        parts.append("")
+        parts.append(render_sources(answer.sources))
+    gen = answer.generation
+    for warning in gen.warnings if gen else []:
         parts.append(f"Warning from Geri: {warning}")
-    parts.append(render_timings(answer.timings, answer.generation.model))
+    parts.append(render_timings(answer.timings, gen.model if gen else ""))
     return "\n".join(parts)
 
 

@@ -7,6 +7,7 @@ hand it to Geri unchanged.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -66,6 +67,15 @@ class Retrieval:
 
 
 @dataclass(frozen=True)
+class ToolCallRequest:
+    """A tool the model asked to run: ``arguments`` parsed from its JSON."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Generation:
     """Result of Generate (or the final event of GenerateStream)."""
 
@@ -80,6 +90,11 @@ class Generation:
     thinking: str = ""
     warnings: list[str] = field(default_factory=list)
     dropped_document_ids: list[str] = field(default_factory=list)
+    # Structured output (generation.json_schema) and tool calls, when asked for.
+    json: str = ""
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    backend: str = ""
+    repair_attempts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -102,36 +117,93 @@ class Timings:
 
 
 @dataclass(frozen=True)
+class Citation:
+    """A sentence of a source that an answer rests on; ``marker`` is its ``[n]`` in the answer text."""
+
+    marker: int
+    document_id: str
+    chunk_id: str
+    chunk_index: int
+    title: str
+    score: float
+    quote: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Answer:
-    """What ``ask`` returns: the answer, what it is based on, and how long each leg took."""
+    """What ``ask`` returns: the answer, what it rests on, and how long each leg took.
+
+    A grounded answer (the default) has ``citations`` (each quoting a sentence of a source), a
+    ``summary``, ``key_details`` and a ``confidence`` in [0, 1]; when the sources do not contain the
+    answer, ``answered`` is False, ``text`` is empty and ``reason`` says why. ``generation`` is None when
+    Odin abstained before asking Geri (nothing relevant retrieved).
+    """
 
     question: str
     text: str
     sources: list[Source]
     timings: Timings
-    generation: Generation
+    generation: Generation | None
     used_context: bool
     # Set when the answer was generated without retrieved context (allow_no_context fallback).
     note: str = ""
+    answered: bool = True
+    reason: str = ""
+    summary: str = ""
+    key_details: list[str] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
+    confidence: float | None = None
+    # True when the answer text is the cited sentences (the model's own words were not in them).
+    extractive: bool = False
+    # What was searched: the question, or its standalone rewrite in a conversation, and any variants.
+    query: str = ""
+    query_variants: list[str] = field(default_factory=list)
+    session_id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
+        gen = self.generation
         return {
             "question": self.question,
+            "answered": self.answered,
+            "reason": self.reason,
             "answer": self.text,
+            "summary": self.summary,
+            "key_details": self.key_details,
+            "citations": [c.to_dict() for c in self.citations],
+            "confidence": self.confidence,
+            "extractive": self.extractive,
+            "query": self.query or self.question,
+            "query_variants": self.query_variants,
+            "session_id": self.session_id,
             "used_context": self.used_context,
             "note": self.note,
             "sources": [s.to_dict() for s in self.sources],
             "timings_ms": self.timings.to_dict(),
-            "model": self.generation.model,
-            "finish_reason": self.generation.finish_reason,
-            "tokens": {
-                "prompt": self.generation.prompt_tokens,
-                "completion": self.generation.completion_tokens,
-            },
-            "warnings": self.generation.warnings,
-            "dropped_document_ids": self.generation.dropped_document_ids,
+            "model": gen.model if gen else "",
+            "backend": gen.backend if gen else "",
+            "finish_reason": gen.finish_reason if gen else "",
+            "tokens": {"prompt": gen.prompt_tokens if gen else 0, "completion": gen.completion_tokens if gen else 0},
+            "warnings": gen.warnings if gen else [],
+            "dropped_document_ids": gen.dropped_document_ids if gen else [],
         }
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What a GDPR erasure of one data owner removed: Freki's documents and chunks, Geri's sessions."""
+
+    documents: int
+    chunks: int
+    sessions: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -192,6 +264,10 @@ def generation_from_proto(resp: common_pb2.WolfResponse, *, elapsed_ms: float, a
         thinking=llm.thinking,
         warnings=list(resp.metadata.warnings),
         dropped_document_ids=list(resp.metadata.dropped_document_ids),
+        json=llm.json,
+        tool_calls=[ToolCallRequest(c.id, c.name, json.loads(c.arguments_json or "{}")) for c in llm.tool_calls],
+        backend=llm.backend,
+        repair_attempts=llm.repair_attempts,
     )
 
 

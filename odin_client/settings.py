@@ -40,6 +40,20 @@ class OdinSettings(FileSettings):
         default=0.5, ge=0, le=1, description="Fraction of each wait randomised (0 = none, 1 = full jitter)"
     )
 
+    # Grounded answers (docs/answers.md). Measured on ../shared/eval/squad-answers (scripts/eval_answers.py).
+    answer_min_score: float = Field(
+        default=0.3, ge=0, le=1, description="Abstain without asking Geri when no source scores this high")
+    answer_max_sources: int = Field(default=4, ge=1, le=20, description="Sources given to the model")
+    answer_max_citations: int = Field(default=1, ge=1, le=5, description="Sentences an answer may cite")
+    answer_min_support: float = Field(
+        default=0.5, ge=0, le=1, description="Share of the answer's words its cited sentences must contain")
+    answer_max_tokens: int = Field(
+        default=320, ge=64, description="Tokens of a grounded answer (room for the longest reply the schema admits)")
+    query_variants: int = Field(default=0, ge=0, le=3, description="Paraphrases Geri adds to each search (0 = off)")
+    rewrite_followups: bool = Field(default=True, description="Rewrite follow-ups into standalone queries")
+    tool_max_steps: int = Field(default=4, ge=1, le=16, description="Model turns of one tool loop, at most")
+    tool_audit_log: Path | None = Field(default=None, description="JSON-lines audit of tool calls (None = off)")
+
     api_key: SecretStr | None = Field(default=None, description="Sent as 'authorization: Bearer <key>'")
     tls: bool = Field(default=False, description="Use TLS (implied by any tls_* path)")
     tls_root_certs: Path | None = Field(default=None, description="PEM roots for servers (None: system)")

@@ -90,17 +90,26 @@ def eval_settings(data_dir: Path, **retrieval: Any) -> FrekiSettings:
 
 
 @contextmanager
-def running_freki(settings: FrekiSettings) -> Iterator[freki_pb2_grpc.FrekiServiceStub]:
-    """A Freki server on a free port and a stub connected to it; stopped on exit."""
+def freki_server(settings: FrekiSettings) -> Iterator[str]:
+    """A Freki server on a free port (its address); stopped on exit."""
     engine = FrekiEngine(settings, embedder=shared_embedder(settings))
     handle, engine = build_server(settings, engine=engine)
-    channel = grpc.insecure_channel(handle.address, options=[("grpc.max_receive_message_length", 64 << 20)])
     try:
-        yield freki_pb2_grpc.FrekiServiceStub(channel)
+        yield handle.address
     finally:
-        channel.close()
         handle.stop(1.0)
         engine.close()
+
+
+@contextmanager
+def running_freki(settings: FrekiSettings) -> Iterator[freki_pb2_grpc.FrekiServiceStub]:
+    """A Freki server on a free port and a stub connected to it; stopped on exit."""
+    with freki_server(settings) as address:
+        channel = grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 64 << 20)])
+        try:
+            yield freki_pb2_grpc.FrekiServiceStub(channel)
+        finally:
+            channel.close()
 
 
 def index_corpus(stub: freki_pb2_grpc.FrekiServiceStub, corpus: Mapping[str, str], data_dir: Path,

@@ -7,6 +7,7 @@ can check what the client sent and how often.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -134,16 +135,39 @@ class ControlledGeri(geri_pb2_grpc.GeriServiceServicer):
         self.release = threading.Event()
         self.blocked = threading.Event()
         self.terminated = threading.Event()  # set when the RPC ends (completed or cancelled)
+        # Structured replies (json_schema requests), by what the schema asks for: a grounded answer
+        # ("answered" in its properties), a rewritten query ("query") or variants ("variants").
+        self.structured: dict[str, dict[str, Any]] = {
+            "answered": {"answered": True, "reason": "", "citations": [{"source": 1, "sentence": 1}],
+                         "answer": "The gateway listens on port 7443 [1].", "summary": "Port 7443.",
+                         "key_details": ["TLS"], "confidence": 0.99},
+            "query": {"query": "Which port does the Skadi gateway listen on?"},
+            "variants": {"variants": ["gateway port number", "Which port?", "port of the gateway"]},
+        }
 
     def _answer(self, request: common_pb2.WolfRequest) -> common_pb2.WolfResponse:
         ids = ",".join(d.document_id for d in request.context.documents) or "none"
+        text = f"Answer to {request.prompt!r} from [{ids}]: port 7443."
+        structured = ""
+        if request.generation.json_schema:
+            properties = json.loads(request.generation.json_schema).get("properties", {})
+            structured = json.dumps(next(v for k, v in self.structured.items() if k in properties))
+            text = structured
         return common_pb2.WolfResponse(
             request_id=request.request_id, model_type=common_pb2.LLM,
             llm_response=common_pb2.LLMResponse(
-                text=f"Answer to {request.prompt!r} from [{ids}]: port 7443.", model_used="test-model",
+                text=text, json=structured, model_used="test-model", backend="embedded",
                 prompt_tokens=10, completion_tokens=5, tokens_used=15, finish_reason="stop", latency_ms=7,
             ),
         )
+
+    def GetSession(self, request: geri_pb2.SessionRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        self.rec.enter("GetSession", request, context)
+        if request.session_id != "known":
+            context.abort(grpc.StatusCode.NOT_FOUND, f"session {request.session_id!r} does not exist")
+        return geri_pb2.Session(session_id="known", turns=[
+            common_pb2.ChatTurn(role="user", content="Tell me about the Skadi gateway."),
+            common_pb2.ChatTurn(role="assistant", content='{"answered": true, "answer": "It routes traffic."}')])
 
     def Generate(self, request: common_pb2.WolfRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self.rec.enter("Generate", request, context)

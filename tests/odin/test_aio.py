@@ -36,9 +36,9 @@ def _client(clock=None, **settings) -> AsyncOdinClient:
 def test_ask_and_channel_reuse(freki, geri):
     async def run():
         async with _client(freki_target=freki[1].address, geri_target=geri[1].address) as client:
-            answer = await client.ask("Which port?", top_k=2)
+            answer = await client.ask("Which port?", top_k=2, grounded=False)
             streamed: list[str] = []
-            answer2 = await client.ask("Which port?", on_text=streamed.append)
+            answer2 = await client.ask("Which port?", on_text=streamed.append, grounded=False)
             status = await client.status()
             return answer, answer2, streamed, status, client.open_targets
 

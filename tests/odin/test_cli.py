@@ -22,7 +22,8 @@ def test_ask_json_parses_and_carries_answer_sources_timings(freki, geri, capsys)
     out = capsys.readouterr().out
     assert code == 0
     data = json.loads(out)
-    assert "port 7443" in data["answer"]
+    assert "port 7443" in data["answer"] and data["answered"] is True
+    assert data["citations"][0]["quote"] == "The Skadi gateway listens on TCP port 7443 by default."
     assert [s["document_id"] for s in data["sources"]] == ["gateway-ports", "gateway-errors"]
     assert set(data["timings_ms"]) == {"retrieve_ms", "generate_ms", "total_ms"}
     req = freki[0].rec.calls[0].request
@@ -31,7 +32,7 @@ def test_ask_json_parses_and_carries_answer_sources_timings(freki, geri, capsys)
 
 
 def test_ask_human_output_with_stream(freki, geri, capsys):
-    assert main(["ask", "Which port?", "--stream", *_targets(freki, geri)]) == 0
+    assert main(["ask", "Which port?", "--free", "--stream", *_targets(freki, geri)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("The gateway listens on port 7443.\n")
     assert "[1] gateway-ports  (corpus/ports.md)  score 0.910" in out

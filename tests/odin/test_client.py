@@ -18,7 +18,8 @@ def test_ask_passes_freki_context_to_geri_and_returns_sources(make_client, freki
     fsvc, fh = freki
     gsvc, gh = geri
     client = make_client(freki_target=fh.address, geri_target=gh.address, tenant_id="acme")
-    answer = client.ask("Which port?", top_k=2, filters={"product": "skadi"}, mode="hybrid", max_tokens=64)
+    answer = client.ask("Which port?", top_k=2, filters={"product": "skadi"}, mode="hybrid", max_tokens=64,
+                        grounded=False)
 
     assert answer.text == "Answer to 'Which port?' from [gateway-ports,gateway-errors]: port 7443."
     assert [s.document_id for s in answer.sources] == ["gateway-ports", "gateway-errors"]
@@ -37,7 +38,7 @@ def test_ask_passes_freki_context_to_geri_and_returns_sources(make_client, freki
 def test_ask_streaming_delivers_deltas_and_final_answer(make_client, freki, geri):
     client = make_client(freki_target=freki[1].address, geri_target=geri[1].address)
     deltas: list[str] = []
-    answer = client.ask("Which port?", on_text=deltas.append)
+    answer = client.ask("Which port?", on_text=deltas.append, grounded=False)
     assert deltas == ["The gateway ", "listens on ", "port 7443."]
     assert answer.text == "The gateway listens on port 7443."
     assert geri[0].rec.count("GenerateStream") == 1 and geri[0].rec.count("Generate") == 0
@@ -48,11 +49,11 @@ def test_freki_down_fails_naming_freki_unless_no_context_allowed(make_client, ge
     client = make_client(freki_target=f"127.0.0.1:{free_port()}", geri_target=gh.address,
                          clock=FakeClock(), retry_max_attempts=3)
     with pytest.raises(ServiceUnavailable) as info:
-        client.ask("Which port?")
+        client.ask("Which port?", grounded=False)
     assert info.value.service == "freki" and "Freki (retrieval)" in str(info.value)
     assert gsvc.rec.count("Generate") == 0
 
-    answer = client.ask("Which port?", allow_no_context=True)
+    answer = client.ask("Which port?", allow_no_context=True, grounded=False)
     assert not answer.used_context and answer.sources == []
     assert "WITHOUT retrieved context" in answer.note and "Freki" in answer.note
     assert len(gsvc.rec.calls[-1].request.context.documents) == 0
@@ -64,7 +65,7 @@ def test_one_channel_per_target_reused_across_calls(make_client, freki, geri):
     client = make_client(freki_target=fh.address, geri_target=gh.address)
     assert client.channels.open_targets == []  # lazy: nothing opened before the first call
     for _ in range(3):
-        client.ask("q")
+        client.ask("q", grounded=False)
     client.status()
     client.models()
     assert client.channels.open_targets == [fh.address, gh.address]

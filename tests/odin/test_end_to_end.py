@@ -54,13 +54,37 @@ def odin(real_freki: ServerHandle, geri_server: ServerHandle) -> Iterator[OdinCl
 
 def test_ask_answers_with_the_fact_and_its_source(odin: OdinClient):
     answer = odin.ask("Which port does the Hrafn Relay admin API listen on?", top_k=2,
-                      temperature=0.0, max_tokens=64)
+                      temperature=0.0, max_tokens=64, grounded=False)
     assert answer.used_context
     assert Path(answer.sources[0].source).name == "networking.md"
     assert "9427" in answer.sources[0].content
     assert "9427" in answer.text, answer.text
     assert answer.timings.generate_ms > 0 and answer.timings.retrieve_ms > 0
-    assert answer.generation.model
+    assert answer.generation and answer.generation.model
+
+
+def test_grounded_answer_cites_the_sentence_or_says_the_sources_are_silent(odin: OdinClient):
+    """The real SmolLM2, schema-constrained: a grounded answer quotes the networking document's sentence
+    with the port; an off-topic question is refused before any generation."""
+    answer = odin.ask("Which port does the Hrafn Relay admin API listen on?", top_k=3)
+    assert answer.generation is not None and answer.generation.json  # Geri returned validated JSON
+    if answer.answered:
+        assert any("9427" in c.quote and Path(c.document_id).name == "networking.md" for c in answer.citations), \
+            answer.to_dict()
+        assert "[1]" in answer.text and 0 <= (answer.confidence or 0) <= 1
+    else:
+        assert answer.reason  # an abstention always says why
+    off_topic = odin.ask("What is the capital of Peru?", top_k=3)
+    assert not off_topic.answered and off_topic.generation is None and "answer_min_score" in off_topic.reason
+
+
+def test_erase_owner_reaches_freki_and_geri(odin: OdinClient):
+    odin.index_text("Greta's notes: the locker code is 4711.", source="greta.md", owner_id="greta")
+    odin.generate("Remember me.", session_id="greta-chat", owner_id="greta", max_tokens=4)
+    assert odin.get_session("greta-chat") is not None
+    erased = odin.erase_owner("greta")
+    assert (erased.documents, erased.sessions) == (1, 1)
+    assert odin.get_session("greta-chat") is None
 
 
 def test_status_and_cli_retrieve_against_real_services(odin: OdinClient, capsys):

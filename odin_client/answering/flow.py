@@ -1,0 +1,173 @@
+"""The grounded ``ask`` as one sans-IO flow, driven by the blocking and by the asyncio client alike.
+
+The flow is a generator that yields the calls it needs (:class:`SessionCall`, :class:`GenerateCall`,
+:class:`RetrieveCall`) and receives their results; it returns the :class:`~odin_client.results.Answer`.
+Steps: in a conversation, rewrite the question into a standalone query from the session's history;
+optionally ask for query variants; retrieve; abstain when no source reaches ``answer_min_score``;
+otherwise ask Geri for a schema-constrained answer over the numbered sources and ground it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from wolf.v1 import common_pb2
+
+from odin_client.answering.grounding import ground
+from odin_client.answering.queries import (
+    REWRITE_SCHEMA,
+    REWRITE_SYSTEM,
+    VARIANTS_SYSTEM,
+    history_turns,
+    parse_rewrite,
+    parse_variants,
+    variants_schema,
+)
+from odin_client.answering.schema import SYSTEM_PROMPT, answer_schema
+from odin_client.answering.sources import number_sources
+from odin_client.results import Answer, Generation, Retrieval, Timings
+from odin_client.settings import OdinSettings
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SessionCall:
+    """Fetch a Geri session (None when it does not exist)."""
+
+    session_id: str
+    tenant_id: str | None
+
+
+@dataclass(frozen=True)
+class RetrieveCall:
+    """RetrieveContext for ``query`` (and its variants)."""
+
+    query: str
+    variants: tuple[str, ...]
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class GenerateCall:
+    """Generate with these keyword arguments (see ``OdinClient.generate``)."""
+
+    prompt: str
+    options: dict[str, Any]
+
+
+Call = SessionCall | RetrieveCall | GenerateCall
+
+
+@dataclass(frozen=True)
+class AnswerPolicy:
+    """How strict grounded answers are (from OdinSettings)."""
+
+    min_score: float
+    max_sources: int
+    max_citations: int
+    min_support: float
+    max_tokens: int
+    query_variants: int
+    rewrite_followups: bool
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    """One ``ask``'s arguments."""
+
+    top_k: int = 0
+    filters: Any = None
+    mode: str = ""
+    tenant_id: str | None = None
+    model: str = ""
+    max_tokens: int | None = None
+    session_id: str = ""
+    owner_id: str = ""
+    retrieve_extra: dict[str, Any] = field(default_factory=dict)
+
+
+def answer_policy(settings: OdinSettings) -> AnswerPolicy:
+    """The policy OdinSettings describe."""
+    return AnswerPolicy(min_score=settings.answer_min_score, max_sources=settings.answer_max_sources,
+                        max_citations=settings.answer_max_citations,
+                        min_support=settings.answer_min_support, max_tokens=settings.answer_max_tokens,
+                        query_variants=settings.query_variants, rewrite_followups=settings.rewrite_followups)
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0
+
+
+def grounded_ask(question: str, opts: AskOptions, policy: AnswerPolicy) -> Generator[Call, Any, Answer]:
+    """The flow (see the module docstring)."""
+    start = time.perf_counter()
+    query = question
+    gen_opts = {"tenant_id": opts.tenant_id, "model": opts.model, "temperature": 0.0}
+    if opts.session_id and policy.rewrite_followups:
+        session = yield SessionCall(opts.session_id, opts.tenant_id)
+        turns = history_turns(session) if session is not None else []
+        if turns:
+            rewrite: Generation = yield GenerateCall(question, {
+                **gen_opts, "json_schema": REWRITE_SCHEMA, "system_prompt": REWRITE_SYSTEM, "messages": turns,
+                "max_tokens": 80})
+            query = parse_rewrite(rewrite.json, question)
+    variants: list[str] = []
+    if policy.query_variants:
+        asked: Generation = yield GenerateCall(query, {
+            **gen_opts, "json_schema": variants_schema(policy.query_variants), "system_prompt": VARIANTS_SYSTEM,
+            "max_tokens": 40 * policy.query_variants})
+        variants = parse_variants(asked.json, query, policy.query_variants)
+    retrieval: Retrieval = yield RetrieveCall(query, tuple(variants), {
+        "top_k": opts.top_k, "filters": opts.filters, "mode": opts.mode, "tenant_id": opts.tenant_id,
+        **opts.retrieve_extra})
+    retrieve_ms = _ms(start)
+    relevant = [s for s in retrieval.sources if s.score >= policy.min_score][: policy.max_sources]
+    common: dict[str, Any] = {"question": question, "sources": retrieval.sources, "used_context": bool(relevant),
+                              "query": query, "query_variants": variants, "session_id": opts.session_id}
+    if not relevant:
+        best = max((s.score for s in retrieval.sources), default=0.0)
+        reason = (f"no source is relevant enough: the best of {len(retrieval.sources)} scored {best:.3f}, "
+                  f"below answer_min_score {policy.min_score:.3f}" if retrieval.sources
+                  else "retrieval found no source")
+        return Answer(text="", timings=Timings(retrieve_ms, 0.0, _ms(start)), generation=None, answered=False,
+                      reason=reason, confidence=0.0, **common)
+    by_chunk = {d.chunk_id: d for d in retrieval.context.documents}
+    kept = common_pb2.RAGContext(documents=[by_chunk[s.chunk_id] for s in relevant],
+                                 retrieval_score=retrieval.retrieval_score)
+    numbered, context = number_sources(relevant, kept)
+    gen_start = time.perf_counter()
+    schema = answer_schema(numbered, max_citations=policy.max_citations)
+    generation: Generation = yield GenerateCall(question, {
+        **gen_opts, "context": context, "json_schema": schema, "system_prompt": SYSTEM_PROMPT,
+        "session_id": opts.session_id, "owner_id": opts.owner_id, "max_tokens": opts.max_tokens or policy.max_tokens})
+    verdict = ground(json.loads(generation.json), numbered, min_support=policy.min_support)
+    return Answer(text=verdict.text, timings=Timings(retrieve_ms, _ms(gen_start), _ms(start)), generation=generation,
+                  answered=verdict.answered, reason=verdict.reason, summary=verdict.summary,
+                  key_details=verdict.key_details, citations=verdict.citations, confidence=verdict.confidence,
+                  extractive=verdict.extractive,
+                  **common)
+
+
+def drive(flow: Generator[Call, Any, T], perform: Callable[[Call], Any]) -> T:
+    """Run a flow with blocking calls."""
+    try:
+        call = next(flow)
+        while True:
+            call = flow.send(perform(call))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def drive_async(flow: Generator[Call, Any, T], perform: Callable[[Call], Awaitable[Any]]) -> T:
+    """Run a flow with awaited calls."""
+    try:
+        call = next(flow)
+        while True:
+            call = flow.send(await perform(call))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]

@@ -1,0 +1,80 @@
+"""What every blocking Odin call needs: settings, the channel pool, the retrying call runner, the stubs."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any, Self
+
+from wolf.v1 import freki_pb2_grpc, geri_pb2_grpc
+
+from odin_client.calls import CallRunner
+from odin_client.channels import ChannelPool, call_metadata
+from odin_client.retry import RETRY_ALWAYS, RETRY_IDEMPOTENT_READ, Clock, RetryPolicy
+from odin_client.settings import OdinSettings
+
+
+def policy_from(settings: OdinSettings) -> RetryPolicy:
+    """The retry policy described by settings."""
+    return RetryPolicy(
+        max_attempts=settings.retry_max_attempts,
+        initial_backoff=settings.retry_initial_backoff_s,
+        max_backoff=settings.retry_max_backoff_s,
+        multiplier=settings.retry_multiplier,
+        jitter=settings.retry_jitter,
+    )
+
+
+class Connection:
+    """Channels and retries shared by the calls of :class:`~odin_client.client.OdinClient`."""
+
+    def __init__(
+        self,
+        settings: OdinSettings | None = None,
+        *,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        """Create a client; no connection is made until the first call.
+
+        Args:
+            settings: Targets, deadlines, retry, TLS; defaults to ``OdinSettings()`` (env + file).
+            clock: Time source/sleeper for retries (tests inject a fake).
+            rng: Random source for backoff jitter.
+        """
+        self.settings = settings or OdinSettings()
+        self.channels = ChannelPool(self.settings)
+        self.runner = CallRunner(
+            policy_from(self.settings), attempt_timeout_s=self.settings.attempt_timeout_s,
+            clock=clock, rng=rng,
+        )
+        self._metadata = call_metadata(self.settings)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close all channels. Further calls raise :class:`~odin_client.errors.ClientClosed`."""
+        self.channels.close()
+
+    def _freki(self) -> freki_pb2_grpc.FrekiServiceStub:
+        return freki_pb2_grpc.FrekiServiceStub(self.channels.get(self.settings.freki_target))
+
+    def _geri(self) -> geri_pb2_grpc.GeriServiceStub:
+        return geri_pb2_grpc.GeriServiceStub(self.channels.get(self.settings.geri_target))
+
+    def _tenant(self, tenant_id: str | None) -> str:
+        return self.settings.tenant_id if tenant_id is None else tenant_id
+
+    def _unary(self, method: Callable[..., Any], request: Any, *, service: str, name: str,
+               budget_s: float, idempotent_read: bool) -> tuple[Any, int]:
+        return self.runner.unary(
+            lambda timeout: method(request, timeout=timeout, metadata=self._metadata),
+            service=service,
+            method=name,
+            budget_s=budget_s,
+            retryable=RETRY_IDEMPOTENT_READ if idempotent_read else RETRY_ALWAYS,
+        )

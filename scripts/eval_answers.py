@@ -1,0 +1,231 @@
+"""Answer quality of Odin's grounded ``ask`` through the real services: Freki, Geri, Odin over gRPC.
+
+Data: ../shared/eval/squad-answers (244 SQuAD paragraphs indexed; 300 answerable questions whose
+paragraph is indexed, 150 unanswerable ones about articles that are not). Metrics:
+
+* schema-valid rate: answers Geri returned as JSON valid for the answer schema (Odin parses every one);
+* answer EM / F1 (SQuAD normalisation) on answerable questions that were answered;
+* citation precision: share of citations naming the gold paragraph;
+* abstention rate on unanswerable questions, false abstention rate on answerable ones;
+* p50 / p90 seconds per answer (client wall time).
+
+Backends: ``embedded`` (SmolLM2 in Geri, llguidance-constrained) and ``ollama`` (Geri's Ollama backend ->
+ollama-proxy-plus -> llama.cpp's llama-server running the same SmolLM2 GGUF, which enforces the schema
+with a grammar; build it once with ``make llama-server``). ``ollama-unconstrained`` puts `transformers
+serve` (which ignores response_format) behind the proxy instead, to show what Geri's checks do then.
+
+Choosing the abstention threshold without looking at the test questions: ``--split dev`` (a third of the
+questions, by a hash of their id) with ``answer_min_score 0`` records every question's best retrieval
+score; ``--sweep FILE`` prints abstention / false abstention for each threshold from such a run.
+
+    .venv/bin/python scripts/eval_answers.py --backend embedded --split test
+    .venv/bin/python scripts/eval_answers.py --backend ollama --split dev --min-score 0 --out dev.jsonl
+    .venv/bin/python scripts/eval_answers.py --sweep dev.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import re
+import statistics
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "protos"), str(ROOT / "scripts")]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from evalsets.harness import data_dir_for, eval_settings, freki_server, index_corpus, running_freki  # noqa: E402
+
+from geri.server import build_server  # noqa: E402
+from geri.settings import GeriSettings  # noqa: E402
+from odin_client import OdinClient, OdinError, OdinSettings  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "eval" / "squad-answers"
+LLAMA = Path(os.environ.get("LLAMA_SERVER", ROOT / ".tools" / "llama-server" / "llama-server"))
+
+
+def load() -> tuple[dict[str, str], list[dict[str, Any]]]:
+    corpus = {}
+    for line in (DATA / "corpus.jsonl").read_text().splitlines():
+        doc = json.loads(line)
+        corpus[doc["_id"]] = f"{doc['title']}\n\n{doc['text']}"
+    return corpus, [json.loads(line) for line in (DATA / "questions.jsonl").read_text().splitlines()]
+
+
+def split_of(question_id: str) -> str:
+    """A fixed third of the questions is "dev" (for choosing settings), the rest "test"."""
+    return "dev" if int(hashlib.sha256(question_id.encode()).hexdigest(), 16) % 3 == 0 else "test"
+
+
+def normalize(text: str) -> str:
+    """SQuAD's answer normalisation: lower case, no punctuation, no articles, single spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
+
+
+def f1(prediction: str, gold: str) -> float:
+    pred, ref = normalize(prediction).split(), normalize(gold).split()
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+@contextlib.contextmanager
+def geri_for(backend: str) -> Iterator[str]:
+    """A Geri serving ``backend``; yields its address."""
+    from tests.geri.fixtures import _stop, _wait_http, free_port, start_ollama_proxy
+
+    procs: list[subprocess.Popen[bytes]] = []
+    logs = Path(tempfile.mkdtemp(prefix="eval-answers-"))
+    settings: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "backend": "embedded"}
+    try:
+        if backend != "embedded":
+            from geri.backends.embedded import default_model_path
+
+            port = free_port()
+            if backend == "ollama":
+                if not LLAMA.exists():
+                    raise SystemExit(f"{LLAMA} not found: run `make llama-server` or set LLAMA_SERVER")
+                env = {**os.environ, "LD_LIBRARY_PATH": str(LLAMA.parent)}
+                cmd = [str(LLAMA), "-m", str(default_model_path()), "--host", "127.0.0.1", "--port", str(port),
+                       "-t", "1", "--alias", "smollm2", "-c", "8192"]
+                procs.append(subprocess.Popen(cmd, env=env, stdout=(logs / "llama.log").open("wb"),
+                                              stderr=subprocess.STDOUT))
+                _wait_http(f"http://127.0.0.1:{port}/health", procs[-1], 120, logs / "llama.log")
+            else:  # ollama-unconstrained: transformers serve, which ignores response_format
+                from tests.geri.fixtures import HF_DIR_NAME, VENV_BIN, export_hf_checkpoint
+
+                checkpoint = export_hf_checkpoint(Path(tempfile.gettempdir()) / "wolfpack-geri-hf" / HF_DIR_NAME)
+                procs.append(subprocess.Popen(
+                    [str(VENV_BIN / "transformers"), "serve", "--host", "127.0.0.1", "--port", str(port),
+                     "--device", "cpu", HF_DIR_NAME], cwd=checkpoint.parent,
+                    env={**os.environ, "HF_HUB_CACHE": str(logs)}, stdout=(logs / "serve.log").open("wb"),
+                    stderr=subprocess.STDOUT))
+                _wait_http(f"http://127.0.0.1:{port}/health", procs[-1], 180, logs / "serve.log")
+            proxy_port = free_port()
+            procs.append(start_ollama_proxy(f"http://127.0.0.1:{port}/v1", proxy_port, logs / "proxy.log"))
+            settings.update(backend="ollama", ollama_host=f"http://127.0.0.1:{proxy_port}",
+                            ollama_model="local/smollm2")
+        handle = build_server(GeriSettings(**settings))
+        try:
+            yield handle.address
+        finally:
+            handle.stop(2.0)
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    corpus, questions = load()
+    questions = [q for q in questions if args.split == "all" or split_of(q["_id"]) == args.split]
+    if args.limit:
+        answerable = [q for q in questions if q["answerable"]][: args.limit * 2 // 3]
+        questions = answerable + [q for q in questions if not q["answerable"]][: args.limit - len(answerable)]
+    data_dir = data_dir_for("squad-answers", corpus, eval_settings(Path(".")))
+    with running_freki(eval_settings(data_dir)) as stub:
+        stats = index_corpus(stub, corpus, data_dir)
+    print(f"indexed {len(corpus)} paragraphs ({'cached' if stats.get('cached') else 'fresh'}) -> {data_dir}",
+          flush=True)
+    records = []
+    with freki_server(eval_settings(data_dir)) as freki, geri_for(args.backend) as geri:
+        odin = OdinSettings(freki_target=freki, geri_target=geri, generate_deadline_s=600,
+                            answer_min_score=args.min_score)
+        with OdinClient(odin) as client:
+            for i, q in enumerate(questions, 1):
+                started = time.perf_counter()
+                record: dict[str, Any] = {"id": q["_id"], "answerable": q["answerable"], "gold": q["gold_doc"]}
+                try:
+                    answer = client.ask(q["question"], top_k=args.top_k)
+                except OdinError as exc:
+                    record.update(error=f"{exc.code}: {exc}"[:300])
+                else:
+                    gen = answer.generation
+                    record.update(
+                        answered=answer.answered, reason=answer.reason, text=answer.text,
+                        best_score=max((s.score for s in answer.sources), default=0.0),
+                        top_doc=answer.sources[0].document_id if answer.sources else "",
+                        cited=[c.document_id for c in answer.citations], schema_valid=bool(gen and gen.json),
+                        generated=gen is not None, backend=gen.backend if gen else "",
+                        f1=max((f1(answer.text, a) for a in q["answers"]), default=0.0) if answer.answered else 0.0,
+                        em=float(any(normalize(answer.text) == normalize(a) for a in q["answers"])),
+                    )
+                record["seconds"] = time.perf_counter() - started
+                records.append(record)
+                if i % 25 == 0:
+                    print(f"  {i}/{len(questions)} questions", flush=True)
+    return records
+
+
+def report(records: list[dict[str, Any]], threshold: float | None = None) -> dict[str, float]:
+    """Metrics over ``records``; with ``threshold``, questions whose best score is below it count as abstained."""
+    def abstained(r: dict[str, Any]) -> bool:
+        if "error" in r:
+            return False
+        return (not r["answered"]) or (threshold is not None and r["best_score"] < threshold)
+
+    answerable = [r for r in records if r["answerable"]]
+    unanswerable = [r for r in records if not r["answerable"]]
+    answered = [r for r in answerable if "error" not in r and not abstained(r)]
+    generated = [r for r in records if r.get("generated")]
+    cited = [d == r["gold"] for r in answered for d in r["cited"]]
+    return {
+        "questions": len(records),
+        "errors": sum("error" in r for r in records),
+        "schema_valid": sum(r["schema_valid"] for r in generated) / max(1, len(generated)),
+        "em": sum(r["em"] for r in answered) / max(1, len(answered)),
+        "f1": sum(r["f1"] for r in answered) / max(1, len(answered)),
+        "citation_precision": sum(cited) / max(1, len(cited)),
+        "abstention": sum(abstained(r) for r in unanswerable) / max(1, len(unanswerable)),
+        "false_abstention": sum(abstained(r) for r in answerable) / max(1, len(answerable)),
+        "p50_s": statistics.median(r["seconds"] for r in records) if records else 0.0,
+        "p90_s": statistics.quantiles([r["seconds"] for r in records], n=10)[-1] if len(records) > 1 else 0.0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=["embedded", "ollama", "ollama-unconstrained"], default="embedded")
+    parser.add_argument("--split", choices=["dev", "test", "all"], default="test")
+    parser.add_argument("--limit", type=int, default=0, help="at most N questions (2/3 answerable)")
+    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--min-score", type=float, default=OdinSettings().answer_min_score)
+    parser.add_argument("--out", type=Path, help="write per-question records (JSON lines)")
+    parser.add_argument("--sweep", type=Path, help="print metrics per threshold from a records file")
+    args = parser.parse_args()
+    if args.sweep:
+        records = [json.loads(line) for line in args.sweep.read_text().splitlines()]
+        print("| threshold | abstention | false abstention | citation precision | F1 |\n|---|---|---|---|---|")
+        for t in [x / 100 for x in range(0, 61, 5)]:
+            m = report(records, t)
+            print(f"| {t:.2f} | {m['abstention']:.3f} | {m['false_abstention']:.3f} | "
+                  f"{m['citation_precision']:.3f} | {m['f1']:.3f} |")
+        return
+    print(f"backend={args.backend} split={args.split} min_score={args.min_score} load={os.getloadavg()[0]:.2f}")
+    records = run(args)
+    if args.out:
+        args.out.write_text("".join(json.dumps(r) + "\n" for r in records))
+    m = report(records)
+    print("\n| backend | questions | errors | schema-valid | EM | F1 | citation precision | abstention "
+          "(unanswerable) | false abstention | p50 s | p90 s |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| {args.backend} | {m['questions']} | {m['errors']} | {m['schema_valid']:.3f} | {m['em']:.3f} | "
+          f"{m['f1']:.3f} | {m['citation_precision']:.3f} | {m['abstention']:.3f} | {m['false_abstention']:.3f} | "
+          f"{m['p50_s']:.1f} | {m['p90_s']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
