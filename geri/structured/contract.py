@@ -62,8 +62,9 @@ def extract_json(text: str) -> Any:
             return json.loads(candidate)
         except ValueError:
             continue
-    snippet = text.strip()[:80]
-    raise ContractViolation(f"the reply is not JSON (it starts with {snippet!r})")
+    flat = text.strip()
+    ends = f" and ends with {flat[-60:]!r}" if len(flat) > 80 else ""
+    raise ContractViolation(f"the reply is not JSON ({len(flat):,} characters; it starts with {flat[:80]!r}{ends})")
 
 
 def _compact(value: Any) -> str:

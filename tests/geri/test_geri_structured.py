@@ -12,7 +12,8 @@ from wolf.v1 import common_pb2, geri_pb2_grpc
 
 pytestmark = pytest.mark.integration
 
-DOC = common_pb2.RetrievedDocument(document_id="relay-doc", content="The Hrafn relay admin API listens on TCP port 9427.",
+DOC = common_pb2.RetrievedDocument(document_id="relay-doc",
+                                   content="The Hrafn relay admin API listens on TCP port 9427.",
                                    relevance_score=0.9)
 ANSWER = {"type": "object", "additionalProperties": False, "required": ["answer", "cited", "confidence"],
           "properties": {"answer": {"type": "string", "maxLength": 120},
