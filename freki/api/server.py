@@ -51,6 +51,9 @@ def build_server(
         ops.enable_reload(reload_from, operations.RELOADABLE, hooks=hooks, sighup=sighup)
     if watcher is not None:
         watcher.start()
+    # Work still running once the grace period is over stops at its next check (parser workers are killed),
+    # so neither the watcher's file in progress nor a cancelled RPC holds the process up.
+    handle.closers.append(engine.stop_work)
     # A settings reload may replace the watcher, so stop whichever one is current.
     handle.closers.append(lambda: servicer.watcher.stop() if servicer.watcher is not None else None)
     log.info("Freki serving on %s:%d (store=%s, model=%s)", settings.host, handle.port,
