@@ -35,13 +35,7 @@ from freki.store.base import (
     StoredPoint,
     stored_point,
 )
-from freki.store.edge_layout import (
-    CollectionPaths,
-    acquire_lock,
-    read_registry,
-    release_lock,
-    write_registry,
-)
+from freki.store.edge_layout import CollectionPaths, acquire_lock, read_registry, release_lock, write_registry
 from freki.store.edge_purge import PURGE_PADDING_ID, purge_shard
 from freki.store.errors import StoreError, StoreUnavailable
 from freki.store.filters import edge_filter
