@@ -173,7 +173,8 @@ class EdgeStore(GuardedStore):
         request = qe.FacetRequest(key, limit=max(1, self._engine_count(conditions)), exact=True,
                                   filter=edge_filter(conditions))
         try:
-            return {str(hit.value): int(hit.count) for hit in self._require_shard().facet(request).hits}
+            hits = self._require_shard().facet(request).hits  # values whose points are all deleted count 0
+            return {str(hit.value): int(hit.count) for hit in hits if hit.count > 0}
         except Exception as exc:
             raise _engine_error(exc, f"count values of {key!r}") from exc
 
