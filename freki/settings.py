@@ -61,7 +61,7 @@ class StoreSettings(BaseModel):
     # Edge only. Every this many seconds, if anything was deleted or replaced since, rewrite the segments
     # holding deleted points and reset the write-ahead log (``purge``: keeps search fast under churn and
     # removes deleted plaintext fields from disk). 0 = only on GDPR erasure.
-    maintenance_interval_s: float = Field(300.0, ge=0.0)
+    maintenance_interval_s: float = Field(120.0, ge=0.0)
 
 
 MIB = 1024 * 1024

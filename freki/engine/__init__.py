@@ -79,6 +79,8 @@ class FrekiEngine:
         # Index calls share it; an erasure takes it alone, so no document of the owner is half-written meanwhile.
         self._erasing = ReadWriteLock()
         self._purge_marker = Path(settings.data_dir) / ".purge-pending"
+        self._purge_lock, self._purge_guard = threading.Lock(), threading.Lock()
+        self._purge_requests = self._purged_upto = 0
         self.repair_report: RepairReport = repair(self.chunks, self.registry, self.keys)
         if self._purge_marker.exists():  # an erasure was interrupted before its purge finished
             self.purge()
@@ -214,11 +216,27 @@ class FrekiEngine:
         return len(records), chunks
 
     def purge(self) -> bool:
-        """Remove what deletes left in the engine's files (``VectorStore.purge``); False if the engine cannot."""
-        done = self.chunks.purge()
-        done = self._registry_store.purge() and done
-        self._purge_marker.unlink(missing_ok=True)
-        return done
+        """Remove what deletes left in the engine's files (``VectorStore.purge``); False if the engine cannot.
+
+        Concurrent callers share one run: a caller whose request came before a run started is served by it.
+        The two collections are purged side by side."""
+        with self._purge_guard:
+            self._purge_requests += 1
+            ticket = self._purge_requests
+        with self._purge_lock:
+            if self._purged_upto >= ticket:
+                return True
+            with self._purge_guard:
+                covers = self._purge_requests
+            registry = threading.Thread(target=self._registry_store.purge, name="freki-purge-registry")
+            registry.start()
+            try:
+                done = self.chunks.purge()
+            finally:
+                registry.join()
+            self._purged_upto = covers
+            self._purge_marker.unlink(missing_ok=True)
+            return done
 
     def _erase_purge(self) -> None:
         if self.settings.gdpr.purge_on_erase:

@@ -73,11 +73,12 @@ class GuardedStore(ABC):
             self._engine_optimize()
 
     def purge(self) -> bool:
-        """Rewrite what deletes left behind out of the engine's files; see ``VectorStore.purge``."""
+        """Rewrite what deletes left behind out of the engine's files; see ``VectorStore.purge``.
+
+        Writes wait; searches go on (nothing a purge writes matches a filtered read)."""
         with self._write_gate:
             self._require_open()
             self._engine_optimize()
-        with self._writing():
             return self._engine_purge()
 
     def value_counts(self, key: str, filter: Sequence[FieldMatch] = ()) -> dict[str, int]:

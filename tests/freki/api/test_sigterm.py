@@ -24,8 +24,8 @@ def test_sigterm_during_indexing_stops_within_the_grace_period(tmp_path: Path) -
     config.write_text(json.dumps({"data_dir": str(tmp_path / "data"), "shutdown_grace_s": GRACE}))
     log = tmp_path / "freki.log"
     server = Server(config, log, "none")
-    text = "\n\n".join(f"Entry {i}: the tide table for harbour {i} lists high water at {i % 12} o'clock and "
-                       f"low water six hours later, weather permitting, on every day of month {i % 12}." for i in range(4000))
+    text = "\n\n".join(f"Entry {i}: the tide table for harbour {i} lists high water at {i % 12} o'clock, low "
+                       f"water six hours later, weather permitting, each day of month {i % 12}." for i in range(4000))
     outcome: list[grpc.StatusCode] = []
 
     def index() -> None:
