@@ -1,13 +1,14 @@
 """Renaming a document without re-embedding it.
 
-Chunk ids are ``uuid5(tenant, document id, chunk text hash, occurrence)``, so a renamed file's chunks
-need new ids. Rather than make ids content-addressed across documents (which would let two documents
-share a point, and make erasure of one delete the other's chunk), a rename *moves* the points: each
-stored chunk is re-written under its new id with the same dense vector and a payload pointing at the new
-document, in the same write batch that deletes the old points, so a reader sees the document under one
-name or the other, never neither. The sentence vectors cached for chunking move too. The caller
-then indexes the file under its new id as usual: every chunk id already exists, so nothing is embedded
-and only changed text (if the file was also edited) costs embeddings.
+Chunk ids are ``uuid5(tenant, document id, generation, position)``, so a renamed file's chunks need new
+ids. Rather than make ids content-addressed across documents (which would let two documents share a point,
+and make erasure of one delete the other's chunk), a rename *moves* the points: each stored chunk is
+re-written under the new document id with the same dense vector, as a new generation committed like any
+other version (``freki.ingest.commit``), and only then is the old id deleted. A reader sees the document
+under one name or the other (for a moment, both), never neither. The sentence vectors cached for chunking
+move too. The caller then indexes the file under its new id as usual: every chunk's text is already
+stored with its vector, so nothing is embedded and only changed text (if the file was also edited) costs
+embeddings.
 """
 
 from __future__ import annotations
