@@ -13,13 +13,15 @@ import grpc
 import pytest
 from wolf.v1 import freki_pb2
 
+from freki.engine import FrekiEngine
+from freki.settings import FrekiSettings
 from tests.freki.ingest.test_crash_points import Server
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 GRACE = 1.0
 
 
-def test_sigterm_during_indexing_stops_within_the_grace_period(tmp_path: Path) -> None:
+def test_sigterm_during_indexing_stops_within_the_grace_period(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     config = tmp_path / "freki.json"
     config.write_text(json.dumps({"data_dir": str(tmp_path / "data"), "shutdown_grace_s": GRACE}))
     log = tmp_path / "freki.log"
@@ -50,9 +52,9 @@ def test_sigterm_during_indexing_stops_within_the_grace_period(tmp_path: Path) -
     assert stopped < GRACE + 3.0, f"took {stopped:.1f} s to stop"
     assert outcome and outcome[0] != grpc.StatusCode.OK
 
-    server = Server(config, log, "none")
+    engine = FrekiEngine(FrekiSettings(data_dir=tmp_path / "data"), embedder=embedder)  # reopens the data dir
     try:
-        status = server.stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest(), timeout=30)
-        assert status.document_count == 0 and status.chunk_count == 0, "nothing half-written"
+        assert engine.registry.count() == 0 and engine.chunks.inner.count([]) == 0, "nothing half-written"
+        assert engine.keys.ids() == [], "no key of an unfinished version"
     finally:
-        server.stop()
+        engine.close()

@@ -37,7 +37,6 @@ POINTS = [
     ("create.chunks_written", "create", "absent"),
     ("update.chunks_written", "update", "old"),
     ("update.committed", "update", "new"),
-    ("update.old_deleted", "update", "new"),
     ("delete.record_deleted", "delete", "absent"),
     ("erase.records_deleted", "erase", "absent"),
 ]
