@@ -105,3 +105,22 @@ def test_a_deadline_stops_indexing_and_leaves_nothing(canary, freki_server) -> N
     assert engine.chunks.inner.count([]) == 1, "no chunk of the stopped document remains"
     assert engine.registry.get("default", "slow.txt") is None
     assert_tenant_unharmed(canary, freki_server[0].address)
+
+
+def test_delete_document_removes_chunks_the_registry_does_not_know(canary, freki_server) -> None:  # type: ignore[no-untyped-def]
+    from freki.ingest.registry import chunk_point_id
+    from freki.store import ChunkPoint, FieldMatch
+
+    engine = freki_server[1]
+    vector = engine.embedder.embed(["a ghost chunk no record owns"])[0].tolist()
+    engine.chunks.upsert([ChunkPoint(chunk_point_id("default", "ghost", "g0", 0), vector, None, {
+        "tenant_id": "default", "owner_id": "default", "document_id": "ghost", "generation": "g0",
+        "chunk_index": 0, "content": "a ghost chunk no record owns", "metadata": {}})])
+    assert engine.registry.get("default", "ghost") is None
+    response = canary.DeleteDocument(freki_pb2.DeleteDocumentRequest(request_id="g", document_id="ghost"), timeout=60)
+    assert response.chunks_deleted == 1
+    assert engine.chunks.inner.count([FieldMatch("document_id", ("ghost",))]) == 0
+    with pytest.raises(grpc.RpcError) as caught:
+        canary.DeleteDocument(freki_pb2.DeleteDocumentRequest(request_id="g2", document_id="ghost"), timeout=60)
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    assert_tenant_unharmed(canary, freki_server[0].address)
