@@ -58,6 +58,48 @@ class StoreSettings(BaseModel):
     # waiting for pool threads the encoder had pushed off the cores (see EdgeStore). More threads pay
     # only for collections of many segments on a machine with cores to spare.
     search_threads: int = Field(1, ge=1, le=256)
+    # Edge only. Every this many seconds, if anything was deleted or replaced since, rewrite the segments
+    # holding deleted points and reset the write-ahead log (``purge``: keeps search fast under churn and
+    # removes deleted plaintext fields from disk). 0 = only on GDPR erasure.
+    maintenance_interval_s: float = Field(120.0, ge=0.0)
+
+
+MIB = 1024 * 1024
+
+
+class LimitsSettings(BaseModel):
+    """What one document may cost (docs/operations.md, "Limits"); each refusal names its setting."""
+
+    # Parser sandbox (freki/ingest/sandbox.py): worker processes, their memory cap and wall-clock limit.
+    parse_timeout_s: float = Field(30.0, gt=0.0, le=3600.0)
+    parse_memory_mb: int = Field(1024, ge=256, le=65536)
+    parse_workers: int = Field(2, ge=1, le=64)
+    parse_worker_documents: int = Field(200, ge=1)
+    # What parsing may produce, and checks before parsing.
+    max_text_chars: int = Field(5_000_000, ge=1)
+    max_chunks_per_document: int = Field(10_000, ge=1)
+    zip_max_members: int = Field(2_000, ge=1)
+    zip_max_inflated_bytes: int = Field(128 * MIB, ge=1)
+    zip_max_ratio: float = Field(100.0, gt=1.0)
+    yaml_max_bytes: int = Field(64 * 1024, ge=1)
+    yaml_max_depth: int = Field(16, ge=1, le=1000)
+    yaml_max_keys: int = Field(1_000, ge=1)
+    html_max_depth: int = Field(512, ge=8, le=100_000)
+    # Document metadata (request metadata, and frontmatter/properties merged with it).
+    metadata_keys: int = Field(64, ge=1)
+    metadata_value_chars: int = Field(8192, ge=1)
+    metadata_bytes: int = Field(16 * 1024, ge=1)
+
+
+class GdprSettings(BaseModel):
+    """Erasure that holds on disk (docs/operations.md, "GDPR")."""
+
+    # Seal chunk text (and other non-filter fields) with a key per document version, destroyed on delete.
+    encrypt_payloads: bool = True
+    # 32 raw bytes (or 64 hex characters) that encrypt the key store itself; keep it outside data_dir.
+    master_key_file: Path | None = None
+    # Edge only: DeleteDocument / DeleteOwnerData also purge the engine's files before they return.
+    purge_on_erase: bool = True
 
 
 class RetrievalSettings(BaseModel):
@@ -165,6 +207,8 @@ class FrekiSettings(FileSettings):
     chunking: ChunkingSettings = ChunkingSettings()
     store: StoreSettings = StoreSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
+    limits: LimitsSettings = LimitsSettings()
+    gdpr: GdprSettings = GdprSettings()
 
     # Requests above these limits are refused with INVALID_ARGUMENT.
     max_prompt_chars: int = Field(1_000_000, ge=1)

@@ -17,7 +17,7 @@ from typing import Any
 
 import grpc
 
-from wolf_service.audit_log import AuditLog, Scalar
+from wolf_service.audit_log import AuditLog, Scalar, identifier
 from wolf_service.error_mapping import request_id_of
 from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, final_code, observe_stream, rpc_name
 
@@ -69,8 +69,8 @@ class AuditInterceptor(WrappingInterceptor):
         spec = self._audited[rpc_name(method)]
         actor = (self._identify(context) if self._identify else None) or context.peer()
         details: dict[str, Scalar] = {
-            "tenant": str(getattr(request, "tenant_id", "") or self._default_tenant),
-            "request_id": request_id_of(request, context),
+            "tenant": identifier(str(getattr(request, "tenant_id", "") or self._default_tenant)),
+            "request_id": identifier(request_id_of(request, context)),
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         }
         if messages is not None:
@@ -79,7 +79,7 @@ class AuditInterceptor(WrappingInterceptor):
             if last is not None and spec.details is not None and code == grpc.StatusCode.OK:
                 details.update(spec.details(last))
             self.audit.record(
-                actor=actor, action=spec.action, target=spec.target(request),
+                actor=actor, action=spec.action, target=identifier(spec.target(request)),
                 outcome="ok" if code == grpc.StatusCode.OK else code.name.lower(), **details,
             )
         except Exception:

@@ -15,6 +15,7 @@ writers (threads or processes) never interleave a line and a recorded event surv
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -27,6 +28,16 @@ from typing import Any
 MAX_DETAIL_CHARS = 512
 _RESERVED = ("at", "actor", "action", "target", "outcome")
 Scalar = str | int | float | bool | None
+
+
+def identifier(value: str, limit: int = MAX_DETAIL_CHARS) -> str:
+    """An identifier fit for the log: kept whole up to ``limit`` characters, else cut and tagged with the
+    SHA-256 of the whole, so an over-long id (say a 4,000-character document id) is still recorded and
+    still tells two ids apart, instead of the event being dropped."""
+    if len(value) <= limit:
+        return value
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{value[: limit - 52]}…[sha256:{digest}]"
 
 
 class AuditLog:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -20,6 +20,40 @@ from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor
 log = logging.getLogger("wolf_service.errors")
 
 REQUEST_ID_HEADER = "x-request-id"
+# Error details are meant to be read; a message quoting client input at length is a bug, never a feature.
+MAX_DETAILS = 2000
+
+
+class MalformedRequest:
+    """Stands in for a request whose bytes are not a valid protobuf message, so the handler can answer
+    INVALID_ARGUMENT (grpcio itself answers INTERNAL when a deserializer raises). Every field reads as ""."""
+
+    def __init__(self, type_name: str, problem: str) -> None:
+        self.type_name = type_name
+        self.problem = problem
+
+    def __getattr__(self, name: str) -> str:
+        return ""
+
+
+def tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    """``deserializer`` returning a MalformedRequest instead of raising on bytes that do not parse."""
+    if deserializer is None:
+        return None
+
+    def deserialize(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception as exc:  # protobuf's DecodeError, or a str field that is not UTF-8
+            owner = getattr(deserializer, "__self__", None)
+            return MalformedRequest(getattr(owner, "__name__", "request"), str(exc)[:200])
+
+    return deserialize
+
+
+def bounded(text: str, limit: int = MAX_DETAILS) -> str:
+    """``text`` cut to ``limit`` characters, saying so."""
+    return text if len(text) <= limit else f"{text[: limit - 40]}… ({len(text):,} characters in all)"
 
 
 def request_id_of(request: Any, context: grpc.ServicerContext) -> str:
@@ -40,8 +74,8 @@ def _abort_for(exc: BaseException, rpc: str, request: Any, context: grpc.Service
         log.exception("internal error in %s (request_id=%s)", rpc, rid, exc_info=exc)
         context.abort(code, f"internal error (request_id={rid}); see server log")
     else:
-        log.info("%s failed with %s (request_id=%s): %s", rpc, code.name, rid, exc)
-        context.abort(code, str(exc))
+        log.info("%s failed with %s (request_id=%s): %s", rpc, code.name, rid, bounded(str(exc), 500))
+        context.abort(code, bounded(str(exc)))
 
 
 def _is_abort(exc: BaseException, context: grpc.ServicerContext) -> bool:
@@ -49,10 +83,20 @@ def _is_abort(exc: BaseException, context: grpc.ServicerContext) -> bool:
     return type(exc) is Exception and context.code() is not None  # type: ignore[attr-defined]
 
 
+def _refuse_malformed(request: Any, context: grpc.ServicerContext) -> None:
+    if isinstance(request, MalformedRequest):
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                      f"the request is not a valid {request.type_name} protobuf message ({request.problem})")
+
+
 class ErrorMappingInterceptor(WrappingInterceptor):
-    """Map exceptions raised by handlers to gRPC status codes, for unary and streaming RPCs."""
+    """Map exceptions raised by handlers to gRPC status codes, for unary and streaming RPCs; answer bytes
+    that are no valid request message with INVALID_ARGUMENT."""
+
+    wrap_deserializer = staticmethod(tolerant)
 
     def unary(self, method: str, request: Any, context: grpc.ServicerContext, call: UnaryCall) -> Any:
+        _refuse_malformed(request, context)
         try:
             return call(request, context)
         except Exception as exc:
@@ -63,6 +107,7 @@ class ErrorMappingInterceptor(WrappingInterceptor):
     def stream(
         self, method: str, request: Any, context: grpc.ServicerContext, call: StreamCall
     ) -> Iterator[Any]:
+        _refuse_malformed(request, context)
         try:
             yield from call(request, context)
         except Exception as exc:

@@ -80,6 +80,11 @@ class WrappingInterceptor(grpc.ServerInterceptor):
     Streaming-request handlers (only reflection uses them) pass through untouched.
     """
 
+    @staticmethod
+    def wrap_deserializer(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+        """The request deserializer to use (unchanged by default; see ``ErrorMappingInterceptor``)."""
+        return deserializer
+
     def applies_to(self, method: str) -> bool:
         """Whether this interceptor wraps ``method``; all methods by default."""
         return True
@@ -111,7 +116,7 @@ class WrappingInterceptor(grpc.ServerInterceptor):
 
             return grpc.unary_unary_rpc_method_handler(
                 unary_unary,
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=self.wrap_deserializer(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None:
@@ -122,7 +127,7 @@ class WrappingInterceptor(grpc.ServerInterceptor):
 
             return grpc.unary_stream_rpc_method_handler(
                 unary_stream,
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=self.wrap_deserializer(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         return handler

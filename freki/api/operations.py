@@ -102,6 +102,13 @@ class EngineCollector(Collector):
             family = CounterMetricFamily(name, doc)
             family.add_metric([], float(value))
             yield family
+        repairs = CounterMetricFamily("freki_repairs", "What the start-up consistency pass removed", labels=["kind"])
+        for kind, count in sorted(self._engine.repair_report.counts.items()):
+            repairs.add_metric([kind], float(count))
+        yield repairs
+        killed = CounterMetricFamily("freki_parser_workers_killed", "Parser workers killed on a limit or deadline")
+        killed.add_metric([], float(self._engine.sandbox.killed))
+        yield killed
         # Documents waiting for or in indexing: running index RPCs plus files the watcher has queued.
         depth = sum(self._metrics.in_flight_count(rpc) for rpc in INDEXING_RPCS)
         if self._watch_pending is not None:

@@ -63,5 +63,8 @@ def serve(settings: FrekiSettings, reload_from: SettingsSource | None = None) ->
     """Run until SIGTERM/SIGINT, then stop gracefully and close the store. SIGHUP reloads settings."""
     configure_logging(settings.log)
     handle, engine = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
+    # Once the grace period is over, work still running stops at its next check (parser workers are killed),
+    # so neither the watcher's file in progress nor a cancelled RPC holds the process up.
+    handle.closers.insert(0, engine.stop_work)
     print(f"freki listening on {settings.host}:{handle.port}", flush=True)
     serve_until_signal(handle, grace=settings.shutdown_grace_s, on_stop=engine.close)

@@ -7,6 +7,7 @@ Errors are raised as domain exceptions and mapped to status codes by
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 from freki import gdpr
 from freki.api import convert, validation
 from freki.engine import FrekiEngine
+from freki.ingest.deadline import Deadline
 from freki.ingest.indexing import IndexInput
 from freki.settings import FrekiSettings
 from wolf_service.errors import InvalidArgument
@@ -46,6 +48,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         self, request: freki_pb2.IndexDocumentRequest, context: grpc.ServicerContext
     ) -> freki_pb2.IndexDocumentResponse:
         validation.validate_index(request, self.settings)
+        deadline = call_deadline(context)
         result = self.engine.index(IndexInput(
             tenant_id=self._tenant(request.tenant_id),
             document_id=request.document_id or request.source,
@@ -55,7 +58,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             owner_id=request.owner_id,
             metadata=dict(request.metadata),
             force_full_reindex=request.force_full_reindex,
-        ))
+        ), deadline)
         return convert.index_response(request.request_id, result)
 
     def RetrieveContext(
@@ -99,7 +102,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             self._tenant(request.tenant_id),
             owner_id=request.owner_id,
             limit=request.page_size or 100,
-            offset=request.page_token or None,
+            offset=validation.validate_page_token(request.page_token),
         )
         return freki_pb2.ListDocumentsResponse(
             documents=[convert.document_info(r) for r in records], next_page_token=next_offset or ""
@@ -152,6 +155,17 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         yield from convert.export_records(
             self.engine.export_owner(self._tenant(request.tenant_id), owner, with_vectors=request.include_vectors)
         )
+
+
+def call_deadline(context: grpc.ServicerContext) -> Deadline:
+    """The client's deadline for this call, also stopped when the call ends early (cancelled, or the server
+    cancels in-flight calls at the end of its shutdown grace)."""
+    ended = threading.Event()
+    context.add_callback(ended.set)
+    remaining = context.time_remaining()
+    # grpcio reports "no deadline" as a huge number of seconds.
+    timeout = remaining if remaining is not None and remaining < 10**7 else None
+    return Deadline(timeout, stops=[(ended, "the call was cancelled")])
 
 
 def _require_owner(owner_id: str) -> str:

@@ -6,19 +6,20 @@ Validation happens before any work, so a bad request changes nothing.
 from __future__ import annotations
 
 import re
+import uuid
 
 from wolf.v1 import common_pb2, freki_pb2
 
+from freki.ingest.quotas import METADATA_KEY, MetadataLimits, check_metadata
+from freki.ingest.quotas import describe as _describe
 from freki.settings import FrekiSettings
 from wolf_service.errors import InvalidArgument
 
 _ID_RE = re.compile(r"^[\w.\-:/@+ ]{1,512}$")
 _TENANT_RE = re.compile(r"^[A-Za-z0-9_.\-@]{1,128}$")
-_META_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
-
-
-def _describe(value: str, limit: int = 40) -> str:
-    return repr(value if len(value) <= limit else value[:limit] + "…")
+_META_KEY_RE = METADATA_KEY
+# A page token is a point id (a UUID); anything much longer is not one.
+MAX_PAGE_TOKEN = 64
 
 
 def require_request_id(request_id: str) -> None:
@@ -52,16 +53,23 @@ def require_document_id(document_id: str, field: str = "document_id") -> str:
     return document_id
 
 
-def validate_metadata(metadata: dict[str, str], field: str = "metadata") -> None:
-    """Metadata keys become payload keys; keep them to a safe, filterable form."""
-    for key, value in metadata.items():
-        if not _META_KEY_RE.match(key):
-            raise InvalidArgument(
-                f"{field} key {_describe(key)} must start with a letter or '_' and contain only "
-                "letters, digits, '_', '.', '-' (max 128)"
-            )
-        if len(value) > 8192:
-            raise InvalidArgument(f"{field}[{key!r}] is {len(value)} characters; the limit is 8192")
+def metadata_limits(settings: FrekiSettings) -> MetadataLimits:
+    """The metadata limits in force (``limits.metadata_*``)."""
+    lim = settings.limits
+    return MetadataLimits(max_keys=lim.metadata_keys, max_value_chars=lim.metadata_value_chars,
+                          max_bytes=lim.metadata_bytes)
+
+
+def validate_page_token(token: str) -> str | None:
+    """A ListDocuments page token (None for the first page); never echoed back whole."""
+    if not token:
+        return None
+    if len(token) > MAX_PAGE_TOKEN:
+        raise InvalidArgument(f"page_token is {len(token):,} characters; a page token is at most {MAX_PAGE_TOKEN}")
+    try:
+        return str(uuid.UUID(token))
+    except ValueError:
+        raise InvalidArgument(f"page_token {_describe(token)} is not a token this server issued") from None
 
 
 def validate_retrieve(request: common_pb2.WolfRequest, settings: FrekiSettings) -> None:
@@ -111,6 +119,8 @@ def validate_index(request: freki_pb2.IndexDocumentRequest, settings: FrekiSetti
         require_document_id(request.document_id)
     elif not request.source:
         raise InvalidArgument("document_id must be non-empty when source is empty (got \"\" for both)")
+    else:
+        require_document_id(request.source, "source (the document id when document_id is empty)")
     if request.content and request.content_bytes:
         raise InvalidArgument("set either content (text) or content_bytes (binary), not both")
     if not request.content and not request.content_bytes:
@@ -122,4 +132,8 @@ def validate_index(request: freki_pb2.IndexDocumentRequest, settings: FrekiSetti
         )
     if request.owner_id and not _TENANT_RE.match(request.owner_id):
         raise InvalidArgument(f"owner_id {_describe(request.owner_id)} has invalid characters")
-    validate_metadata(dict(request.metadata))
+    if request.source and len(request.source) > 4096:
+        raise InvalidArgument(f"source is {len(request.source):,} characters; the limit is 4,096")
+    if request.content_type and len(request.content_type) > 256:
+        raise InvalidArgument(f"content_type is {len(request.content_type):,} characters; the limit is 256")
+    check_metadata(dict(request.metadata), metadata_limits(settings))

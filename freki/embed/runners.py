@@ -48,6 +48,9 @@ class OnnxRunner:
         # kept 1.7 cores busy with spinning on and 1.2 with it off, and were faster (89 vs 76 queries/s).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        # Memory patterns are planned and kept per input shape; every (batch, length) the server sees is a new
+        # shape, so the plans only piled up (RSS grew through a soak). Same results, no measurable speed cost.
+        options.enable_mem_pattern = False
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._inputs = [i.name for i in self._session.get_inputs()]
         self.path = path

@@ -35,11 +35,13 @@ def erase_owner(engine: FrekiEngine, tenant: str, owner_id: str, *, watcher: Wat
 
 
 def erase_document(engine: FrekiEngine, tenant: str, document_id: str, *, watcher: Watcher | None = None) -> int:
-    """Erase one document; returns its chunks deleted. Raises NotFound when it is not indexed."""
+    """Erase one document, every chunk of its id whether or not the registry knows it; returns the chunks
+    deleted. Raises NotFound when there was nothing of it."""
     with _paused(watcher):
-        record = engine.get_document(tenant, document_id)
-        _keep_out_of_watch(engine, watcher, [record])
-        return engine.delete_document(tenant, document_id)
+        record = engine.registry.get(tenant, document_id)
+        if record is not None:
+            _keep_out_of_watch(engine, watcher, [record])
+        return engine.delete_document(tenant, document_id, erase=True)
 
 
 def _keep_out_of_watch(engine: FrekiEngine, watcher: Watcher | None, records: list[DocumentRecord]) -> None:

@@ -35,7 +35,9 @@ class SentenceVectorCache:
     edited document cheap, and makes erasure exact: deleting a document drops its entry.
     """
 
-    def __init__(self, max_sentences: int = 50_000) -> None:
+    # 20,000 sentences = ~34 MiB (a 384-d float32 vector and its key each): the last ~200 documents of 100
+    # sentences. 50,000 held ~85 MiB, filled over a soak and read as RSS growth; edits hit recent documents.
+    def __init__(self, max_sentences: int = 20_000) -> None:
         self._docs: OrderedDict[tuple[str, str], dict[str, np.ndarray]] = OrderedDict()
         self._max = max_sentences
         self._size = 0
@@ -88,7 +90,9 @@ class TokenCountCache:
     of an incremental re-index.
     """
 
-    def __init__(self, count: Callable[[str], int], max_entries: int = 200_000) -> None:
+    # ~170 bytes an entry; two of these live in a server (tiktoken and model counts). 50,000 each = ~17 MiB
+    # together and covers the sentences and chunks of ~40 large documents (200,000 each was ~68 MiB).
+    def __init__(self, count: Callable[[str], int], max_entries: int = 50_000) -> None:
         self._count = count
         self._max = max_entries
         self._counts: OrderedDict[bytes, int] = OrderedDict()

@@ -33,7 +33,7 @@ from typing import Protocol
 import numpy as np
 
 from freki.ingest.limits import ChunkingConfig, EffectiveLimits
-from freki.ingest.parsing import ParsedDocument, Section
+from freki.ingest.parsing import LimitExceeded, ParsedDocument, Section
 from freki.ingest.segmenting import SectionPlan, find_anchors, partition_span
 from freki.ingest.sentences import SPACE, Unit, join_units, section_units
 
@@ -103,9 +103,21 @@ class SemanticChunker:
             core_max_window=room * core_max // max_tokens,
         )
 
-    def chunk(self, doc: ParsedDocument) -> list[Chunk]:
-        """Chunk every section of `doc` in order; deterministic for the same input."""
+    def chunk(self, doc: ParsedDocument, max_chunks: int | None = None) -> list[Chunk]:
+        """Chunk every section of `doc` in order; deterministic for the same input.
+
+        Raises:
+            LimitExceeded: the token count alone shows more than ``max_chunks`` chunks, found before any
+                sentence is embedded.
+        """
         plans = [self._plan(section) for section in doc.sections]
+        if max_chunks is not None:
+            at_least = sum(-(-p.total_tokens() // self.effective.max_tokens) for p in plans)
+            if at_least > max_chunks:
+                raise LimitExceeded(
+                    f"document {doc.title[:80]!r} makes at least {at_least:,} chunks; the limit is {max_chunks:,} "
+                    "(limits.max_chunks_per_document)", setting="limits.max_chunks_per_document",
+                )
         self._score_gaps([p for p in plans if p.needs_similarity])
         chunks: list[Chunk] = []
         for plan in plans:
@@ -206,7 +218,9 @@ class SemanticChunker:
         pieces: list[str] = []
         start = 0
         while start < len(words):
-            low, high = start + 1, len(words)
+            # Every word is at least one token, so a piece never holds more words than a chunk holds tokens:
+            # bounding the search keeps a huge unpunctuated "sentence" linear instead of quadratic.
+            low, high = start + 1, min(len(words), start + self.effective.core_max_tokens)
             while low < high:  # largest end with words[start:end] fitting
                 middle = (low + high + 1) // 2
                 if self._fits_core(" ".join(words[start:middle])):
@@ -221,7 +235,8 @@ class SemanticChunker:
     def _split_characters(self, word: str) -> list[str]:
         pieces: list[str] = []
         while word:
-            low, high = 1, len(word)
+            # No token is anywhere near 256 characters long; the bound keeps a huge word linear.
+            low, high = 1, min(len(word), 256 * self.effective.core_max_tokens)
             while low < high:
                 middle = (low + high + 1) // 2
                 if self._fits_core(word[:middle]):

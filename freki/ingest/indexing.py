@@ -1,12 +1,11 @@
-"""Indexing pipeline: parse → chunk → embed → store, incrementally.
+"""Indexing pipeline: parse (in the sandbox) → check limits → chunk → embed what changed → commit.
 
-Chunk point ids derive from (tenant, document, chunk text hash, occurrence), so when a
-document is re-indexed, chunks whose text did not change keep their id and vector and are
-not re-embedded; only new chunks are embedded and vanished ones deleted. When more than
-``full_reindex_ratio`` of the chunks changed, every chunk is re-embedded. The store applies
-upserts, deletions and payload updates as one batch (see ``VectorStore.apply``), and the
-document record is written last, so a crash mid-way leaves a state the next index call
-repairs without duplicates.
+A new version of a document is written as a new *generation* and committed atomically
+(``freki.ingest.commit``): readers see the old version until the registry record of the new one is written,
+then the new one whole. Chunks whose text did not change are not re-embedded: their vectors are copied
+from the previous generation. When more than ``full_reindex_ratio`` of the chunks changed, every chunk is
+re-embedded. The caller's ``Deadline`` is checked between stages and embedding batches; work stopped
+before the commit leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -16,7 +15,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -26,12 +26,21 @@ import numpy as np
 from freki.embed.embedder import Embedder
 from freki.ingest.caches import SentenceVectorCache, embed_in_slices
 from freki.ingest.chunking import Chunk, SemanticChunker
-from freki.ingest.parsing import parse_document
-from freki.ingest.registry import DocumentRecord, DocumentRegistry, chunk_point_id
-from freki.store import ChunkPoint, FieldMatch, SparseVector, StoredPoint, VectorStore
+from freki.ingest.commit import Committer, document_filter  # noqa: F401 - re-exported
+from freki.ingest.deadline import NO_DEADLINE, Deadline
+from freki.ingest.parsing import ParsedDocument, ParseLimits, parse_document
+from freki.ingest.quotas import MetadataLimits, check_chunk_count, check_metadata
+from freki.ingest.registry import DocumentRecord, DocumentRegistry, chunk_point_id, new_generation
+from freki.ingest.sandbox import ParserSandbox
+from freki.store import ChunkPoint, SparseVector, StoredPoint, VectorStore
+from freki.store.keys import KeyStore
+from freki.store.sealed import Generations
 from wolf_service.errors import InvalidArgument
 
 log = logging.getLogger("freki.indexing")
+# Chunk payload fields sealed per generation (freki.store.sealed). The others stay plain because the engine
+# filters on them: tenant, owner, document, generation, source type, chunk index and the caller's metadata.
+CHUNK_SEALED_FIELDS = ("content", "source", "chunk_hash", "doc_hash")
 
 
 @dataclass(frozen=True)
@@ -63,13 +72,6 @@ class IndexResult:
     duration_ms: int
 
 
-
-
-def document_filter(tenant: str, document_id: str) -> list[FieldMatch]:
-    """The store filter selecting one document's chunks."""
-    return [FieldMatch("tenant_id", (tenant,)), FieldMatch("document_id", (document_id,))]
-
-
 def document_chunks(
     store: VectorStore, tenant: str, document_id: str, *, with_vectors: bool = False
 ) -> list[StoredPoint]:
@@ -90,6 +92,43 @@ SparseEncode = Callable[[Sequence[str]], list[SparseVector]]
 ChunkerFactory = Callable[[Callable[[list[str]], np.ndarray]], SemanticChunker]
 
 
+@dataclass(frozen=True)
+class IngestLimits:
+    """Limits the indexer applies after parsing (the ``limits`` settings)."""
+
+    metadata: MetadataLimits = MetadataLimits()
+    max_chunks: int = 10_000
+    parse: ParseLimits = ParseLimits()
+
+
+class _LockTable:
+    """One lock per document being worked on; entries go away when nobody holds or waits for them."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, str], tuple[threading.Lock, int]] = {}
+        self._guard = threading.Lock()
+
+    @contextmanager
+    def hold(self, key: tuple[str, str]) -> Iterator[None]:
+        with self._guard:
+            lock, users = self._locks.get(key, (threading.Lock(), 0))
+            self._locks[key] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._locks[key]
+                if users <= 1:
+                    del self._locks[key]
+                else:
+                    self._locks[key] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        with self._guard:
+            return len(self._locks)
+
+
 class Indexer:
     """Turns documents into stored, searchable chunks."""
 
@@ -100,10 +139,14 @@ class Indexer:
         make_chunker: ChunkerFactory,
         chunks: VectorStore,
         registry: DocumentRegistry,
+        generations: Generations,
+        keys: KeyStore,
         sparse_encode: SparseEncode | None = None,
         full_reindex_ratio: float = 0.5,
         chunking_fingerprint: str = "",
         sentence_cache: SentenceVectorCache | None = None,
+        sandbox: ParserSandbox | None = None,
+        limits: IngestLimits | None = None,
     ) -> None:
         self._embedder = embedder
         self._make_chunker = make_chunker
@@ -113,113 +156,134 @@ class Indexer:
         self._full_ratio = full_reindex_ratio
         self._fingerprint = chunking_fingerprint
         self.sentence_cache = sentence_cache or SentenceVectorCache()
-        self._doc_locks: dict[tuple[str, str], threading.Lock] = {}
-        self._locks_guard = threading.Lock()
+        self.sandbox = sandbox
+        self.limits = limits or IngestLimits()
+        self.committer = Committer(chunks, registry, generations, keys)
+        self._locks = _LockTable()
 
     def sparse_encode(self, texts: Sequence[str]) -> list[SparseVector | None]:
         """Sparse (lexical) vectors for texts, or Nones when no sparse encoder is configured."""
         return list(self._sparse(texts)) if self._sparse else [None] * len(texts)
 
-    def _lock_for(self, key: tuple[str, str]) -> threading.Lock:
-        with self._locks_guard:
-            return self._doc_locks.setdefault(key, threading.Lock())
-
-    def document_lock(self, tenant: str, document_id: str) -> threading.Lock:
-        """The lock ``index`` holds for a document; hold it to change the document's points otherwise."""
-        return self._lock_for((tenant, document_id))
+    def document_lock(self, tenant: str, document_id: str) -> Any:
+        """The lock ``index`` holds for a document (a context manager); hold it to change the document otherwise."""
+        return self._locks.hold((tenant, document_id))
 
     def content_hash(self, doc: IndexInput) -> str:
         """Hash of everything that determines the stored chunks of a document."""
         h = hashlib.sha256()
-        h.update(doc.data if isinstance(doc.data, bytes) else doc.data.encode("utf-8"))
+        h.update(doc.data if isinstance(doc.data, bytes) else doc.data.encode("utf-8", "surrogatepass"))
         h.update(json.dumps(
             [doc.content_type, doc.source, doc.owner_id, sorted(doc.metadata.items()),
              self._fingerprint, self._embedder.identity.name],
         ).encode())
         return h.hexdigest()
 
-    def index(self, doc: IndexInput) -> IndexResult:
-        """Index or re-index one document; a no-op when its content is unchanged."""
+    def index(self, doc: IndexInput, deadline: Deadline = NO_DEADLINE) -> IndexResult:
+        """Index or re-index one document; a no-op when its content is unchanged.
+
+        Raises:
+            DocumentError / InvalidArgument: the document is refused (the message names the limit).
+            DeadlineExceeded / Cancelled: ``deadline`` passed first; nothing was written.
+        """
         started = time.perf_counter()
         key = (doc.tenant_id, doc.document_id)
-        with self._lock_for(key):
+        with self.document_lock(*key):
             digest = self.content_hash(doc)
             existing = self._registry.get(doc.tenant_id, doc.document_id)
             if existing and existing.content_hash == digest and not doc.force_full_reindex:
                 return IndexResult(doc.document_id, "unchanged", existing.chunk_count, 0,
                                    existing.chunk_count, 0, False, digest, _ms(started))
-            parsed = parse_document(doc.data, source=doc.source, content_type=doc.content_type)
-            chunker = self._make_chunker(self.sentence_cache.embedder_for(key, self._embedder.embed))
-            chunks = chunker.chunk(parsed)
-            if not chunks:
-                raise InvalidArgument(
-                    f"document {doc.document_id!r} ({doc.source or 'no source'}) has no text to index"
-                )
+            deadline.check("waiting for the document")
+            parsed = self._parse(doc, deadline)
             metadata = {**parsed.metadata, **doc.metadata}
             if parsed.title and "title" not in metadata:
-                metadata["title"] = parsed.title
-            result = self._write(doc, parsed.content_type, metadata, chunks, digest, existing is not None, started)
-            self._registry.put(DocumentRecord(
-                tenant_id=doc.tenant_id, document_id=doc.document_id, owner_id=doc.owner_id or doc.tenant_id,
-                source=doc.source, content_type=parsed.content_type, content_hash=digest,
-                chunk_count=len(chunks), indexed_at=datetime.now(UTC).isoformat(),
-                embedding_model=self._embedder.identity.name, metadata=metadata,
-            ))
-            return result
+                metadata["title"] = parsed.title[:1000]
+            check_metadata(metadata, self.limits.metadata, field=f"metadata of document {doc.document_id[:80]!r}")
+            deadline.check("parsing")
+
+            def embed(texts: Sequence[str]) -> np.ndarray:
+                deadline.check("embedding sentences")  # between the model's batches (embed_in_slices)
+                return self._embedder.embed(texts)
+
+            chunker = self._make_chunker(self.sentence_cache.embedder_for(key, embed))
+            chunks = chunker.chunk(parsed, max_chunks=self.limits.max_chunks)
+            check_chunk_count(len(chunks), self.limits.max_chunks, doc.document_id)
+            if not chunks:
+                raise InvalidArgument(
+                    f"document {doc.document_id[:80]!r} ({doc.source[:200] or 'no source'}) has no text to index"
+                )
+            return self._write(doc, parsed.content_type, metadata, chunks, digest, existing, started, deadline)
+
+    def _parse(self, doc: IndexInput, deadline: Deadline) -> ParsedDocument:
+        if self.sandbox is not None:
+            return self.sandbox.parse(doc.data, source=doc.source, content_type=doc.content_type, deadline=deadline)
+        return parse_document(doc.data, source=doc.source, content_type=doc.content_type, limits=self.limits.parse)
 
     def _write(
         self, doc: IndexInput, content_type: str, metadata: dict[str, str], chunks: list[Chunk],
-        digest: str, existed: bool, started: float,
+        digest: str, existing: DocumentRecord | None, started: float, deadline: Deadline,
     ) -> IndexResult:
-        existing_ids = {p.id for p in document_chunks(self._chunks, doc.tenant_id, doc.document_id)}
-        occurrences: dict[str, int] = {}
-        ids: list[str] = []
-        for chunk in chunks:
-            n = occurrences.get(chunk.hash, 0)
-            occurrences[chunk.hash] = n + 1
-            ids.append(chunk_point_id(doc.tenant_id, doc.document_id, chunk.hash, n))
-        new_positions = [i for i, pid in enumerate(ids) if pid not in existing_ids]
+        old = document_chunks(self._chunks, doc.tenant_id, doc.document_id, with_vectors=True) if existing else []
+        reusable: dict[str, list[float]] = {}
+        for point in old:
+            if point.dense is not None:
+                reusable.setdefault(str(point.payload.get("chunk_hash", "")), point.dense)
+        new_positions = [i for i, c in enumerate(chunks) if c.hash not in reusable]
         full = doc.force_full_reindex or (
-            existed and len(new_positions) > self._full_ratio * len(chunks)
+            existing is not None and len(new_positions) > self._full_ratio * len(chunks)
         )
         embed_positions = list(range(len(chunks))) if full else new_positions
-        texts = [chunks[i].text for i in embed_positions]
-        vectors = embed_in_slices(self._embedder.embed, texts)
-        sparse = self.sparse_encode(texts)
+
+        def embed(texts: Sequence[str]) -> np.ndarray:
+            deadline.check("embedding chunks")
+            return self._embedder.embed(texts)
+
+        vectors = embed_in_slices(embed, [chunks[i].text for i in embed_positions])
+        fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}
+        sparse = self.sparse_encode([c.text for c in chunks])
+        deadline.check("embedding chunks")
+        generation = new_generation()
         now = datetime.now(UTC).isoformat()
-        payloads = [self._payload(doc, content_type, metadata, c, digest, now) for c in chunks]
-        upserts = [
-            ChunkPoint(id=ids[i], dense=vectors[j].tolist(), sparse=sparse[j], payload=payloads[i])
-            for j, i in enumerate(embed_positions)
+        owner = doc.owner_id or doc.tenant_id
+        points = [
+            ChunkPoint(
+                id=chunk_point_id(doc.tenant_id, doc.document_id, generation, i),
+                dense=fresh[i] if i in fresh else reusable[c.hash],
+                sparse=sparse[i],
+                payload=self._payload(doc, owner, content_type, metadata, c, digest, now, generation),
+            )
+            for i, c in enumerate(chunks)
         ]
-        embedded = set(embed_positions)
-        kept = [i for i in range(len(chunks)) if i not in embedded]
-        stale = sorted(existing_ids - set(ids))
-        self._chunks.apply(
-            upserts=upserts,
-            delete_ids=stale,
-            payload_updates=[([ids[i]], _without_content(payloads[i])) for i in kept],
+        record = DocumentRecord(
+            tenant_id=doc.tenant_id, document_id=doc.document_id, owner_id=owner, source=doc.source,
+            content_type=content_type, content_hash=digest, chunk_count=len(chunks), indexed_at=now,
+            embedding_model=self._embedder.identity.name, metadata=metadata, generation=generation,
         )
+        self.committer.commit(points, record, existing, stage="update" if existing else "create")
+        new_hashes = {c.hash for c in chunks}
         return IndexResult(
             document_id=doc.document_id,
-            outcome="updated" if existed else "created",
+            outcome="updated" if existing else "created",
             chunk_count=len(chunks),
             chunks_embedded=len(embed_positions),
-            chunks_unchanged=len(kept),
-            chunks_deleted=len(stale),
-            full_reindex=bool(full and existed),
+            chunks_unchanged=len(chunks) - len(embed_positions),
+            chunks_deleted=sum(1 for p in old if p.payload.get("chunk_hash") not in new_hashes),
+            full_reindex=bool(full and existing),
             content_hash=digest,
             duration_ms=_ms(started),
         )
 
     @staticmethod
     def _payload(
-        doc: IndexInput, content_type: str, metadata: dict[str, str], chunk: Chunk, digest: str, now: str
+        doc: IndexInput, owner: str, content_type: str, metadata: dict[str, str], chunk: Chunk, digest: str,
+        now: str, generation: str,
     ) -> dict[str, Any]:
         return {
             "tenant_id": doc.tenant_id,
-            "owner_id": doc.owner_id or doc.tenant_id,
+            "owner_id": owner,
             "document_id": doc.document_id,
+            "generation": generation,
             "source": doc.source,
             "source_type": content_type,
             "chunk_index": chunk.index,
@@ -230,11 +294,6 @@ class Indexer:
             "indexed_at": now,
             "metadata": {**metadata, **chunk.metadata},
         }
-
-
-def _without_content(payload: dict[str, Any]) -> dict[str, Any]:
-    # Unchanged chunks keep their text; only positional and document-level fields are refreshed.
-    return {k: v for k, v in payload.items() if k != "content"}
 
 
 def _ms(started: float) -> int:

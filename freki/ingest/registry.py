@@ -17,6 +17,8 @@ from freki.store import ChunkPoint, CollectionSpec, FieldMatch, VectorStore
 # Fixed namespace so ids are stable across processes and releases.
 ID_NAMESPACE = uuid.UUID("5b0f3d4e-7c1a-4e55-9a59-8f7f3c2d9b10")
 _PLACEHOLDER_VECTOR = [1.0]
+# Record fields sealed per generation (freki.store.sealed); the rest are needed to filter and list.
+RECORD_SEALED_FIELDS = ("source", "content_hash", "metadata")
 
 
 def document_point_id(tenant: str, document_id: str) -> str:
@@ -24,9 +26,19 @@ def document_point_id(tenant: str, document_id: str) -> str:
     return str(uuid.uuid5(ID_NAMESPACE, f"doc\x1f{tenant}\x1f{document_id}"))
 
 
-def chunk_point_id(tenant: str, document_id: str, chunk_hash: str, occurrence: int) -> str:
-    """Deterministic UUID of a chunk: same text in the same document keeps the same id (and vector)."""
-    return str(uuid.uuid5(ID_NAMESPACE, f"chunk\x1f{tenant}\x1f{document_id}\x1f{chunk_hash}\x1f{occurrence}"))
+def chunk_point_id(tenant: str, document_id: str, generation: str, index: int) -> str:
+    """UUID of a chunk: its position in one generation (version) of a document.
+
+    Each version of a document is written as new points under a new generation and the old version's points
+    are deleted once the new one is committed (``freki.ingest.commit``), so a crash can never leave a
+    document half old and half new. Unchanged chunks keep their vectors (copied, not re-embedded).
+    """
+    return str(uuid.uuid5(ID_NAMESPACE, f"chunk\x1f{tenant}\x1f{document_id}\x1f{generation}\x1f{index}"))
+
+
+def new_generation() -> str:
+    """A fresh generation (document version) id; also the id of the key that seals its text."""
+    return uuid.uuid4().hex
 
 
 @dataclass
@@ -43,6 +55,8 @@ class DocumentRecord:
     indexed_at: str  # ISO 8601, UTC
     embedding_model: str
     metadata: dict[str, str] = field(default_factory=dict)
+    # The committed version: its chunks carry the same ``generation``; "" for records older than generations.
+    generation: str = ""
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> DocumentRecord:
@@ -57,6 +71,7 @@ class DocumentRegistry:
     """CRUD over document records, always scoped by tenant."""
 
     def __init__(self, store: VectorStore, collection: str) -> None:
+        self.store = store
         self._store = store
         self._store.ensure_collection(
             CollectionSpec(name=collection, dense_dim=1, embedding_model="document-registry", sparse=False)
@@ -103,6 +118,15 @@ class DocumentRegistry:
         while True:
             records, offset = self.page(tenant, owner_id=owner_id, limit=page_size, offset=offset)
             yield from records
+            if offset is None:
+                return
+
+    def everything(self, page_size: int = 512) -> Iterator[DocumentRecord]:
+        """Every record of every tenant (for the start-up consistency pass)."""
+        offset: str | None = None
+        while True:
+            points, offset = self._store.scroll([], limit=page_size, offset=offset)
+            yield from (DocumentRecord.from_payload(p.payload) for p in points)
             if offset is None:
                 return
 

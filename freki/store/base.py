@@ -28,7 +28,7 @@ INDEXED_KEYWORD_FIELDS: tuple[str, ...] = (
     "document_id",
     "owner_id",
     "source_type",
-    "chunk_hash",
+    "generation",
 )
 
 MatchValue = str | int | bool
@@ -179,6 +179,15 @@ class VectorStore(Protocol):
 
     def optimize(self) -> None:
         """Build search indexes (HNSW) now; blocks, so call it after bulk loads, not per write."""
+        ...
+
+    def purge(self) -> bool:
+        """Remove deleted points from the engine's files (segments and write-ahead log); False when the engine
+        cannot (a Qdrant server vacuums on its own schedule). Blocks writes, and readers briefly."""
+        ...
+
+    def value_counts(self, key: str, filter: Filter = ()) -> dict[str, int]:
+        """Exact number of matching points per value of an indexed keyword field (e.g. ``generation``)."""
         ...
 
     def close(self) -> None:

@@ -1,25 +1,19 @@
 """``EdgeStore``: the Qdrant engine in-process via qdrant-edge-py, persistent under a data dir.
 
-One ``EdgeShard`` per collection (layout in ``edge_layout``).
+One ``EdgeShard`` per collection (layout in ``edge_layout``). Durability: every operation goes to the
+engine's write-ahead log before ``update`` returns and the WAL is replayed on open, so ``kill -9`` loses
+nothing acknowledged (``tests/freki/store/test_edge.py``); ``flush_writes=True`` also flushes each batch to
+the segments (survives power loss, 50-300 ms per batch once optimised, ``scripts/bench_store.py``).
+``purge`` removes deleted data from segments and WAL (``edge_purge``).
 
-Durability: every operation goes to the engine's write-ahead log before ``update`` returns, and the WAL is
-replayed on open, so a killed process (``kill -9``) loses nothing acknowledged even without a flush (checked
-by ``tests/freki/store/test_edge.py``). By default each write batch is also flushed to the segments before it is
-acknowledged (``flush_writes=True``), which guards against an OS crash or power cut too but costs 50-300 ms per
-batch on a collection that has been optimised (see ``scripts/bench_store.py``).
+Searches run on the calling thread by default (``search_threads=1``): qdrant-edge holds the GIL for a whole
+``query`` call, and with its pool the caller waited there holding the GIL while pool threads searched, which
+stalled every other Python thread whenever the encoder had the cores (dense + sparse on SciFact, next to two
+busy encoder threads: 1.71 ms with the pool, 0.71 ms on the calling thread; ``docs/retrieval.md``).
 
-Searches run on the calling thread by default (``search_threads=1``). qdrant-edge holds the GIL for the whole
-of a ``query`` call, and with its default pool the calling thread only waits there, still holding the GIL,
-while pool threads search: whenever the encoder's threads had the cores, every other Python thread of the
-server stalled behind that wait. Measured on 2 cores next to two busy encoder threads, a dense plus a sparse
-search on the real SciFact collection took 1.71 ms with the pool and 0.71 ms on the calling thread (on random
-vectors, ``scripts/bench_store.py``: p50 1.26 vs 0.86 ms, the caller waiting 0.67 ms of it holding the GIL);
-at 64 clients, 85 % of the samples that held the GIL were inside ``query`` with the pool (``docs/retrieval.md``).
-
-If the engine fails part-way through a batch, the points the batch touched are put back as they were
-(before-image rollback). A ``kill -9`` in the middle of a batch can still leave it partly applied: upserts run
-first, so a document being replaced is then present twice rather than missing, and the indexer's next pass
-cleans up.
+If the engine fails part-way through a batch, the points it touched are put back (before-image rollback).
+A ``kill -9`` mid-batch can leave it partly applied; Freki's start-up consistency pass
+(``freki.ingest.repair``) removes what no committed document owns.
 """
 
 from __future__ import annotations
@@ -41,13 +35,8 @@ from freki.store.base import (
     StoredPoint,
     stored_point,
 )
-from freki.store.edge_layout import (
-    CollectionPaths,
-    acquire_lock,
-    read_registry,
-    release_lock,
-    write_registry,
-)
+from freki.store.edge_layout import CollectionPaths, acquire_lock, read_registry, release_lock, write_registry
+from freki.store.edge_purge import PURGE_PADDING_ID, purge_shard
 from freki.store.errors import StoreError, StoreUnavailable
 from freki.store.filters import edge_filter
 from freki.store.guarded import Conditions, GuardedStore, PayloadUpdates
@@ -105,6 +94,8 @@ class EdgeStore(GuardedStore):
             self._shard = self._open_shard(paths, spec)
             try:
                 self._ensure_indexes(self._shard)
+                # A purge killed half-way leaves its padding point behind.
+                self._shard.update(qe.UpdateOperation.delete_points(_ids([PURGE_PADDING_ID])))
             except Exception as exc:
                 raise _engine_error(exc, f"create the payload indexes of collection {spec.name!r}") from exc
         except BaseException:
@@ -144,6 +135,10 @@ class EdgeStore(GuardedStore):
             vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=spec.dense_dim, distance=qe.Distance.Cosine)},
             sparse_vectors=sparse,
             max_search_threads=search_threads,
+            # optimize() (called by purge and maintenance only) then rewrites every segment holding a deleted
+            # point: the engine's defaults leave segments under 20 % deleted or 1,000 points as they are, with
+            # the deleted payloads still in their files.
+            optimizers=qe.EdgeOptimizersConfig(deleted_threshold=1e-9, vacuum_min_vector_number=1),
         )
 
     @staticmethod
@@ -162,6 +157,26 @@ class EdgeStore(GuardedStore):
             self._require_shard().flush()
         except Exception as exc:
             raise _engine_error(exc, "optimize") from exc
+
+    def _engine_purge(self) -> bool:
+        spec = self._spec
+        assert spec is not None
+        try:  # optimize() already rewrote the segments (GuardedStore.purge); this rolls the WAL over
+            purge_shard(self._require_shard(), self._paths(spec).shard / "wal", spec.dense_dim)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise _engine_error(exc, "purge deleted data from its files") from exc
+        return True
+
+    def _engine_value_counts(self, key: str, conditions: Conditions) -> dict[str, int]:
+        request = qe.FacetRequest(key, limit=max(1, self._engine_count(conditions)), exact=True,
+                                  filter=edge_filter(conditions))
+        try:
+            hits = self._require_shard().facet(request).hits  # values whose points are all deleted count 0
+            return {str(hit.value): int(hit.count) for hit in hits if hit.count > 0}
+        except Exception as exc:
+            raise _engine_error(exc, f"count values of {key!r}") from exc
 
     def _engine_close(self) -> None:
         try:

@@ -72,6 +72,22 @@ class GuardedStore(ABC):
             self._require_open()
             self._engine_optimize()
 
+    def purge(self) -> bool:
+        """Rewrite what deletes left behind out of the engine's files; see ``VectorStore.purge``.
+
+        Writes wait; searches go on (nothing a purge writes matches a filtered read)."""
+        with self._write_gate:
+            self._require_open()
+            self._engine_optimize()
+            return self._engine_purge()
+
+    def value_counts(self, key: str, filter: Sequence[FieldMatch] = ()) -> dict[str, int]:
+        """Exact point counts per value of an indexed keyword field."""
+        self._require_open()
+        conditions = check_filter(filter)
+        with self._reading():
+            return self._engine_value_counts(key, conditions)
+
     def close(self) -> None:
         """Wait for in-flight calls, then release the engine. Safe to call twice."""
         with self._write_gate, self._rw.write():
@@ -278,31 +294,20 @@ class GuardedStore(ABC):
     def _engine_delete_where(self, conditions: Conditions) -> None: ...
 
     @abstractmethod
-    def _engine_search_dense(
-        self, vector: list[float], conditions: Conditions, limit: int, score_threshold: float | None,
-        with_payload: bool,
-    ) -> list[ScoredPoint]: ...
+    def _engine_search_dense(self, vector: list[float], conditions: Conditions, limit: int,
+                             score_threshold: float | None, with_payload: bool) -> list[ScoredPoint]: ...
 
     @abstractmethod
-    def _engine_search_sparse(
-        self, vector: SparseVector, conditions: Conditions, limit: int, with_payload: bool
-    ) -> list[ScoredPoint]: ...
+    def _engine_search_sparse(self, vector: SparseVector, conditions: Conditions, limit: int,
+                              with_payload: bool) -> list[ScoredPoint]: ...
 
     @abstractmethod
-    def _engine_search_hybrid(
-        self,
-        dense: list[float],
-        sparse: SparseVector | None,
-        conditions: Conditions,
-        limit: int,
-        prefetch_limit: int,
-        with_payload: bool,
-    ) -> list[ScoredPoint]: ...
+    def _engine_search_hybrid(self, dense: list[float], sparse: SparseVector | None, conditions: Conditions,
+                              limit: int, prefetch_limit: int, with_payload: bool) -> list[ScoredPoint]: ...
 
     @abstractmethod
-    def _engine_scroll(
-        self, conditions: Conditions, limit: int, offset: str | None, with_vectors: bool
-    ) -> tuple[list[StoredPoint], str | None]: ...
+    def _engine_scroll(self, conditions: Conditions, limit: int, offset: str | None,
+                       with_vectors: bool) -> tuple[list[StoredPoint], str | None]: ...
 
     @abstractmethod
     def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]: ...
@@ -312,6 +317,12 @@ class GuardedStore(ABC):
 
     @abstractmethod
     def _engine_optimize(self) -> None: ...
+
+    @abstractmethod
+    def _engine_purge(self) -> bool: ...
+
+    @abstractmethod
+    def _engine_value_counts(self, key: str, conditions: Conditions) -> dict[str, int]: ...
 
     @abstractmethod
     def _engine_close(self) -> None: ...

@@ -175,6 +175,26 @@ class RemoteStore(GuardedStore):
     def _engine_optimize(self) -> None:
         return None  # a Qdrant server runs its optimisers in the background
 
+    def _engine_purge(self) -> bool:
+        return False  # a server vacuums deleted points and truncates its WAL on its own schedule
+
+    def _engine_value_counts(self, key: str, conditions: Conditions) -> dict[str, int]:
+        # Scrolling the one field works in qdrant-client's local mode too, where facets are limited.
+        counts: dict[str, int] = {}
+        offset: Any = None
+        while True:
+            with self._calling("count values"):
+                records, offset = self._client.scroll(
+                    self._name, scroll_filter=remote_filter(conditions), limit=1024, offset=offset,
+                    with_payload=models.PayloadSelectorInclude(include=[key]), with_vectors=False,
+                )
+            for record in records:
+                value = (record.payload or {}).get(key)
+                if value is not None:
+                    counts[str(value)] = counts.get(str(value), 0) + 1
+            if offset is None:
+                return counts
+
     def _engine_close(self) -> None:
         with self._calling("close the client"):
             self._client.close()

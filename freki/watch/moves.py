@@ -1,13 +1,14 @@
 """Renaming a document without re-embedding it.
 
-Chunk ids are ``uuid5(tenant, document id, chunk text hash, occurrence)``, so a renamed file's chunks
-need new ids. Rather than make ids content-addressed across documents (which would let two documents
-share a point, and make erasure of one delete the other's chunk), a rename *moves* the points: each
-stored chunk is re-written under its new id with the same dense vector and a payload pointing at the new
-document, in the same write batch that deletes the old points, so a reader sees the document under one
-name or the other, never both or neither. The sentence vectors cached for chunking move too. The caller
-then indexes the file under its new id as usual: every chunk id already exists, so nothing is embedded
-and only changed text (if the file was also edited) costs embeddings.
+Chunk ids are ``uuid5(tenant, document id, generation, position)``, so a renamed file's chunks need new
+ids. Rather than make ids content-addressed across documents (which would let two documents share a point,
+and make erasure of one delete the other's chunk), a rename *moves* the points: each stored chunk is
+re-written under the new document id with the same dense vector, as a new generation committed like any
+other version (``freki.ingest.commit``), and only then is the old id deleted. A reader sees the document
+under one name or the other (for a moment, both), never neither. The sentence vectors cached for chunking
+move too. The caller then indexes the file under its new id as usual: every chunk's text is already
+stored with its vector, so nothing is embedded and only changed text (if the file was also edited) costs
+embeddings.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from freki.engine import FrekiEngine
-from freki.ingest.registry import chunk_point_id
+from freki.ingest.registry import chunk_point_id, new_generation
 from freki.store import ChunkPoint
 from freki.watch.files import META_FILE_SHA, FileSkipped, WatchedFolder, file_sha256, read_file
 
@@ -30,7 +31,9 @@ def move_document(engine: FrekiEngine, tenant: str, old_id: str, new_id: str, *,
 
     A document already stored under ``new_id`` is replaced (a file renamed over another). Returns 0 and
     changes nothing when ``old_id`` is not indexed. The new record keeps an empty content hash so the
-    index call that follows always refreshes it (source, hash, payloads).
+    index call that follows always refreshes it (source, hash, payloads). The new id is committed as a new
+    generation before the old id is deleted: a crash in between leaves both, each whole, and the catch-up
+    deletes the one whose file is gone.
     """
     if old_id == new_id:
         return 0
@@ -40,29 +43,22 @@ def move_document(engine: FrekiEngine, tenant: str, old_id: str, new_id: str, *,
         if record is None:
             return 0
         points = engine.chunks_of(tenant, old_id, with_vectors=True)
-        replaced = [p.id for p in engine.chunks_of(tenant, new_id)]
-        texts = [str(p.payload.get("content", "")) for p in points]
-        sparse = engine.indexer.sparse_encode(texts)  # lexical, cheap: no model involved
-        occurrences: dict[str, int] = {}
+        previous = engine.registry.get(tenant, new_id)
+        sparse = engine.indexer.sparse_encode([str(p.payload.get("content", "")) for p in points])  # cheap
+        generation = new_generation()
         upserts: list[ChunkPoint] = []
-        for point, sparse_vector in zip(points, sparse, strict=True):
-            chunk_hash = str(point.payload["chunk_hash"])
-            n = occurrences.get(chunk_hash, 0)
-            occurrences[chunk_hash] = n + 1
+        for index, (point, sparse_vector) in enumerate(zip(points, sparse, strict=True)):
             if point.dense is None:
                 raise RuntimeError(f"chunk {point.id} of {old_id!r} came back without its vector")
             upserts.append(ChunkPoint(
-                id=chunk_point_id(tenant, new_id, chunk_hash, n),
+                id=chunk_point_id(tenant, new_id, generation, index),
                 dense=point.dense,
                 sparse=sparse_vector,
-                payload={**point.payload, "document_id": new_id, "source": source},
+                payload={**point.payload, "document_id": new_id, "source": source, "generation": generation},
             ))
-        new_ids = {p.id for p in upserts}
-        stale = [p.id for p in points] + [pid for pid in replaced if pid not in new_ids]
-        engine.chunks.apply(upserts=upserts, delete_ids=stale, payload_updates=[])
-        # Record last (as indexing does): a crash before this leaves chunks the next catch-up re-attaches.
-        engine.registry.put(replace(record, document_id=new_id, source=source, content_hash=""))
-        engine.registry.delete(tenant, old_id)
+        moved = replace(record, document_id=new_id, source=source, content_hash="", generation=generation)
+        engine.indexer.committer.commit(upserts, moved, previous, stage="move")
+        engine.indexer.committer.delete(tenant, old_id)
         engine.indexer.sentence_cache.rename(tenant, old_id, new_id)
     log.info("moved %d chunks of %r to %r without re-embedding", len(upserts), old_id, new_id)
     return len(upserts)

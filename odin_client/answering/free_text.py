@@ -7,17 +7,35 @@ Kept for callers that want Geri's own words and streaming, and for the ``allow_n
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, Protocol
 
 from wolf.v1 import common_pb2
 
 from odin_client.errors import DeadlineExceeded, ServiceUnavailable
-from odin_client.results import Answer, Generation, Source, Timings
+from odin_client.results import Answer, Generation, Retrieval, Source, Timings
 
-if TYPE_CHECKING:
-    from odin_client.aio import AsyncOdinClient
-    from odin_client.client import OdinClient
+
+class SyncRag(Protocol):
+    """What the blocking client offers this module (a protocol: the client imports this module)."""
+
+    @property
+    def retrieve(self) -> Callable[..., Retrieval]: ...
+    @property
+    def generate(self) -> Callable[..., Generation]: ...
+    @property
+    def generate_stream(self) -> Callable[..., Iterator[str | Generation]]: ...
+
+
+class AsyncRag(Protocol):
+    """What the asyncio client offers this module."""
+
+    @property
+    def retrieve(self) -> Callable[..., Awaitable[Retrieval]]: ...
+    @property
+    def generate(self) -> Callable[..., Awaitable[Generation]]: ...
+    @property
+    def generate_stream(self) -> Callable[..., AsyncIterator[str | Generation]]: ...
 
 
 def _ms(start: float) -> float:
@@ -33,7 +51,7 @@ def consume_stream(events: Iterator[str | Generation], on_text: Callable[[str], 
     raise AssertionError("generate_stream ends with a Generation or raises")  # pragma: no cover
 
 
-def free_text_ask(client: OdinClient, question: str, *, top_k: int, filters: Any, mode: str,
+def free_text_ask(client: SyncRag, question: str, *, top_k: int, filters: Any, mode: str,
                   tenant_id: str | None, allow_no_context: bool, model: str, max_tokens: int | None,
                   temperature: float | None, on_text: Callable[[str], None] | None) -> Answer:
     """See ``OdinClient.ask(grounded=False)``."""
@@ -61,7 +79,7 @@ def free_text_ask(client: OdinClient, question: str, *, top_k: int, filters: Any
                   used_context=bool(sources), note=note)
 
 
-async def free_text_ask_async(client: AsyncOdinClient, question: str, *, top_k: int, filters: Any, mode: str,
+async def free_text_ask_async(client: AsyncRag, question: str, *, top_k: int, filters: Any, mode: str,
                               tenant_id: str | None, allow_no_context: bool,
                               on_text: Callable[[str], None] | None, **options: Any) -> Answer:
     """See ``AsyncOdinClient.ask(grounded=False)``."""

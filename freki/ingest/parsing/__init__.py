@@ -16,9 +16,12 @@ from freki.ingest.parsing.errors import (
     DocumentTooLarge,
     EmptyDocument,
     EncryptedDocument,
+    LimitExceeded,
+    RefusedStructure,
     UnsupportedFormat,
     describe_source,
 )
+from freki.ingest.parsing.guards import ParseLimits, check_plain_bytes, check_text_chars, check_zip
 from freki.ingest.parsing.html import parse_html
 from freki.ingest.parsing.markdown import parse_markdown
 from freki.ingest.parsing.pdf import parse_pdf
@@ -31,7 +34,10 @@ __all__ = [
     "DocumentTooLarge",
     "EmptyDocument",
     "EncryptedDocument",
+    "LimitExceeded",
+    "ParseLimits",
     "ParsedDocument",
+    "RefusedStructure",
     "Section",
     "UnsupportedFormat",
     "detect_content_type",
@@ -40,7 +46,8 @@ __all__ = [
 
 
 def parse_document(
-    data: str | bytes, *, source: str = "", content_type: str = "", max_bytes: int | None = None
+    data: str | bytes, *, source: str = "", content_type: str = "", max_bytes: int | None = None,
+    limits: ParseLimits | None = None,
 ) -> ParsedDocument:
     """Parse a document of any supported type.
 
@@ -49,13 +56,17 @@ def parse_document(
         source: Path or name of the document; used for type detection and in error messages.
         content_type: MIME type or short name; empty means detect.
         max_bytes: Reject documents larger than this many bytes (None = no limit).
+        limits: Limits on what parsing may produce and on hostile structure (``ParseLimits()`` if None).
+            Run untrusted input through ``freki.ingest.sandbox`` too, which bounds memory and time.
 
     Returns:
         The parsed document. Its title falls back to the source's file name stem.
 
     Raises:
-        DocumentError: Unsupported, corrupt, encrypted, empty or too large; the message says which.
+        DocumentError: Unsupported, corrupt, encrypted, empty, too large, or over a limit (``LimitExceeded``,
+            ``RefusedStructure``); the message says which, and which setting.
     """
+    limits = limits or ParseLimits()
     size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", errors="surrogatepass"))
     if max_bytes is not None and size > max_bytes:
         raise DocumentTooLarge(size, max_bytes, source=source)
@@ -67,13 +78,17 @@ def parse_document(
                 "bytes (content_bytes) instead",
                 source=source,
             )
+        if kind == "docx":
+            check_zip(data, limits, source=source)
         document = parse_pdf(data, source=source) if kind == "pdf" else parse_docx(data, source=source)
     elif kind == "markdown":
-        document = parse_markdown(data, source=source)
+        document = parse_markdown(data, source=source, limits=limits)
     elif kind == "html":
-        document = parse_html(data, source=source)
+        document = parse_html(data, source=source, limits=limits)
     else:
+        check_plain_bytes(size, limits, source=source)
         document = parse_text(data, source=source)
+    check_text_chars(document.text, limits, source=source)
     if not document.title and source:
         return ParsedDocument(
             text=document.text,

@@ -6,6 +6,8 @@ import re
 from html.parser import HTMLParser
 
 from freki.ingest.parsing.document import ParsedDocument, SectionBuilder, build_document
+from freki.ingest.parsing.errors import RefusedStructure, describe_source
+from freki.ingest.parsing.guards import ParseLimits
 from freki.ingest.parsing.text import clean_inline, decode_text
 
 # Content a reader never sees (or navigation chrome repeated on every page) is not indexed.
@@ -24,12 +26,17 @@ _BLOCK = frozenset(
 _LINE = frozenset({"li", "tr", "br"})
 _HEADING = re.compile(r"^h([1-6])$")
 _META_KEYS = {"description": "description", "author": "author", "keywords": "keywords"}
+# Elements an HTML parser closes implicitly when the same element starts again (<li>a<li>b is two items).
+_SELF_CLOSING = frozenset({"p", "li", "dt", "dd", "tr", "td", "th", "option"})
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)""", re.IGNORECASE)
 
 
 class _Extractor(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, max_depth: int = 512, source: str = "") -> None:
         super().__init__(convert_charrefs=True)
+        self._open: list[str] = []  # open elements, for the nesting limit
+        self._max_depth = max_depth
+        self._source = source
         self.builder = SectionBuilder()
         self.title = ""
         self.metadata: dict[str, str] = {}
@@ -41,8 +48,25 @@ class _Extractor(HTMLParser):
         self._lines: list[str] = []  # finished lines of the current paragraph
         self._line: list[str] = []  # text pieces of the current line
 
+    def _nest(self, tag: str) -> None:
+        if tag in _SELF_CLOSING and self._open and self._open[-1] == tag:
+            self._open.pop()
+        self._open.append(tag)
+        if len(self._open) > self._max_depth:
+            raise RefusedStructure(
+                f"HTML document {describe_source(self._source)} nests elements deeper than {self._max_depth} "
+                "levels (limits.html_max_depth)", source=self._source,
+            )
+
+    def _unnest(self, tag: str) -> None:
+        if tag in self._open:
+            while self._open.pop() != tag:
+                pass
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = {k: v or "" for k, v in attrs}
+        if tag not in _VOID:
+            self._nest(tag)
         if tag == "title":
             self._in_title = True
         elif tag == "meta":
@@ -75,6 +99,7 @@ class _Extractor(HTMLParser):
             self._line.append(" | ")
 
     def handle_endtag(self, tag: str) -> None:
+        self._unnest(tag)
         if tag == "title":
             self._in_title = False
         if self._skip:
@@ -132,11 +157,15 @@ def sniff_charset(data: bytes) -> str:
     return match.group(1).decode("ascii") if match else ""
 
 
-def parse_html(data: str | bytes, *, source: str = "") -> ParsedDocument:
-    """Parse HTML into sections by h1-h6, ignoring scripts, styles, navigation and hidden elements."""
+def parse_html(data: str | bytes, *, source: str = "", limits: ParseLimits | None = None) -> ParsedDocument:
+    """Parse HTML into sections by h1-h6, ignoring scripts, styles, navigation and hidden elements.
+
+    Raises:
+        RefusedStructure: elements nest deeper than ``limits.html_max_depth``.
+    """
     fallback = sniff_charset(data) if isinstance(data, bytes) else ""
     text = decode_text(data, source=source, fallback_encoding=fallback)
-    extractor = _Extractor()
+    extractor = _Extractor((limits or ParseLimits()).html_max_depth, source)
     extractor.feed(text)
     extractor.close()
     sections = extractor.builder.finish()

@@ -1,191 +1,124 @@
-"""Markdown: YAML frontmatter as metadata, headings as sections, markup stripped to plain text."""
+"""Markdown (CommonMark + tables, via markdown-it-py): YAML frontmatter as metadata, headings as sections,
+markup reduced to plain text.
+
+Paragraphs follow the source: blocks that touch (no blank line between them, e.g. a sentence and the list
+under it, or the items of a tight list) form one paragraph whose lines keep their breaks where they are
+list items or table rows; blocks separated by a blank line are separate paragraphs. Code keeps its lines.
+markdown-it-py stops nesting at ``maxNesting`` levels, so a pathologically nested document cannot recurse
+the parser to death.
+"""
 
 from __future__ import annotations
 
-import datetime
 import re
-from typing import Any
+from collections.abc import Sequence
 
-import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from freki.ingest.parsing.document import ParsedDocument, SectionBuilder, build_document
-from freki.ingest.parsing.errors import CorruptDocument, describe_source
+from freki.ingest.parsing.frontmatter import split_frontmatter
+from freki.ingest.parsing.guards import ParseLimits
 from freki.ingest.parsing.text import clean_inline, decode_text, lines_to_paragraphs
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
-_REF_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:\s+\S+")
-_BULLET = re.compile(r"^(\s*)[-*+][ \t]+(?:\[[ xX]\][ \t]+)?")
-_QUOTE = re.compile(r"^ {0,3}>[ \t]?")
-
-# Inline rewrites, applied in order; each keeps the human-readable part of the markup.
-_INLINE: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"<!--.*?-->"), ""),
-    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),
-    (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),
-    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),
-    (re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>"), r"\1"),
-    (re.compile(r"</?[A-Za-z][^>]*>"), ""),
-    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),
-    (re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),
-    (re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"), r"\1"),
-    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1"),
-    (re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~])"), r"\1"),
-)
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+_TAGS = re.compile(r"<!--.*?-->|</?[A-Za-z][^>]*>", re.DOTALL)
+_MAX_NESTING = 20
 
 
-def strip_inline(text: str) -> str:
-    """Plain text of one line of markdown (code spans are kept verbatim, minus backticks)."""
-    parts: list[str] = []
-    position = 0
-    for match in _CODE_SPAN.finditer(text):
-        parts.append(_strip_markup(text[position : match.start()]))
-        parts.append(match.group(2).strip())
-        position = match.end()
-    parts.append(_strip_markup(text[position:]))
-    return clean_inline("".join(parts))
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"maxNesting": _MAX_NESTING}).enable(["table", "strikethrough"])
 
 
-def _strip_markup(text: str) -> str:
-    for pattern, replacement in _INLINE:
-        text = pattern.sub(replacement, text)
-    return text
+def inline_text(token: Token) -> list[str]:
+    """Plain lines of an inline token: markup dropped, link and image text kept, soft and hard breaks as lines."""
+    lines = [""]
+    for child in token.children or []:
+        if child.type in ("text", "code_inline"):
+            lines[-1] += child.content
+        elif child.type == "image":
+            lines[-1] += "".join(c.content for c in child.children or []) or child.content
+        elif child.type in ("softbreak", "hardbreak"):
+            lines.append("")
+    return lines
 
 
-def split_frontmatter(text: str, *, source: str = "") -> tuple[dict[str, str], str, int]:
-    """Separate a leading `---` YAML block from the body.
+class _Walker:
+    """Turns markdown-it's block tokens into SectionBuilder headings and paragraphs."""
 
-    Returns:
-        (metadata, body, number of lines the frontmatter occupied).
+    def __init__(self, builder: SectionBuilder) -> None:
+        self.builder = builder
+        self._lines: list[str] = []  # lines of the paragraph being gathered
+        self._hard: set[int] = set()  # indices in _lines that start a line of their own (items, rows)
+        self._end = -1  # source line after the last gathered block
 
-    Raises:
-        CorruptDocument: The block is not valid YAML or not a mapping; the message names the line.
-    """
-    lines = text.split("\n")
-    if not lines or lines[0].rstrip() != "---":
-        return {}, text, 0
-    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
-    if end is None:
-        # An unclosed block is more likely a thematic break than broken metadata.
-        return {}, text, 0
-    block = "\n".join(lines[1:end])
-    name = describe_source(source)
-    try:
-        loaded = yaml.safe_load(block) if block.strip() else {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 2}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise CorruptDocument(
-            f"invalid YAML frontmatter in {name}{line}: {problem}", source=source
-        ) from exc
-    if not isinstance(loaded, dict):
-        raise CorruptDocument(
-            f"YAML frontmatter in {name} must be a mapping of keys to values (got {type(loaded).__name__})",
-            source=source,
-        )
-    metadata: dict[str, str] = {}
-    _flatten(loaded, "", metadata)
-    return metadata, "\n".join(lines[end + 1 :]), end + 1
+    def walk(self, tokens: Sequence[Token]) -> None:
+        items: list[str] = []  # markers of the open list items ("- " or "3. ")
+        counters: list[int] = []
+        row: list[str] = []
+        table: list[int] | None = None  # source lines of the table whose first row is still to come
+        for index, token in enumerate(tokens):
+            kind = token.type
+            if kind == "heading_open":
+                self._flush()
+                self.builder.heading(int(token.tag[1]), clean_inline(" ".join(inline_text(tokens[index + 1]))))
+            elif kind in ("bullet_list_open", "ordered_list_open"):
+                counters.append(int(token.attrs.get("start", 1) or 1) if kind == "ordered_list_open" else 0)
+            elif kind in ("bullet_list_close", "ordered_list_close"):
+                counters.pop()
+            elif kind == "list_item_open":
+                if counters and counters[-1]:
+                    items.append(f"{counters[-1]}{token.markup} ")
+                    counters[-1] += 1
+                else:
+                    items.append("- ")
+            elif kind == "list_item_close":
+                items.pop()
+            elif kind == "inline" and tokens[index - 1].type == "paragraph_open":
+                marker = items[-1] if items and tokens[index - 2].type == "list_item_open" else ""
+                lines = inline_text(token)
+                lines[0] = marker + lines[0]
+                self._add(lines, token.map, hard_first=bool(marker))
+            elif kind in ("fence", "code_block"):
+                self._flush()
+                self.builder.paragraph("\n".join(line.rstrip() for line in token.content.split("\n") if line.strip()))
+            elif kind == "html_block":
+                self._add([clean_inline(line) for line in _TAGS.sub("", token.content).split("\n")], token.map)
+            elif kind == "table_open":
+                table = token.map
+            elif kind == "tr_open":
+                row = []
+            elif kind == "inline" and tokens[index - 1].type in ("th_open", "td_open"):
+                row.append(clean_inline(" ".join(inline_text(token))))
+            elif kind == "tr_close":
+                # Rows of one table are one paragraph: the first row starts it, the others continue it.
+                self._add([" | ".join(cell for cell in row if cell)], table, hard_first=True)
+                table = None
+            elif kind == "hr":
+                self._flush()
+        self._flush()
+
+    def _add(self, lines: list[str], span: list[int] | None, *, hard_first: bool = False) -> None:
+        if span is not None and self._lines and span[0] != self._end:
+            self._flush()
+        if hard_first:
+            self._hard.add(len(self._lines))
+        self._lines.extend(lines)
+        if span is not None:
+            self._end = span[1]
+
+    def _flush(self) -> None:
+        if self._lines:
+            for paragraph in lines_to_paragraphs(self._lines, hard=frozenset(self._hard)):
+                self.builder.paragraph(paragraph)
+        self._lines, self._hard, self._end = [], set(), -1
 
 
-def _flatten(value: dict[Any, Any], prefix: str, out: dict[str, str]) -> None:
-    for key, item in value.items():
-        name = f"{prefix}{key}"
-        if isinstance(item, dict):
-            _flatten(item, f"{name}.", out)
-        elif isinstance(item, list | tuple | set):
-            out[name] = ", ".join(_scalar(x) for x in item)
-        elif item is not None:
-            out[name] = _scalar(item)
-
-
-def _scalar(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, datetime.date | datetime.datetime):
-        return value.isoformat()
-    return str(value)
-
-
-def parse_markdown(data: str | bytes, *, source: str = "") -> ParsedDocument:
+def parse_markdown(data: str | bytes, *, source: str = "", limits: ParseLimits | None = None) -> ParsedDocument:
     """Parse markdown into sections by heading, with frontmatter as metadata."""
-    metadata, body, _ = split_frontmatter(decode_text(data, source=source), source=source)
+    metadata, body, _ = split_frontmatter(decode_text(data, source=source), source=source, limits=limits)
     builder = SectionBuilder()
-    pending: list[str] = []  # prose, list and table lines not yet turned into paragraphs
-    hard: set[int] = set()  # indices in `pending` of table rows, which keep their own line
-
-    def flush_prose() -> None:
-        for paragraph in lines_to_paragraphs(pending, hard=frozenset(hard)):
-            builder.paragraph(paragraph)
-        pending.clear()
-        hard.clear()
-
-    lines = body.split("\n")
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        fence = _FENCE.match(line)
-        if fence:
-            flush_prose()
-            marker = fence.group(1)
-            code: list[str] = []
-            index += 1
-            while index < len(lines) and not lines[index].strip().startswith(marker[0] * len(marker)):
-                code.append(lines[index])
-                index += 1
-            # Code keeps its line breaks; blank lines inside it must not start a new paragraph.
-            builder.paragraph("\n".join(c.rstrip() for c in code if c.strip()))
-            index += 1
-            continue
-        atx = _ATX.match(line)
-        if atx:
-            flush_prose()
-            builder.heading(len(atx.group(1)), strip_inline(atx.group(2) or ""))
-            index += 1
-            continue
-        next_line = lines[index + 1] if index + 1 < len(lines) else ""
-        after_blank = not pending or not pending[-1].strip()
-        if line.strip() and after_blank and _SETEXT.match(next_line) and not _BULLET.match(line):
-            flush_prose()
-            builder.heading(1 if next_line.strip().startswith("=") else 2, strip_inline(line))
-            index += 2
-            continue
-        if _TABLE_SEPARATOR.match(line) and "|" in line:
-            index += 1  # the |---| row under a table header carries no text
-            continue
-        if _RULE.match(line) or _REF_DEFINITION.match(line):
-            flush_prose()
-            index += 1
-            continue
-        plain, is_row = _plain_line(line)
-        if is_row:
-            hard.add(len(pending))
-        pending.append(plain)
-        index += 1
-    flush_prose()
+    walker = _Walker(builder)
+    walker.walk(_parser().parse(body))
     sections = builder.finish()
     title = metadata.get("title") or (builder.first_heading[1] if builder.first_heading else "")
     return build_document(sections, title=title, content_type="markdown", metadata=metadata)
-
-
-def _plain_line(line: str) -> tuple[str, bool]:
-    """Plain text of one body line, and whether it is a table row."""
-    line = _QUOTE.sub("", line)
-    while _QUOTE.match(line):
-        line = _QUOTE.sub("", line)
-    indent = ""
-    bullet = _BULLET.match(line)
-    if bullet:
-        # Drop the bullet but keep the line a list item (its own line) for sentence splitting.
-        indent = "- "
-        line = line[bullet.end() :]
-    stripped = line.strip()
-    if stripped.startswith("|") and stripped.endswith("|") and len(stripped) > 1:
-        cells = [strip_inline(cell) for cell in stripped[1:-1].split("|")]
-        return " | ".join(cells), True
-    return (indent + strip_inline(line) if line.strip() else ""), False

@@ -24,8 +24,9 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 def decode_text(data: str | bytes, *, source: str = "", fallback_encoding: str = "") -> str:
     """Decode document bytes to text with Unix newlines.
 
-    UTF-8 (with or without BOM) is the default; UTF-16/32 are accepted when a BOM says so, and
-    `fallback_encoding` (e.g. an HTML `<meta charset>`) is tried when UTF-8 fails.
+    UTF-8 (with or without BOM) is the default; UTF-16/32 are accepted when a BOM says so,
+    `fallback_encoding` (e.g. an HTML `<meta charset>`) is tried when UTF-8 fails, and then the encoding
+    charset-normalizer detects among the common legacy ones (``detect_legacy_encoding``).
 
     Raises:
         CorruptDocument: The bytes are not text (NUL/control bytes) or not valid in any accepted encoding.
@@ -60,16 +61,47 @@ def _decode_bytes(data: bytes, source: str, fallback_encoding: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        if fallback_encoding:
-            try:
-                return data.decode(fallback_encoding)
-            except (UnicodeDecodeError, LookupError):
-                pass
+        for encoding in (fallback_encoding, detect_legacy_encoding(data)):
+            if encoding:
+                try:
+                    return data.decode(encoding)
+                except (UnicodeDecodeError, LookupError):
+                    pass
         raise CorruptDocument(
             f"document {name} is not valid UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
-            f"{exc.start}); re-save it as UTF-8",
+            f"{exc.start}) and no other text encoding fits it; re-save it as UTF-8",
             source=source,
         ) from exc
+
+
+# Legacy encodings files still arrive in, most common first: ties between equally plausible readings go to
+# the earlier one (a short French text reads the same in cp1252 and cp1250; cp1252 is the likelier source).
+LEGACY_ENCODINGS = (
+    "cp1252", "cp1250", "cp1251", "cp1253", "cp1254", "cp1257", "koi8_r", "shift_jis", "euc_jp", "gb18030",
+    "big5", "euc_kr", "iso8859_15", "latin_1",
+)
+
+
+def detect_legacy_encoding(data: bytes) -> str:
+    """The legacy encoding charset-normalizer finds most plausible for ``data``, or "" when none fits.
+
+    Only the encodings in ``LEGACY_ENCODINGS`` are considered: on short texts the detector otherwise
+    prefers exotic code pages (cp1006 for "café"). Among readings with the same noise and coherence,
+    the earliest of that list wins.
+    """
+    from charset_normalizer import from_bytes  # only needed for non-UTF-8 files; keeps imports light
+
+    matches = list(from_bytes(data, cp_isolation=list(LEGACY_ENCODINGS)))
+
+    def candidates(match: object) -> list[str]:
+        found = {getattr(match, "encoding", ""), *getattr(match, "could_be_from_charset", [])}
+        return sorted((e for e in found if e in LEGACY_ENCODINGS), key=LEGACY_ENCODINGS.index)
+
+    ranked = [(round(m.chaos, 2), -round(m.coherence, 2), candidates(m)) for m in matches]
+    ranked = [r for r in ranked if r[2]]
+    if not ranked:
+        return ""
+    return min(ranked, key=lambda r: (r[0], r[1], LEGACY_ENCODINGS.index(r[2][0])))[2][0]
 
 
 def clean_inline(text: str) -> str:

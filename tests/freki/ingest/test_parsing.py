@@ -113,9 +113,23 @@ def test_text_decodes_utf16_and_utf32_with_bom(encoding: str) -> None:
     assert parse_document(data, source="u.txt").text == "Ünïcödé text."
 
 
-def test_invalid_utf8_names_the_byte_and_offset() -> None:
-    with pytest.raises(CorruptDocument, match=r"'l1.txt' is not valid UTF-8 text \(byte 0xe9 at offset 3\)"):
-        parse_document("caf\xe9 au lait".encode("latin-1"), source="l1.txt")
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        ("Il était une fois, à Paris, un garçon très sage. Ça va?", "latin-1"),
+        ("Grüße aus Köln, schöne Straße — “zitiert” für 5 €.", "cp1252"),
+        ("café au lait", "latin-1"),
+        ("Привет мир, это тест кодировки.", "cp1251"),
+        ("これは日本語のテキストです。文字コードの判定。", "shift_jis"),
+    ],
+)
+def test_legacy_encodings_are_detected(text: str, encoding: str) -> None:
+    assert parse_document(text.encode(encoding), source="legacy.txt").text == text
+
+
+def test_text_no_encoding_fits_names_the_byte_and_offset() -> None:
+    with pytest.raises(CorruptDocument, match=r"not valid UTF-8 text \(byte 0x80 at offset 0\) and no other"):
+        parse_document(bytes(range(128, 256)) * 4, source="l1.txt")
 
 
 def test_nul_bytes_mean_binary() -> None:

@@ -32,13 +32,14 @@ def test_modified_file_is_reindexed_incrementally(watched: Watched) -> None:
     path.write_text(paragraphs("lynx", 6))
     wait_for(lambda: "docs/notes.txt" in watched.doc_ids(), what="notes indexed")
     settle(watched.watcher)
-    before = {p.payload["chunk_hash"]: p.id for p in watched.engine.chunks_of(TENANT, "docs/notes.txt")}
+    before = {p.payload["chunk_hash"]: p.dense for p in watched.engine.chunks_of(TENANT, "docs/notes.txt",
+                                                                                 with_vectors=True)}
     path.write_text(paragraphs("lynx", 6).replace("record number 5", "RECORD NUMBER FIVE (corrected)"))
     settle(watched.watcher)
-    after = watched.engine.chunks_of(TENANT, "docs/notes.txt")
+    after = watched.engine.chunks_of(TENANT, "docs/notes.txt", with_vectors=True)
     assert any("RECORD NUMBER FIVE" in str(p.payload["content"]) for p in after)
     assert not any("record number 5 " in str(p.payload["content"]) for p in after)
-    kept = [p for p in after if before.get(p.payload["chunk_hash"]) == p.id]
+    kept = [p for p in after if before.get(p.payload["chunk_hash"]) == p.dense]  # same text, same vector
     assert len(kept) >= len(after) - 2, "only chunks around the edit may change"
     assert watched.watcher.counts["updated"] == 1
 
@@ -141,17 +142,19 @@ def test_bad_files_are_skipped_with_reasons_and_the_watcher_keeps_going(watched:
     wait_for(lambda: "docs/good.md" in watched.doc_ids(), what="good file indexed after bad ones")
 
     skipped = {Path(s.path).name: s.reason for s in watched.status().watch_folders[0].skipped}
-    assert set(skipped) == {"junk.txt", "latin1.txt", "photo.png", "broken.pdf", "huge.txt", "pipe.txt"}
-    assert "not valid UTF-8" in skipped["latin1.txt"] or "binary" in skipped["latin1.txt"]
+    assert set(skipped) == {"junk.txt", "photo.png", "broken.pdf", "huge.txt", "pipe.txt"}
+    assert "binary" in skipped["junk.txt"] or "not valid UTF-8" in skipped["junk.txt"]
     assert "not supported" in skipped["photo.png"]
     assert "too large" in skipped["huge.txt"]
     assert "not a regular file" in skipped["pipe.txt"]
     assert skipped["broken.pdf"] and skipped["junk.txt"]
-    assert watched.doc_ids() == {"docs/good.md"}
+    assert watched.doc_ids() == {"docs/good.md", "docs/latin1.txt"}, "a Latin-1 file is detected and indexed"
+    hit = watched.search("crème brûlée", top_k=1)[0]
+    assert hit.document_id == "docs/latin1.txt" and "Café crème brûlée" in hit.content
     # Fixing a file clears its entry and indexes it.
-    (folder / "latin1.txt").write_text("Café crème brûlée, très bien — now saved as UTF-8.")
-    wait_for(lambda: "docs/latin1.txt" in watched.doc_ids(), what="fixed file indexed")
-    assert "latin1.txt" not in {Path(s.path).name for s in watched.status().watch_folders[0].skipped}
+    (folder / "junk.txt").write_text("Café crème brûlée, très bien — now plain text.")
+    wait_for(lambda: "docs/junk.txt" in watched.doc_ids(), what="fixed file indexed")
+    assert "junk.txt" not in {Path(s.path).name for s in watched.status().watch_folders[0].skipped}
 
 
 def test_a_corrupted_update_keeps_the_last_good_version(watched: Watched) -> None:

@@ -7,29 +7,38 @@ they share the same model, store handles and caches.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from freki.embed.embedder import Embedder
 from freki.embed.sparse import Bm25Params, SparseEncoder
+from freki.engine.config import build_embedder, ingest_limits, master_key, sandbox_config, store_config
 from freki.ingest.caches import TokenCountCache, embed_in_slices
 from freki.ingest.chunking import SemanticChunker
-from freki.ingest.indexing import Indexer, IndexInput, IndexResult, document_chunks, document_filter
+from freki.ingest.deadline import NO_DEADLINE, Deadline
+from freki.ingest.indexing import (
+    CHUNK_SEALED_FIELDS,
+    Indexer,
+    IndexInput,
+    IndexResult,
+    document_chunks,
+)
 from freki.ingest.limits import ChunkingConfig
-from freki.ingest.registry import DocumentRecord, DocumentRegistry
+from freki.ingest.registry import RECORD_SEALED_FIELDS, DocumentRecord, DocumentRegistry
+from freki.ingest.repair import RepairReport, repair
+from freki.ingest.sandbox import ParserSandbox
 from freki.search.rerank import CrossEncoderReranker
 from freki.search.retrieval import Hit, Query, RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
-from freki.store import (
-    ChunkPoint,
-    CollectionSpec,
-    FieldMatch,
-    StoreConfig,
-    StoredPoint,
-    VectorStore,
-    make_store,
-)
+from freki.store import ChunkPoint, CollectionSpec, FieldMatch, StoredPoint, make_store
+from freki.store.keys import KeyStore
+from freki.store.maintenance import Maintenance
+from freki.store.rwlock import ReadWriteLock
+from freki.store.sealed import Generations, SealedStore
 from wolf_service.errors import NotFound
+from wolf_service.faults import fault_point
 from wolf_service.tokens import get_token_counter
 
 log = logging.getLogger("freki.engine")
@@ -54,14 +63,27 @@ class FrekiEngine:
         self.settings = settings
         self.embedder = embedder or build_embedder(settings)
         store_cfg = store_config(settings)
-        self.chunks: VectorStore = make_store(store_cfg)
+        seal = settings.gdpr.encrypt_payloads
+        self.keys = KeyStore(Path(settings.data_dir) / "keys.sqlite", master_key=master_key(settings))
+        self.generations = Generations()
+        self.chunks = SealedStore(make_store(store_cfg), self.keys, CHUNK_SEALED_FIELDS if seal else (),
+                                  self.generations)
         self.chunks.ensure_collection(CollectionSpec(
             name=settings.store.collection,
             dense_dim=self.embedder.dimension,
             embedding_model=self.embedder.identity.name,
         ))
-        self._registry_store: VectorStore = make_store(store_cfg)
+        self._registry_store = SealedStore(make_store(store_cfg), self.keys, RECORD_SEALED_FIELDS if seal else ())
         self.registry = DocumentRegistry(self._registry_store, f"{settings.store.collection}_documents")
+        self._stopping = threading.Event()
+        # Index calls share it; an erasure takes it alone, so no document of the owner is half-written meanwhile.
+        self._erasing = ReadWriteLock()
+        self._purge_marker = Path(settings.data_dir) / ".purge-pending"
+        self._purge_lock, self._purge_guard = threading.Lock(), threading.Lock()
+        self._purge_requests = self._purged_upto = 0
+        self.repair_report: RepairReport = repair(self.chunks, self.registry, self.keys)
+        if self._purge_marker.exists():  # an erasure was interrupted before its purge finished
+            self.purge()
         cfg = settings.chunking
         self.chunking = ChunkingConfig(
             max_tokens=cfg.max_tokens, min_tokens=cfg.min_tokens,
@@ -81,15 +103,21 @@ class FrekiEngine:
         effective = make_chunker(self.embedder.embed).effective
         log.info("chunking: configured %s, effective %s (model window %d word-pieces)",
                  self.chunking, effective, self.embedder.max_seq_length)
+        self.sandbox = ParserSandbox(sandbox_config(settings))
         self.indexer = Indexer(
             embedder=self.embedder,
             make_chunker=make_chunker,
             chunks=self.chunks,
             registry=self.registry,
+            generations=self.generations,
+            keys=self.keys,
             sparse_encode=self.sparse,
             full_reindex_ratio=settings.full_reindex_ratio,
             chunking_fingerprint=f"{effective!r} sparse={self.sparse.fingerprint}",
+            sandbox=self.sandbox,
+            limits=ingest_limits(settings),
         )
+        self.maintenance = Maintenance(self.purge, settings.store.maintenance_interval_s)
         self.retriever = Retriever(
             embed_query=self.embedder.embed_query,
             chunks=self.chunks,
@@ -103,9 +131,14 @@ class FrekiEngine:
         )
 
     # -- documents -------------------------------------------------------------------------
-    def index(self, doc: IndexInput) -> IndexResult:
-        """Index or re-index one document."""
-        return self.indexer.index(doc)
+    def index(self, doc: IndexInput, deadline: Deadline = NO_DEADLINE) -> IndexResult:
+        """Index or re-index one document; stops (writing nothing) when ``deadline`` passes or Freki stops."""
+        deadline = deadline.with_stop(self._stopping, "the server is shutting down")
+        with self._erasing.read():
+            result = self.indexer.index(doc, deadline)
+        if result.outcome == "updated":
+            self.maintenance.touch()
+        return result
 
     def retrieve(self, query: Query) -> list[Hit]:
         """Search within the query's tenant."""
@@ -118,12 +151,22 @@ class FrekiEngine:
             raise NotFound(f"document {document_id!r} is not indexed for tenant {tenant!r}")
         return record
 
-    def delete_document(self, tenant: str, document_id: str) -> int:
-        """Delete a document's chunks, record and cached vectors; returns chunks deleted."""
-        self.get_document(tenant, document_id)
-        deleted = self.chunks.delete_where(document_filter(tenant, document_id))
-        self.registry.delete(tenant, document_id)
-        self.indexer.sentence_cache.forget(tenant, document_id)
+    def delete_document(self, tenant: str, document_id: str, *, erase: bool = False) -> int:
+        """Delete every chunk of a document (whether or not the registry knows it), its record, keys and
+        cached vectors; returns chunks deleted. ``erase``: also purge the engine's files before returning
+        (``gdpr.purge_on_erase``). NotFound when there was nothing at all."""
+        if erase:
+            self._mark_purge()
+        with self.indexer.document_lock(tenant, document_id):
+            known = self.registry.get(tenant, document_id) is not None
+            deleted = self.indexer.committer.delete(tenant, document_id)
+            self.indexer.sentence_cache.forget(tenant, document_id)
+        if not known and not deleted:
+            self._purge_marker.unlink(missing_ok=True)
+            raise NotFound(f"document {document_id[:200]!r} is not indexed for tenant {tenant!r}")
+        self.maintenance.touch()
+        if erase:
+            self._erase_purge()
         return deleted
 
     def chunks_of(self, tenant: str, document_id: str, *, with_vectors: bool = False) -> list[StoredPoint]:
@@ -150,12 +193,59 @@ class FrekiEngine:
     # -- GDPR ------------------------------------------------------------------------------
     def delete_owner(self, tenant: str, owner_id: str, records: list[DocumentRecord]) -> tuple[int, int]:
         """Erase every document of a data owner; ``records`` are the owner's registry records, listed by
-        the caller (which needs them first, see ``freki.gdpr``). Returns (documents, chunks) deleted."""
-        chunks = self.chunks.delete_where([FieldMatch("tenant_id", (tenant,)), FieldMatch("owner_id", (owner_id,))])
-        self.registry.delete_owner(tenant, owner_id)
-        for record in records:
-            self.indexer.sentence_cache.forget(tenant, record.document_id)
+        the caller (which needs them first, see ``freki.gdpr``). Returns (documents, chunks) deleted.
+
+        Waits for index calls in progress; the owner's keys are destroyed (their text is shredded) and,
+        with ``gdpr.purge_on_erase``, the engine's files are purged before this returns."""
+        self._mark_purge()
+        with self._erasing.write():
+            for record in records:
+                self.generations.hide(record.generation)
+            try:
+                self.registry.delete_owner(tenant, owner_id)
+                fault_point("erase.records_deleted")
+                chunks = self.chunks.delete_where(
+                    [FieldMatch("tenant_id", (tenant,)), FieldMatch("owner_id", (owner_id,))])
+                self.keys.destroy_owner(tenant, owner_id)
+            finally:
+                for record in records:
+                    self.generations.show(record.generation)
+            for record in records:
+                self.indexer.sentence_cache.forget(tenant, record.document_id)
+        self._erase_purge()
         return len(records), chunks
+
+    def purge(self) -> bool:
+        """Remove what deletes left in the engine's files (``VectorStore.purge``); False if the engine cannot.
+
+        Concurrent callers share one run: a caller whose request came before a run started is served by it.
+        The two collections are purged side by side."""
+        with self._purge_guard:
+            self._purge_requests += 1
+            ticket = self._purge_requests
+        with self._purge_lock:
+            if self._purged_upto >= ticket:
+                return True
+            with self._purge_guard:
+                covers = self._purge_requests
+            registry = threading.Thread(target=self._registry_store.purge, name="freki-purge-registry")
+            registry.start()
+            try:
+                done = self.chunks.purge()
+            finally:
+                registry.join()
+            self._purged_upto = covers
+            self._purge_marker.unlink(missing_ok=True)
+            return done
+
+    def _erase_purge(self) -> None:
+        if self.settings.gdpr.purge_on_erase:
+            self.purge()
+
+    def _mark_purge(self) -> None:
+        if self.settings.gdpr.purge_on_erase:
+            self._purge_marker.parent.mkdir(parents=True, exist_ok=True)
+            self._purge_marker.touch()
 
     def export_owner(self, tenant: str, owner_id: str, *, with_vectors: bool = False) -> Iterator[
         tuple[DocumentRecord, list[StoredPoint]]
@@ -177,37 +267,19 @@ class FrekiEngine:
             collection=self.settings.store.collection,
         )
 
+    def stop_work(self) -> None:
+        """Make index calls in progress stop at their next check (kills parser workers); for shutdown."""
+        self._stopping.set()
+        self.sandbox.close()
+
     def close(self) -> None:
-        """Flush and release the store."""
+        """Stop work in progress, then flush and release the stores and the key store."""
+        self.stop_work()
+        self.maintenance.stop()
         self.chunks.close()
         self._registry_store.close()
+        self.keys.close()
 
 
-def build_embedder(settings: FrekiSettings) -> Embedder:
-    """The embedder a Freki server with ``settings`` uses."""
-    return Embedder(
-        settings.embedding_model, device=settings.embedding_device,
-        batch_size=settings.embedding_batch_size, query_cache_size=settings.retrieval.query_cache_size,
-        backend=settings.embedding_backend, cache_dir=settings.embedding_cache_dir,
-        bulk_bf16=settings.embedding_bulk_bf16,
-    )
 
-
-def store_config(settings: FrekiSettings) -> StoreConfig:
-    """Map Freki settings onto the store factory's config."""
-    rrf_k = settings.retrieval.rrf_k  # hybrid RRF runs inside the store
-    if settings.store.backend == "edge":
-        return StoreConfig(
-            backend="edge", data_dir=settings.data_dir / "qdrant", rrf_k=rrf_k,
-            flush_writes=settings.store.flush_each_write, search_threads=settings.store.search_threads,
-        )
-    url = settings.store.url
-    # ":memory:" and plain paths select qdrant-client's local mode (tests, tiny setups).
-    if url == ":memory:":
-        return StoreConfig(backend="remote", location=url, rrf_k=rrf_k)
-    if "://" not in url:
-        return StoreConfig(backend="remote", path=url, rrf_k=rrf_k)
-    return StoreConfig(
-        backend="remote", url=url, api_key=settings.store.api_key, timeout_s=settings.store.timeout_s,
-        rrf_k=rrf_k,
-    )
+__all__ = ["EngineStatus", "FrekiEngine", "build_embedder", "store_config"]

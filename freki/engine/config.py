@@ -1,0 +1,85 @@
+"""How ``FrekiEngine`` maps ``FrekiSettings`` onto each stage's own plain config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from freki.embed.embedder import Embedder
+from freki.ingest.indexing import IngestLimits
+from freki.ingest.parsing import ParseLimits
+from freki.ingest.quotas import MetadataLimits
+from freki.ingest.sandbox import SandboxConfig
+from freki.settings import FrekiSettings
+from freki.store import StoreConfig
+
+
+def build_embedder(settings: FrekiSettings) -> Embedder:
+    """The embedder a Freki server with ``settings`` uses."""
+    return Embedder(
+        settings.embedding_model, device=settings.embedding_device,
+        batch_size=settings.embedding_batch_size, query_cache_size=settings.retrieval.query_cache_size,
+        backend=settings.embedding_backend, cache_dir=settings.embedding_cache_dir,
+        bulk_bf16=settings.embedding_bulk_bf16,
+    )
+
+
+def store_config(settings: FrekiSettings) -> StoreConfig:
+    """Map Freki settings onto the store factory's config."""
+    rrf_k = settings.retrieval.rrf_k  # hybrid RRF runs inside the store
+    if settings.store.backend == "edge":
+        return StoreConfig(
+            backend="edge", data_dir=settings.data_dir / "qdrant", rrf_k=rrf_k,
+            flush_writes=settings.store.flush_each_write, search_threads=settings.store.search_threads,
+        )
+    url = settings.store.url
+    # ":memory:" and plain paths select qdrant-client's local mode (tests, tiny setups).
+    if url == ":memory:":
+        return StoreConfig(backend="remote", location=url, rrf_k=rrf_k)
+    if "://" not in url:
+        return StoreConfig(backend="remote", path=url, rrf_k=rrf_k)
+    return StoreConfig(
+        backend="remote", url=url, api_key=settings.store.api_key, timeout_s=settings.store.timeout_s,
+        rrf_k=rrf_k,
+    )
+
+
+def ingest_limits(settings: FrekiSettings) -> IngestLimits:
+    """What the indexer refuses after parsing (``settings.limits``)."""
+    lim = settings.limits
+    return IngestLimits(
+        metadata=MetadataLimits(max_keys=lim.metadata_keys, max_value_chars=lim.metadata_value_chars,
+                                max_bytes=lim.metadata_bytes),
+        max_chunks=lim.max_chunks_per_document, parse=parse_limits(settings),
+    )
+
+
+def sandbox_config(settings: FrekiSettings) -> SandboxConfig:
+    """The parser sandbox's limits from ``settings.limits``."""
+    lim = settings.limits
+    return SandboxConfig(
+        memory_mb=lim.parse_memory_mb, timeout_s=lim.parse_timeout_s, workers=lim.parse_workers,
+        max_documents=lim.parse_worker_documents, parse=parse_limits(settings),
+    )
+
+
+def parse_limits(settings: FrekiSettings) -> ParseLimits:
+    """What parsing may produce (``settings.limits``)."""
+    lim = settings.limits
+    return ParseLimits(
+        max_text_chars=lim.max_text_chars, zip_max_members=lim.zip_max_members,
+        zip_max_inflated_bytes=lim.zip_max_inflated_bytes, zip_max_ratio=lim.zip_max_ratio,
+        yaml_max_bytes=lim.yaml_max_bytes, yaml_max_depth=lim.yaml_max_depth, yaml_max_keys=lim.yaml_max_keys,
+        html_max_depth=lim.html_max_depth,
+    )
+
+
+def master_key(settings: FrekiSettings) -> bytes | None:
+    """The key store's master key from ``gdpr.master_key_file`` (32 raw bytes or 64 hex digits), if set."""
+    path = settings.gdpr.master_key_file
+    if path is None:
+        return None
+    raw = Path(path).read_bytes().strip()
+    try:
+        return bytes.fromhex(raw.decode("ascii")) if len(raw) == 64 else raw
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"gdpr.master_key_file {path} must hold 32 bytes or 64 hex digits") from exc

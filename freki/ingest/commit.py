@@ -1,0 +1,108 @@
+"""Committing a document version atomically: write the new generation, commit the record, retire the old.
+
+The chunk store and the document registry are two collections (two write-ahead logs), so no single write
+covers both. Instead every version of a document is a *generation*:
+
+1. its chunks are written under a new generation id, hidden from readers (``Generations``);
+2. the registry record naming that generation is written — the commit point;
+3. readers are switched to the new generation and the old one is hidden, in one step;
+4. the old generation's chunks are deleted and its key destroyed (its text is shredded).
+
+A crash before 2 leaves chunks of a generation no record names; after 2, chunks of a generation the record
+no longer names. Either way the start-up consistency pass (``freki.ingest.repair``) deletes exactly those,
+so after a restart the document is wholly the old or wholly the new version. ``fault_point`` marks the
+places a crash test kills the process.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from freki.ingest.registry import DocumentRecord, DocumentRegistry
+from freki.store import ChunkPoint, FieldMatch, VectorStore
+from freki.store.keys import KeyStore
+from freki.store.sealed import GENERATION, Generations
+from wolf_service.faults import fault_point
+
+log = logging.getLogger("freki.indexing")
+
+
+def document_filter(tenant: str, document_id: str) -> list[FieldMatch]:
+    """The store filter selecting one document's chunks."""
+    return [FieldMatch("tenant_id", (tenant,)), FieldMatch("document_id", (document_id,))]
+
+
+class Committer:
+    """Writes, commits, retires and discards generations of documents."""
+
+    def __init__(self, chunks: VectorStore, registry: DocumentRegistry, generations: Generations,
+                 keys: KeyStore) -> None:
+        self.chunks = chunks
+        self.registry = registry
+        self.generations = generations
+        self.keys = keys
+
+    def commit(self, points: Sequence[ChunkPoint], record: DocumentRecord, previous: DocumentRecord | None,
+               *, stage: str) -> int:
+        """Write ``points`` (all of ``record.generation``), commit ``record``, retire ``previous``.
+
+        Returns the number of old chunks deleted. If anything fails before the commit, what was written of
+        the new generation is removed again and the previous version stays as it was.
+        """
+        generation = record.generation
+        self.generations.hide(generation)
+        try:
+            self.chunks.apply(upserts=points, delete_ids=[], payload_updates=[])
+            fault_point(f"{stage}.chunks_written")
+            self.registry.put(record)
+        except BaseException:
+            self.generations.show(generation)
+            try:
+                self.discard(record.tenant_id, record.document_id, generation)
+            except Exception:  # the store is failing: the consistency pass removes the rest at the next start
+                log.exception("could not remove uncommitted generation %s of %r", generation, record.document_id)
+            raise
+        fault_point(f"{stage}.committed")
+        old = previous.generation if previous is not None else ""
+        if old:
+            self.generations.swap(shown=generation, hidden=old)
+        else:
+            self.generations.show(generation)
+        try:
+            deleted = self.chunks.delete_where([
+                *document_filter(record.tenant_id, record.document_id),
+                FieldMatch(GENERATION, (generation,), exclude=True),
+            ])
+            fault_point(f"{stage}.old_deleted")
+            if old:
+                self.keys.destroy([old])
+        finally:
+            if old:
+                self.generations.show(old)
+        return deleted
+
+    def discard(self, tenant: str, document_id: str, generation: str) -> None:
+        """Remove a generation that was never committed (its chunks and key)."""
+        self.chunks.delete_where([*document_filter(tenant, document_id), FieldMatch(GENERATION, (generation,))])
+        self.keys.destroy([generation])
+
+    def delete(self, tenant: str, document_id: str) -> int:
+        """Delete every chunk of a document, its record and its keys — whether or not the registry knows it.
+
+        Returns the chunks deleted. Hidden first, so no reader sees it half deleted.
+        """
+        record = self.registry.get(tenant, document_id)
+        generation = record.generation if record is not None else ""
+        if generation:
+            self.generations.hide(generation)
+        try:
+            self.registry.delete(tenant, document_id)
+            fault_point("delete.record_deleted")
+            deleted = self.chunks.delete_where(document_filter(tenant, document_id))
+            fault_point("delete.chunks_deleted")
+            self.keys.destroy_document(tenant, document_id)
+        finally:
+            if generation:
+                self.generations.show(generation)
+        return deleted

@@ -1,0 +1,58 @@
+"""When indexing work must stop: the client's deadline, the client going away, or the server shutting down.
+
+The indexer checks a ``Deadline`` between stages and between embedding batches, and the parser sandbox
+kills its worker when one passes, so a request nobody waits for any more stops within a batch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+
+from wolf_service.errors import Cancelled, DeadlineExceeded
+
+
+class Deadline:
+    """A point in time and any number of stop signals (events), checked cooperatively."""
+
+    def __init__(
+        self, timeout_s: float | None = None, *, stops: Iterable[tuple[threading.Event, str]] = (),
+    ) -> None:
+        """
+        Args:
+            timeout_s: Seconds from now until the deadline (None = no deadline).
+            stops: (event, reason) pairs; once an event is set, ``check`` raises Cancelled with its reason.
+        """
+        self.expires = None if timeout_s is None else time.monotonic() + timeout_s
+        self._stops = list(stops)
+
+    def with_stop(self, event: threading.Event, reason: str) -> Deadline:
+        """The same deadline with one more stop signal."""
+        copy = Deadline(stops=[*self._stops, (event, reason)])
+        copy.expires = self.expires
+        return copy
+
+    def remaining(self) -> float | None:
+        """Seconds left (never negative), or None without a deadline."""
+        return None if self.expires is None else max(0.0, self.expires - time.monotonic())
+
+    def stopped(self) -> str:
+        """The reason work must stop now, or "" to carry on."""
+        for event, reason in self._stops:
+            if event.is_set():
+                return reason
+        if self.expires is not None and time.monotonic() >= self.expires:
+            return "deadline"
+        return ""
+
+    def check(self, stage: str) -> None:
+        """Raise DeadlineExceeded or Cancelled if work must stop; ``stage`` says where it stopped."""
+        reason = self.stopped()
+        if reason == "deadline":
+            raise DeadlineExceeded(f"the deadline passed during {stage}; nothing was written")
+        if reason:
+            raise Cancelled(f"{reason}; stopped during {stage} and nothing was written")
+
+
+NO_DEADLINE = Deadline()

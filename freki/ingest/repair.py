@@ -1,0 +1,82 @@
+"""The start-up consistency pass: make the registry and the stored chunks agree again after a crash.
+
+A killed process can leave, by design of the commit protocol (``freki.ingest.commit``), only chunks of a
+generation no committed record names (an interrupted write, or an old version not deleted yet) and keys
+of such generations. This pass deletes those. It also deletes a document whose committed generation does
+not have exactly the chunks its record counts, or whose record can no longer be read (its key is gone):
+such a document could only be served partly, so it is removed and the log names it for re-indexing
+(a watched folder's catch-up re-indexes its files by itself). Everything repaired is logged and counted
+(``freki_repairs_total``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+
+from freki.ingest.commit import document_filter
+from freki.ingest.registry import DocumentRecord, DocumentRegistry
+from freki.store import FieldMatch, VectorStore
+from freki.store.keys import KeyStore
+from freki.store.sealed import GENERATION, SEALED
+
+log = logging.getLogger("freki.repair")
+_BATCH = 256
+
+
+@dataclass
+class RepairReport:
+    """What the pass found and fixed (counts by kind, and the documents removed)."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    removed_documents: list[tuple[str, str]] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if not self.counts:
+            return "nothing to repair"
+        return ", ".join(f"{kind.replace('_', ' ')}: {n}" for kind, n in sorted(self.counts.items()))
+
+
+def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore) -> RepairReport:
+    """Run the pass (before the server takes requests); see the module docstring."""
+    report = RepairReport()
+    _drop_unreadable_records(registry, keys, report)
+    committed: dict[str, DocumentRecord] = {r.generation: r for r in registry.everything() if r.generation}
+    counts = chunks.value_counts(GENERATION)
+    orphans = [g for g in counts if g not in committed]
+    for start in range(0, len(orphans), _BATCH):
+        batch = tuple(orphans[start : start + _BATCH])
+        report.counts["orphan_chunks"] += chunks.delete_where([FieldMatch(GENERATION, batch)])
+    report.counts["orphan_generations"] += len(orphans)
+    for generation, record in committed.items():
+        if counts.get(generation, 0) != record.chunk_count:
+            log.error("document %r of tenant %r has %d of its %d chunks; removed, re-index it",
+                      record.document_id, record.tenant_id, counts.get(generation, 0), record.chunk_count)
+            registry.delete(record.tenant_id, record.document_id)
+            report.counts["incomplete_documents"] += 1
+            report.counts["orphan_chunks"] += chunks.delete_where(document_filter(record.tenant_id, record.document_id))
+            report.removed_documents.append((record.tenant_id, record.document_id))
+            committed.pop(generation)
+    stray = [k for k in keys.ids() if k not in committed]
+    report.counts["orphan_keys"] += keys.destroy(stray)
+    report.counts = Counter({k: v for k, v in report.counts.items() if v})
+    (log.warning if report.counts else log.info)("consistency pass: %s", report.describe())
+    return report
+
+
+def _drop_unreadable_records(registry: DocumentRegistry, keys: KeyStore, report: RepairReport) -> None:
+    """Remove records sealed under a key that no longer exists (a crash inside an erasure)."""
+    raw = getattr(registry.store, "inner", registry.store)
+    offset: str | None = None
+    while True:
+        points, offset = raw.scroll([], limit=512, offset=offset)
+        for point in points:
+            payload = point.payload
+            if SEALED in payload and keys.get(str(payload.get(GENERATION, ""))) is None:
+                tenant, document = str(payload.get("tenant_id", "")), str(payload.get("document_id", ""))
+                registry.delete(tenant, document)
+                report.counts["unreadable_records"] += 1
+                report.removed_documents.append((tenant, document))
+        if offset is None:
+            return

@@ -1,0 +1,137 @@
+"""The key store behind crypto-shredding: one random AES-256 key per document generation.
+
+Chunk text and the other sealed payload fields (``freki.store.sealed``) are encrypted with the key of the
+document version (generation) they belong to. Destroying the key makes every copy of that text unreadable
+at once: in the vector engine's segments, in its write-ahead log, in a Qdrant server's storage or a backup.
+That is what makes erasure hold on disk, and it is also encryption at rest for the text.
+
+The keys live in one SQLite file (``<data_dir>/keys.sqlite``, mode 0600) opened with ``secure_delete``
+(deleted rows are overwritten with zeros, not just unlinked) and a rollback journal that is deleted at each
+commit, so a destroyed key is gone from the file itself, not only from the index. With ``master_key`` set
+(32 bytes, e.g. from a file outside the data dir), each stored key is itself encrypted with it, so a copy
+of the data dir alone reveals no text.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from pathlib import Path
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from freki.store.errors import StoreError
+
+KEY_BYTES = 32
+_NONCE = 12
+
+
+class KeyStore:
+    """Per-generation data keys; thread-safe. ``get`` is served from a bounded in-memory cache."""
+
+    def __init__(self, path: Path, *, master_key: bytes | None = None, cache_size: int = 4096) -> None:
+        if master_key is not None and len(master_key) != KEY_BYTES:
+            raise StoreError(f"the master key must be {KEY_BYTES} bytes (got {len(master_key)})")
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        self._master = AESGCM(master_key) if master_key is not None else None
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
+        self._cache_size = cache_size
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA secure_delete = ON")
+        self._db.execute("PRAGMA journal_mode = DELETE")
+        self._db.execute("PRAGMA synchronous = FULL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, owner TEXT NOT NULL, "
+            "document TEXT NOT NULL, key BLOB NOT NULL)"
+        )
+        self._db.execute("CREATE INDEX IF NOT EXISTS keys_owner ON keys (tenant, owner)")
+        self._db.execute("CREATE INDEX IF NOT EXISTS keys_document ON keys (tenant, document)")
+
+    def get_or_create(self, key_id: str, tenant: str, owner: str, document: str) -> bytes:
+        """The key of ``key_id``, created (and made durable) on first use."""
+        found = self.get(key_id)
+        if found is not None:
+            return found
+        key = AESGCM.generate_key(bit_length=8 * KEY_BYTES)
+        with self._lock:
+            self._db.execute("INSERT OR IGNORE INTO keys VALUES (?, ?, ?, ?, ?)",
+                             (key_id, tenant, owner, document, self._wrap(key_id, key)))
+        stored = self.get(key_id)
+        assert stored is not None
+        return stored
+
+    def get(self, key_id: str) -> bytes | None:
+        """The key of ``key_id``, or None once destroyed (or never made)."""
+        with self._lock:
+            key = self._cache.get(key_id)
+            if key is not None:
+                self._cache.move_to_end(key_id)
+                return key
+            row = self._db.execute("SELECT key FROM keys WHERE id = ?", (key_id,)).fetchone()
+            if row is None:
+                return None
+            key = self._unwrap(key_id, bytes(row[0]))
+            self._cache[key_id] = key
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+            return key
+
+    def destroy(self, key_ids: Iterable[str]) -> int:
+        """Destroy keys by id; returns how many existed."""
+        ids = list(dict.fromkeys(key_ids))
+        return self._delete("id IN ({})", ids) if ids else 0
+
+    def destroy_owner(self, tenant: str, owner: str) -> int:
+        """Destroy every key of one data owner (committed and in-progress versions alike)."""
+        return self._delete("tenant = ? AND owner = ?", [tenant, owner], fixed=True)
+
+    def destroy_document(self, tenant: str, document: str) -> int:
+        """Destroy every key of one document."""
+        return self._delete("tenant = ? AND document = ?", [tenant, document], fixed=True)
+
+    def ids(self) -> list[str]:
+        """Every key id (for the start-up consistency pass)."""
+        with self._lock:
+            return [row[0] for row in self._db.execute("SELECT id FROM keys")]
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            self._cache.clear()
+            self._db.close()
+
+    def _delete(self, where: str, args: list[str], fixed: bool = False) -> int:
+        removed = 0
+        with self._lock:
+            batches = [args] if fixed else [args[i : i + 500] for i in range(0, len(args), 500)]
+            for batch in batches:
+                clause = where if fixed else where.format(", ".join("?" * len(batch)))
+                gone = [r[0] for r in self._db.execute(f"SELECT id FROM keys WHERE {clause}", batch)]
+                self._db.execute(f"DELETE FROM keys WHERE {clause}", batch)
+                for key_id in gone:
+                    self._cache.pop(key_id, None)
+                removed += len(gone)
+        return removed
+
+    def _wrap(self, key_id: str, key: bytes) -> bytes:
+        if self._master is None:
+            return key
+        nonce = os.urandom(_NONCE)
+        return nonce + self._master.encrypt(nonce, key, key_id.encode())
+
+    def _unwrap(self, key_id: str, stored: bytes) -> bytes:
+        if self._master is None:
+            if len(stored) != KEY_BYTES:
+                raise StoreError(f"key store {self.path} holds wrapped keys; configure its master key")
+            return stored
+        try:
+            return self._master.decrypt(stored[:_NONCE], stored[_NONCE:], key_id.encode())
+        except Exception as exc:
+            raise StoreError(f"key store {self.path}: a key does not unwrap with the configured master key") from exc

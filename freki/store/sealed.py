@@ -1,0 +1,229 @@
+"""``SealedStore``: a ``VectorStore`` that encrypts payload text per document generation and hides
+generations that are not (or no longer) committed.
+
+Sealing: the payload fields named in ``fields`` (chunk text, source, hashes, metadata of a registry record)
+are written as one AES-256-GCM blob (``sealed``) under the key of the point's ``generation``
+(``freki.store.keys.KeyStore``), bound to the point id. Reads open it again, so every layer above sees plain
+payloads. Destroying a generation's key shreds its text everywhere the engine copied it (segments, WAL,
+server storage); a point whose key is gone is never returned. Fields used in filters (tenant, owner,
+document id, generation, source type, chunk index, caller metadata in chunk payloads) stay plain: the
+engine must compare them. ``purge`` (edge engine) removes those from disk too (docs/operations.md, GDPR).
+
+Visibility: ``Generations`` holds the generations being written (not committed yet) and those being
+retired (replaced, not deleted yet); every read excludes them, so a reader sees each document whole in
+one committed version. Writes and deletes are not filtered.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from freki.store.base import ChunkPoint, CollectionSpec, FieldMatch, ScoredPoint, SparseVector, StoredPoint
+from freki.store.errors import InvalidStoreInput
+from freki.store.keys import KeyStore
+from freki.store.rwlock import ReadWriteLock
+
+SEALED = "sealed"
+GENERATION = "generation"
+_NONCE = 12
+
+
+class Generations:
+    """Generations hidden from readers (in progress or being retired); thread-safe, counted.
+
+    A read holds ``reading()`` from taking its snapshot until it has opened the engine's answer, and every change
+    waits for such reads: so once ``swap`` returns, no read still in flight uses the old view, and the
+    retired generation can be deleted without a reader finding the document half gone.
+    """
+
+    def __init__(self) -> None:
+        self._hidden: Counter[str] = Counter()
+        self._lock = ReadWriteLock()
+
+    def hide(self, generation: str) -> None:
+        with self._lock.write():
+            self._hidden[generation] += 1
+
+    def show(self, generation: str) -> None:
+        with self._lock.write():
+            self._drop(generation)
+
+    def swap(self, shown: str, hidden: str) -> None:
+        """Make ``shown`` visible and hide ``hidden`` in one step (no reader sees both or neither)."""
+        with self._lock.write():
+            self._hidden[hidden] += 1
+            self._drop(shown)
+
+    def _drop(self, generation: str) -> None:
+        self._hidden[generation] -= 1
+        if self._hidden[generation] <= 0:
+            del self._hidden[generation]
+
+    @contextmanager
+    def reading(self) -> Iterator[tuple[str, ...]]:
+        """The hidden generations, stable until the block ends."""
+        with self._lock.read():
+            yield tuple(self._hidden)
+
+    def snapshot(self) -> tuple[str, ...]:
+        with self._lock.read():
+            return tuple(self._hidden)
+
+
+class SealedStore:
+    """Wraps a store: seals ``fields`` on write, opens them on read, hides ``generations``' hidden ones."""
+
+    def __init__(
+        self, inner: Any, keys: KeyStore, fields: Sequence[str], generations: Generations | None = None,
+    ) -> None:
+        self.inner = inner
+        self.keys = keys
+        self.fields = tuple(fields)
+        self.generations = generations or Generations()
+        self.backend: str = inner.backend
+
+    # -- passthrough ---------------------------------------------------------------------------------------
+    @property
+    def collection(self) -> str | None:
+        return self.inner.collection  # type: ignore[no-any-return]
+
+    def ensure_collection(self, spec: CollectionSpec) -> None:
+        self.inner.ensure_collection(spec)
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        self.inner.delete_ids(ids)
+
+    def delete_where(self, filter: Sequence[FieldMatch]) -> int:
+        return int(self.inner.delete_where(filter))
+
+    def optimize(self) -> None:
+        self.inner.optimize()
+
+    def purge(self) -> bool:
+        return bool(self.inner.purge())
+
+    def value_counts(self, key: str, filter: Sequence[FieldMatch] = ()) -> dict[str, int]:
+        return dict(self.inner.value_counts(key, filter))
+
+    def close(self) -> None:
+        self.inner.close()
+
+    # -- writes --------------------------------------------------------------------------------------------
+    def upsert(self, points: Sequence[ChunkPoint]) -> None:
+        self.apply(points, [], [])
+
+    def set_payload(self, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        self.apply([], [], [(ids, payload)])
+
+    def apply(
+        self, upserts: Sequence[ChunkPoint], delete_ids: Sequence[str],
+        payload_updates: Sequence[tuple[Sequence[str], dict[str, Any]]],
+    ) -> None:
+        for _, payload in payload_updates:
+            touched = [f for f in (*self.fields, GENERATION, SEALED) if f in payload]
+            if touched:
+                raise InvalidStoreInput(f"payload fields {touched} are sealed per generation; upsert the point instead")
+        self.inner.apply([self._seal(p) for p in upserts], delete_ids, payload_updates)
+
+    def _seal(self, point: ChunkPoint) -> ChunkPoint:
+        if not self.fields:  # sealing switched off (gdpr.encrypt_payloads: false): visibility only
+            return point
+        payload = point.payload
+        generation = payload.get(GENERATION)
+        if not isinstance(generation, str) or not generation:
+            raise InvalidStoreInput(f"point {point.id} has no {GENERATION!r}: sealed payloads need one")
+        secret = {f: payload[f] for f in self.fields if f in payload}
+        key = self.keys.get_or_create(generation, str(payload.get("tenant_id", "")),
+                                      str(payload.get("owner_id", "")), str(payload.get("document_id", "")))
+        nonce = os.urandom(_NONCE)
+        blob = nonce + AESGCM(key).encrypt(nonce, json.dumps(secret).encode(), point.id.encode())
+        plain = {k: v for k, v in payload.items() if k not in self.fields}
+        plain[SEALED] = base64.b64encode(blob).decode("ascii")
+        return ChunkPoint(point.id, point.dense, point.sparse, plain)
+
+    # -- reads ---------------------------------------------------------------------------------------------
+    def open(self, point_id: str, payload: dict[str, Any], hidden: tuple[str, ...] = ()) -> dict[str, Any] | None:
+        """A payload with its sealed fields restored; None when its key was destroyed or it is hidden."""
+        generation = payload.get(GENERATION)
+        if generation is not None and generation in hidden:
+            return None
+        blob = payload.get(SEALED)
+        if blob is None:
+            return payload
+        key = self.keys.get(str(generation))
+        if key is None:
+            return None
+        raw = base64.b64decode(blob)
+        secret = json.loads(AESGCM(key).decrypt(raw[:_NONCE], raw[_NONCE:], point_id.encode()))
+        opened = {k: v for k, v in payload.items() if k != SEALED}
+        opened.update(secret)
+        return opened
+
+    @staticmethod
+    def _visible(filter: Sequence[FieldMatch], hidden: tuple[str, ...]) -> list[FieldMatch]:
+        return [*filter, FieldMatch(GENERATION, hidden, exclude=True)] if hidden else list(filter)
+
+    def _scored(self, hits: list[ScoredPoint], hidden: tuple[str, ...]) -> list[ScoredPoint]:
+        out = []
+        for hit in hits:
+            payload = self.open(hit.id, hit.payload, hidden) if hit.payload else hit.payload
+            if payload is not None:
+                out.append(ScoredPoint(hit.id, hit.score, payload))
+        return out
+
+    def _stored(self, points: list[StoredPoint], hidden: tuple[str, ...]) -> list[StoredPoint]:
+        out = []
+        for point in points:
+            payload = self.open(point.id, point.payload, hidden)
+            if payload is not None:
+                out.append(StoredPoint(point.id, payload, point.dense))
+        return out
+
+    def search_dense(
+        self, vector: Sequence[float], filter: Sequence[FieldMatch], limit: int,
+        score_threshold: float | None = None, *, with_payload: bool = True,
+    ) -> list[ScoredPoint]:
+        with self.generations.reading() as hidden:
+            hits = self.inner.search_dense(vector, self._visible(filter, hidden), limit, score_threshold,
+                                           with_payload=with_payload)
+            return self._scored(hits, hidden)
+
+    def search_sparse(
+        self, vector: SparseVector, filter: Sequence[FieldMatch], limit: int, *, with_payload: bool = True,
+    ) -> list[ScoredPoint]:
+        with self.generations.reading() as hidden:
+            hits = self.inner.search_sparse(vector, self._visible(filter, hidden), limit, with_payload=with_payload)
+            return self._scored(hits, hidden)
+
+    def search_hybrid(
+        self, dense: Sequence[float], sparse: SparseVector, filter: Sequence[FieldMatch], limit: int,
+        prefetch_limit: int, *, with_payload: bool = True,
+    ) -> list[ScoredPoint]:
+        with self.generations.reading() as hidden:
+            hits = self.inner.search_hybrid(dense, sparse, self._visible(filter, hidden), limit, prefetch_limit,
+                                            with_payload=with_payload)
+            return self._scored(hits, hidden)
+
+    def scroll(
+        self, filter: Sequence[FieldMatch], limit: int, offset: str | None = None, with_vectors: bool = False,
+    ) -> tuple[list[StoredPoint], str | None]:
+        with self.generations.reading() as hidden:
+            points, next_offset = self.inner.scroll(self._visible(filter, hidden), limit, offset, with_vectors)
+            return self._stored(points, hidden), next_offset
+
+    def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
+        with self.generations.reading() as hidden:
+            points = self.inner.retrieve(ids, with_vectors)
+            return self._stored(points, hidden)
+
+    def count(self, filter: Sequence[FieldMatch]) -> int:
+        with self.generations.reading() as hidden:
+            return int(self.inner.count(self._visible(filter, hidden)))

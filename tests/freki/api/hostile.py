@@ -1,0 +1,87 @@
+"""A corpus of hostile documents, built in memory (shared by the attack tests and scripts/hostile_rss.py).
+
+Each entry: (name, IndexDocument fields, the status it must get, a phrase its message must contain).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+from typing import Any
+
+import grpc
+
+CONTENT_TYPES = (
+    '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/'
+    'content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
+    'relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName='
+    '"/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.'
+    'document.main+xml"/></Types>'
+)
+RELS = (
+    '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/'
+    '2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/'
+    '2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>'
+)
+W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+
+def docx(document_xml: bytes | None = None, *, bomb_mib: int = 0) -> bytes:
+    """A minimal .docx; ``bomb_mib`` makes word/document.xml inflate to that many MiB of whitespace."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", CONTENT_TYPES)
+        archive.writestr("_rels/.rels", RELS)
+        if bomb_mib:
+            with archive.open("word/document.xml", "w", force_zip64=True) as member:
+                member.write(f'<?xml version="1.0"?><w:document {W}><w:body>'.encode())
+                block = b" " * (1 << 20)
+                for _ in range(bomb_mib):
+                    member.write(block)
+                member.write(b"</w:body></w:document>")
+        else:
+            archive.writestr("word/document.xml", document_xml or b"")
+    return buffer.getvalue()
+
+
+def billion_laughs_docx() -> bytes:
+    """DOCX whose document.xml defines nested entities (10 levels x 10 = 10^10 'lol's if expanded)."""
+    entities = ['<!ENTITY lol0 "lol">'] + [
+        f'<!ENTITY lol{i} "{("&lol" + str(i - 1) + ";") * 10}">' for i in range(1, 10)
+    ]
+    xml = (f'<?xml version="1.0"?><!DOCTYPE lolz [{"".join(entities)}]><w:document {W}><w:body><w:p><w:r><w:t>'
+           "&lol9;</w:t></w:r></w:p></w:body></w:document>")
+    return docx(xml.encode())
+
+
+ALIAS_BOMB = "\n".join([
+    "---",
+    "a0: &a0 [x, x, x, x, x, x, x, x, x, x]",
+    *(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 7)),
+    "---",
+    "# Notes",
+    "",
+    "A short note.",
+]) + "\n"
+
+
+def cases() -> list[tuple[str, dict[str, Any], grpc.StatusCode, str]]:
+    """The corpus; every entry must be refused with its status and a message containing its phrase."""
+    nested_html = "<html><body>" + "<div>" * 100_000 + "deep" + "</div>" * 100_000 + "</body></html>"
+    return [
+        ("alias-bomb.md", {"content": ALIAS_BOMB}, grpc.StatusCode.INVALID_ARGUMENT, "anchor"),
+        ("billion-laughs.docx", {"content_bytes": billion_laughs_docx()}, grpc.StatusCode.INVALID_ARGUMENT, "DOCX"),
+        ("zip-bomb.docx", {"content_bytes": docx(bomb_mib=160)}, grpc.StatusCode.RESOURCE_EXHAUSTED,
+         "limits.zip_max"),
+        ("nested.html", {"content": nested_html}, grpc.StatusCode.INVALID_ARGUMENT, "limits.html_max_depth"),
+        ("huge.txt", {"content_bytes": b"All work and no play. " * (50 * 1024 * 1024 // 22)},
+         grpc.StatusCode.RESOURCE_EXHAUSTED, "limits.max_text_chars"),
+        ("bad-utf8.txt", {"content_bytes": bytes(range(128, 256)) * 64}, grpc.StatusCode.INVALID_ARGUMENT,
+         "not valid UTF-8"),
+        ("junk.md", {"content_bytes": os.urandom(4096) + b"\x00"}, grpc.StatusCode.INVALID_ARGUMENT, "binary|UTF-8"),
+        ("frontmatter-keys.md", {"content": "---\n" + "".join(f"k{i}: v\n" for i in range(100)) + "---\nbody"},
+         grpc.StatusCode.INVALID_ARGUMENT, "limits.metadata_keys"),
+        ("big-metadata.txt", {"content": "small", "metadata": {f"k{i}": "v" * 1000 for i in range(20)}},
+         grpc.StatusCode.INVALID_ARGUMENT, "limits.metadata_bytes"),
+    ]
