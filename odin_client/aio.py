@@ -28,7 +28,7 @@ from odin_client.answering.flow import (
     grounded_ask,
 )
 from odin_client.answering.free_text import free_text_ask_async
-from odin_client.calls import deadline_error
+from odin_client.calls import RetryListener, deadline_error, notify_retry
 from odin_client.channels import call_metadata, channel_credentials, channel_options
 from odin_client.connection import policy_from
 from odin_client.errors import (
@@ -51,6 +51,8 @@ from odin_client.results import (
 from odin_client.retry import RETRY_ALWAYS, RETRY_IDEMPOTENT_READ, RetryPolicy, attempt_timeout
 from odin_client.settings import OdinSettings
 from odin_client.status import IndexStatusInfo, ModelList, models_from_proto, status_from_proto
+from odin_client.tools import ToolLoopResult, ToolRegistry
+from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, audit_log, drive_tools_async, loop_options
 
 T = TypeVar("T")
 
@@ -87,8 +89,10 @@ class AsyncOdinClient:
     """asyncio client for Freki and Geri; ``async with`` it or ``await close()``."""
 
     def __init__(self, settings: OdinSettings | None = None, *, clock: AsyncClock | None = None,
-                 rng: random.Random | None = None) -> None:
-        """Create a client; channels open on first use (inside the running event loop)."""
+                 rng: random.Random | None = None, on_retry: RetryListener | None = None) -> None:
+        """Create a client; channels open on first use (inside the running event loop); ``on_retry`` as in
+        :class:`~odin_client.client.OdinClient`."""
+        self.on_retry = on_retry
         self.settings = settings or OdinSettings()
         self.policy: RetryPolicy = policy_from(self.settings)
         self.clock: AsyncClock = clock or LoopClock()
@@ -134,6 +138,7 @@ class AsyncOdinClient:
                                        now=self.clock.monotonic(), deadline=deadline, rng=self.rng)
         if delay is None:
             raise_from_rpc_error(exc, service=service, method=method, attempts=attempts)
+        notify_retry(self.on_retry, exc, service=service, method=method, attempt=attempts, delay=delay)
         await self.clock.sleep(delay)
 
     async def _unary(self, invoke: Callable[[float], Awaitable[T]], *, service: str, method: str,
@@ -244,6 +249,16 @@ class AsyncOdinClient:
         if isinstance(call, GenerateCall):
             return await self.generate(call.prompt, **call.options)
         return await self.get_session(call.session_id, tenant_id=call.tenant_id)
+
+    async def run_tools(self, question: str, registry: ToolRegistry, *, confirm: Confirm | None = None,
+                  actor: str = "", max_steps: int | None = None, first_tool_choice: str = "auto",
+                  **options: Any) -> ToolLoopResult:
+        opts = loop_options(self.settings, max_steps=max_steps, first_tool_choice=first_tool_choice, **options)
+        return await drive_tools_async(self.generate, question, registry, opts, confirm=confirm, actor=actor,
+                                timeout_s=self.settings.tool_timeout_s,
+                                audit=audit_log(self.settings.tool_audit_log))
+
+    run_tools.__doc__ = RUN_TOOLS_DOC
 
     async def get_session(self, session_id: str, *, tenant_id: str | None = None) -> geri_pb2.Session | None:
         """A conversation's stored turns in Geri, or None."""

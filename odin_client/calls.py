@@ -9,11 +9,12 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
 
-from odin_client.errors import DeadlineExceeded, raise_from_rpc_error, status_of
+from odin_client.errors import SERVICE_TITLES, DeadlineExceeded, raise_from_rpc_error, status_of
 from odin_client.retry import Clock, RetryPolicy, SystemClock, attempt_timeout
 
 log = logging.getLogger("odin_client.calls")
@@ -31,6 +32,40 @@ def deadline_error(service: str, method: str, budget: float, attempts: int) -> D
     )
 
 
+@dataclass(frozen=True)
+class RetryNotice:
+    """A failed attempt that will be retried: what failed, how, and when the next attempt starts."""
+
+    service: str
+    method: str
+    attempt: int
+    code: str
+    details: str
+    delay_s: float
+
+    def __str__(self) -> str:
+        details = f": {self.details[:160]}" if self.details else ""
+        wait = f"{self.delay_s:.2f}" if self.delay_s < 1 else f"{self.delay_s:.1f}"
+        return (f"{SERVICE_TITLES.get(self.service, self.service)} {self.method} attempt {self.attempt} failed "
+                f"({self.code}{details}); retrying in {wait} s")
+
+
+RetryListener = Callable[[RetryNotice], None]
+
+
+def notify_retry(listener: RetryListener | None, exc: grpc.RpcError, *, service: str, method: str, attempt: int,
+                 delay: float) -> None:
+    """Log a retry and tell the caller's listener (a listener's own failure is logged, never raised)."""
+    code, details = status_of(exc)
+    log.info("%s %s attempt %d failed with %s (%s); retrying in %.2fs", service, method, attempt, code.name,
+             details, delay)
+    if listener is not None:
+        try:
+            listener(RetryNotice(service, method, attempt, code.name, details, delay))
+        except Exception:  # noqa: BLE001 - a progress callback must not break the call
+            log.exception("the on_retry listener failed")
+
+
 class CallRunner:
     """Executes calls under a :class:`RetryPolicy`, with an injectable clock and random source."""
 
@@ -41,16 +76,19 @@ class CallRunner:
         attempt_timeout_s: float | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        on_retry: RetryListener | None = None,
     ) -> None:
         self.policy = policy
+        self.on_retry = on_retry
         self.attempt_timeout_s = attempt_timeout_s
         self.clock: Clock = clock or SystemClock()
         self.rng = rng or random.Random()
 
     def _retry_delay(
-        self, exc: grpc.RpcError, *, attempts: int, retryable: frozenset[grpc.StatusCode], deadline: float
+        self, exc: grpc.RpcError, *, attempts: int, retryable: frozenset[grpc.StatusCode], deadline: float,
+        service: str, method: str,
     ) -> float | None:
-        code, details = status_of(exc)
+        code, _ = status_of(exc)
         delay = self.policy.next_delay(
             attempts=attempts,
             code=code,
@@ -60,7 +98,7 @@ class CallRunner:
             rng=self.rng,
         )
         if delay is not None:
-            log.info("attempt %d failed with %s (%s); retrying in %.2fs", attempts, code.name, details, delay)
+            notify_retry(self.on_retry, exc, service=service, method=method, attempt=attempts, delay=delay)
         return delay
 
     def unary(
@@ -90,7 +128,8 @@ class CallRunner:
             try:
                 return invoke(attempt_timeout(remaining, self.attempt_timeout_s)), attempts
             except grpc.RpcError as exc:
-                delay = self._retry_delay(exc, attempts=attempts, retryable=retryable, deadline=deadline)
+                delay = self._retry_delay(exc, attempts=attempts, retryable=retryable, deadline=deadline,
+                                          service=service, method=method)
                 if delay is None:
                     raise_from_rpc_error(exc, service=service, method=method, attempts=attempts)
             self.clock.sleep(delay)
@@ -140,7 +179,8 @@ class CallRunner:
             except StopIteration:
                 return
             except grpc.RpcError as exc:
-                delay = self._retry_delay(exc, attempts=attempts, retryable=retryable, deadline=deadline)
+                delay = self._retry_delay(exc, attempts=attempts, retryable=retryable, deadline=deadline,
+                                          service=service, method=method)
                 if delay is None:
                     raise_from_rpc_error(exc, service=service, method=method, attempts=attempts)
             self.clock.sleep(delay)

@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--settings", metavar="FILE", help="JSON settings file (else ODIN_SETTINGS_FILE)")
     common.add_argument("--deadline", type=float, metavar="SECONDS", help="overall deadline per call")
     common.add_argument("--json", action="store_true", help="print JSON on stdout")
+    common.add_argument("--quiet", action="store_true", help="do not report retries on stderr")
 
     retrieval = argparse.ArgumentParser(add_help=False)
     retrieval.add_argument("--top-k", type=int, default=0, help="chunks to retrieve (0 = server default)")
@@ -253,7 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"odin: invalid settings: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        with OdinClient(settings) as client:
+        on_retry = None if args.quiet else (lambda notice: print(f"odin: {notice}", file=sys.stderr, flush=True))
+        with OdinClient(settings, on_retry=on_retry) as client:
             return COMMANDS[args.command](client, args)
     except OdinError as exc:
         print(f"odin {args.command}: {exc}", file=sys.stderr)

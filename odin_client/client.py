@@ -33,6 +33,8 @@ from odin_client.results import (
 )
 from odin_client.retry import RETRY_ALWAYS
 from odin_client.status import IndexStatusInfo, ModelList, models_from_proto, status_from_proto
+from odin_client.tools import ToolLoopResult, ToolRegistry
+from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, audit_log, drive_tools, loop_options
 
 
 def _ms_since(start: float) -> float:
@@ -162,6 +164,16 @@ class OdinClient(DocumentCalls):
         if isinstance(call, GenerateCall):
             return self.generate(call.prompt, **call.options)
         return self.get_session(call.session_id, tenant_id=call.tenant_id)
+
+    def run_tools(self, question: str, registry: ToolRegistry, *, confirm: Confirm | None = None,
+                  actor: str = "", max_steps: int | None = None, first_tool_choice: str = "auto",
+                  **options: Any) -> ToolLoopResult:
+        opts = loop_options(self.settings, max_steps=max_steps, first_tool_choice=first_tool_choice, **options)
+        return drive_tools(self.generate, question, registry, opts, confirm=confirm, actor=actor,
+                                timeout_s=self.settings.tool_timeout_s,
+                                audit=audit_log(self.settings.tool_audit_log))
+
+    run_tools.__doc__ = RUN_TOOLS_DOC
 
     def get_session(self, session_id: str, *, tenant_id: str | None = None) -> geri_pb2.Session | None:
         """A conversation's stored turns in Geri, or None when it does not exist (or expired)."""

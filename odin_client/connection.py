@@ -8,7 +8,7 @@ from typing import Any, Self
 
 from wolf.v1 import freki_pb2_grpc, geri_pb2_grpc
 
-from odin_client.calls import CallRunner
+from odin_client.calls import CallRunner, RetryListener
 from odin_client.channels import ChannelPool, call_metadata
 from odin_client.retry import RETRY_ALWAYS, RETRY_IDEMPOTENT_READ, Clock, RetryPolicy
 from odin_client.settings import OdinSettings
@@ -34,6 +34,7 @@ class Connection:
         *,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        on_retry: RetryListener | None = None,
     ) -> None:
         """Create a client; no connection is made until the first call.
 
@@ -41,12 +42,14 @@ class Connection:
             settings: Targets, deadlines, retry, TLS; defaults to ``OdinSettings()`` (env + file).
             clock: Time source/sleeper for retries (tests inject a fake).
             rng: Random source for backoff jitter.
+            on_retry: Called with a :class:`~odin_client.calls.RetryNotice` before each retry's wait
+                (the CLI prints it), so a caller is not left silent while Odin retries.
         """
         self.settings = settings or OdinSettings()
         self.channels = ChannelPool(self.settings)
         self.runner = CallRunner(
             policy_from(self.settings), attempt_timeout_s=self.settings.attempt_timeout_s,
-            clock=clock, rng=rng,
+            clock=clock, rng=rng, on_retry=on_retry,
         )
         self._metadata = call_metadata(self.settings)
 

@@ -68,11 +68,24 @@ class Retrieval:
 
 @dataclass(frozen=True)
 class ToolCallRequest:
-    """A tool the model asked to run: ``arguments`` parsed from its JSON."""
+    """A tool the model asked to run: ``arguments`` parsed from its JSON (``{}`` and ``malformed`` when the
+    server sent something that is not a JSON object; the tool loop then refuses the call)."""
 
     id: str
     name: str
     arguments: dict[str, Any]
+    malformed: bool = False
+
+
+def tool_call_from_proto(call: common_pb2.ToolCall) -> ToolCallRequest:
+    """A ToolCall as sent by Geri, trusted no further than its type."""
+    try:
+        arguments = json.loads(call.arguments_json or "{}")
+    except ValueError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        return ToolCallRequest(call.id, call.name, {}, malformed=True)
+    return ToolCallRequest(call.id, call.name, arguments)
 
 
 @dataclass(frozen=True)
@@ -265,7 +278,7 @@ def generation_from_proto(resp: common_pb2.WolfResponse, *, elapsed_ms: float, a
         warnings=list(resp.metadata.warnings),
         dropped_document_ids=list(resp.metadata.dropped_document_ids),
         json=llm.json,
-        tool_calls=[ToolCallRequest(c.id, c.name, json.loads(c.arguments_json or "{}")) for c in llm.tool_calls],
+        tool_calls=[tool_call_from_proto(c) for c in llm.tool_calls],
         backend=llm.backend,
         repair_attempts=llm.repair_attempts,
     )

@@ -51,7 +51,9 @@ class OdinSettings(FileSettings):
         default=320, ge=64, description="Tokens of a grounded answer (room for the longest reply the schema admits)")
     query_variants: int = Field(default=0, ge=0, le=3, description="Paraphrases Geri adds to each search (0 = off)")
     rewrite_followups: bool = Field(default=True, description="Rewrite follow-ups into standalone queries")
-    tool_max_steps: int = Field(default=4, ge=1, le=16, description="Model turns of one tool loop, at most")
+    tool_max_steps: int = Field(
+        default=4, ge=1, le=16, description="Rounds of tool calls in one loop; then the model must answer")
+    tool_timeout_s: float = Field(default=30.0, gt=0, le=3600, description="Time limit of one tool handler run")
     tool_audit_log: Path | None = Field(default=None, description="JSON-lines audit of tool calls (None = off)")
 
     api_key: SecretStr | None = Field(default=None, description="Sent as 'authorization: Bearer <key>'")

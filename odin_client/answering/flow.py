@@ -33,6 +33,7 @@ from odin_client.results import Answer, Generation, Retrieval, Timings
 from odin_client.settings import OdinSettings
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def grounded_ask(question: str, opts: AskOptions, policy: AnswerPolicy) -> Gener
                   **common)
 
 
-def drive(flow: Generator[Call, Any, T], perform: Callable[[Call], Any]) -> T:
+def drive(flow: Generator[C, Any, T], perform: Callable[[C], Any]) -> T:
     """Run a flow with blocking calls."""
     try:
         call = next(flow)
@@ -163,7 +164,7 @@ def drive(flow: Generator[Call, Any, T], perform: Callable[[Call], Any]) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
-async def drive_async(flow: Generator[Call, Any, T], perform: Callable[[Call], Awaitable[Any]]) -> T:
+async def drive_async(flow: Generator[C, Any, T], perform: Callable[[C], Awaitable[Any]]) -> T:
     """Run a flow with awaited calls."""
     try:
         call = next(flow)

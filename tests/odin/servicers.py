@@ -144,6 +144,8 @@ class ControlledGeri(geri_pb2_grpc.GeriServiceServicer):
             "query": {"query": "Which port does the Skadi gateway listen on?"},
             "variants": {"variants": ["gateway port number", "Which port?", "port of the gateway"]},
         }
+        # Tool calls to answer with, one list per request that offers tools (and does not forbid them).
+        self.tool_script: list[list[tuple[str, str, dict[str, Any]]]] = []
 
     def _answer(self, request: common_pb2.WolfRequest) -> common_pb2.WolfResponse:
         ids = ",".join(d.document_id for d in request.context.documents) or "none"
@@ -153,11 +155,17 @@ class ControlledGeri(geri_pb2_grpc.GeriServiceServicer):
             properties = json.loads(request.generation.json_schema).get("properties", {})
             structured = json.dumps(next(v for k, v in self.structured.items() if k in properties))
             text = structured
+        calls: list[common_pb2.ToolCall] = []
+        if request.generation.tools and request.generation.tool_choice != "none" and self.tool_script:
+            calls = [common_pb2.ToolCall(id=i, name=n, arguments_json=json.dumps(a))
+                     for i, n, a in self.tool_script.pop(0)]
+            text = ""
         return common_pb2.WolfResponse(
             request_id=request.request_id, model_type=common_pb2.LLM,
             llm_response=common_pb2.LLMResponse(
-                text=text, json=structured, model_used="test-model", backend="embedded",
-                prompt_tokens=10, completion_tokens=5, tokens_used=15, finish_reason="stop", latency_ms=7,
+                text=text, json=structured, model_used="test-model", backend="embedded", tool_calls=calls,
+                prompt_tokens=10, completion_tokens=5, tokens_used=15, latency_ms=7,
+                finish_reason="tool_calls" if calls else "stop",
             ),
         )
 

@@ -111,3 +111,21 @@ def test_use_after_close_refused(freki):
     with pytest.raises(ClientClosed):
         asyncio.run(run())
     assert freki[0].rec.count("GetIndexStatus") == 1
+
+
+def test_on_retry_hears_each_retry_before_its_wait(freki):
+    freki[0].rec.faults.fail_times = 2
+    clock = FakeAsyncClock()
+    notices = []
+
+    async def run():
+        async with AsyncOdinClient(OdinSettings(freki_target=freki[1].address, retry_jitter=0.0,
+                                                retry_initial_backoff_s=0.5), clock=clock,
+                                   on_retry=notices.append) as c:
+            await c.retrieve("q")
+
+    asyncio.run(run())
+    assert [(n.attempt, n.code, n.service, n.method) for n in notices] == [
+        (1, "UNAVAILABLE", "freki", "RetrieveContext"), (2, "UNAVAILABLE", "freki", "RetrieveContext")]
+    assert [n.delay_s for n in notices] == clock.sleeps and clock.sleeps[1] == 0.5
+    assert str(notices[1]).endswith("attempt 2 failed (UNAVAILABLE: injected failure); retrying in 0.50 s")

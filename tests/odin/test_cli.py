@@ -110,3 +110,15 @@ def test_index_human_output_and_tenant(freki, geri, tmp_path: Path, capsys):
     assert "1 of 2 document(s) indexed, 1 failed" in captured.out
     assert "FAILED" in captured.err and "empty.txt" in captured.err
     assert [c.request.tenant_id for c in freki[0].rec.calls] == ["acme"]
+
+
+def test_retries_are_reported_on_stderr_unless_quiet(freki, geri, capsys):
+    """A user waiting on a retrying call sees what failed, which attempt, and when the next one starts."""
+    freki[0].rec.faults.fail_times = 2
+    assert main(["retrieve", "port", "--json", *_targets(freki, geri)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[0].startswith("odin: Freki (retrieval) RetrieveContext attempt 1 failed (UNAVAILABLE")
+    assert "attempt 2 failed" in err[1] and "retrying in" in err[1]
+    freki[0].rec.faults.fail_times = 4  # calls 3 and 4 fail
+    assert main(["retrieve", "port", "--quiet", *_targets(freki, geri)]) == 0
+    assert capsys.readouterr().err == ""

@@ -96,3 +96,24 @@ def test_status_and_cli_retrieve_against_real_services(odin: OdinClient, capsys)
     data = json.loads(capsys.readouterr().out)
     assert Path(data["sources"][0]["source"]).name in {"error-codes.md", "configuration.md"}
     assert "HR-1042" in data["sources"][0]["snippet"]
+
+
+def test_tool_loop_with_the_real_model_runs_a_valid_call_then_answers(odin: OdinClient, tmp_path: Path):
+    """SmolLM2 through Geri: made to call a tool first, its arguments validate (constrained decoding), the
+    handler runs, and the model answers from the result on the turn where tools are no longer offered."""
+    from odin_client.tools import Tool, ToolRegistry
+
+    asked: list[str] = []
+
+    def lookup_port(service: str) -> dict[str, object]:
+        asked.append(service)
+        return {"service": service, "port": 9427}
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["service"],
+              "properties": {"service": {"type": "string", "maxLength": 40}}}
+    registry = ToolRegistry([Tool("lookup_port", "Port a named service listens on", schema, lookup_port)])
+    result = odin.run_tools("Which port does the Hrafn relay admin API use?", registry, first_tool_choice="required",
+                            max_steps=1, max_tokens=40)
+    assert len(asked) == 1 and result.calls[0].outcome == "ok" and result.calls[0].arguments == {"service": asked[0]}
+    assert result.steps == 2 and result.stopped == "max_steps" and result.text.strip()
+    assert not result.generation.tool_calls

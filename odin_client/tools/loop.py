@@ -1,0 +1,183 @@
+"""The tool loop as one sans-IO flow: ask Geri with the tools offered, run the calls it returns (after the
+registry's checks and the caller's confirmation), hand the results back, until the model answers.
+
+The flow yields :class:`~odin_client.answering.flow.GenerateCall`, :class:`ConfirmCall`,
+:class:`RunToolCall` and :class:`AuditCall` and receives their results; the blocking and the asyncio
+client drive it with ``drive`` / ``drive_async``. It is bounded: after ``max_steps`` rounds of tool calls
+the model is asked once more with ``tool_choice="none"``, so it must answer with what it has.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from wolf.v1 import common_pb2
+
+from odin_client.answering.flow import GenerateCall
+from odin_client.results import Generation, ToolCallRequest
+from odin_client.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True)
+class ConfirmCall:
+    """Ask the caller whether this call of a tool marked ``confirm`` may run (the answer is a bool)."""
+
+    call: ToolCallRequest
+
+
+@dataclass(frozen=True)
+class RunToolCall:
+    """Run an allowed call; the driver sends back a :class:`ToolOutcome`."""
+
+    call: ToolCallRequest
+
+
+@dataclass(frozen=True)
+class AuditCall:
+    """Write this record to the audit log, if the client has one (the driver returns nothing)."""
+
+    record: ToolCallRecord
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """How a run ended: ``ok`` with the result text, or ``error`` / ``timeout`` with a reason."""
+
+    outcome: str
+    content: str
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One call the model asked for and what became of it.
+
+    ``outcome``: ok, error, timeout, refused (missing scope), declined (not confirmed), invalid
+    (arguments do not match the schema), unknown (no such tool), repeated (the same call again in this
+    loop: its earlier result was given back, the tool did not run twice).
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    outcome: str
+    result: str
+    step: int
+
+
+@dataclass(frozen=True)
+class ToolLoopResult:
+    """The model's final answer and every call made on the way."""
+
+    text: str
+    calls: list[ToolCallRecord]
+    steps: int
+    stopped: str  # "answered", or "max_steps" when the model was made to answer without more tools
+    generation: Generation
+    session_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"text": self.text, "steps": self.steps, "stopped": self.stopped, "session_id": self.session_id,
+                "calls": [vars(c) for c in self.calls], "generation": self.generation.to_dict()}
+
+
+@dataclass
+class ToolLoopOptions:
+    """Per-call options of the loop."""
+
+    max_steps: int
+    tenant_id: str | None = None
+    model: str = ""
+    system_prompt: str = ""
+    max_tokens: int | None = None
+    session_id: str = ""
+    owner_id: str = ""
+    first_tool_choice: str = "auto"  # "required" makes the model call a tool on the first turn
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+LoopCall = GenerateCall | ConfirmCall | RunToolCall | AuditCall
+
+
+def audit_details(record: ToolCallRecord) -> dict[str, str | int]:
+    """What the audit log keeps of a call: names and counts, never the arguments' values or the result."""
+    return {"call_id": record.id[:64], "arguments": ",".join(sorted(record.arguments))[:256], "step": record.step}
+
+
+def _turn(call: ToolCallRequest) -> common_pb2.ToolCall:
+    return common_pb2.ToolCall(id=call.id, name=call.name, arguments_json=json.dumps(call.arguments))
+
+
+def _refusal(reason: str) -> str:
+    return json.dumps({"error": reason})
+
+
+def tool_loop(question: str, registry: ToolRegistry,
+              opts: ToolLoopOptions) -> Generator[LoopCall, Any, ToolLoopResult]:
+    """The flow (see the module docstring)."""
+    definitions = registry.definitions()
+    base: dict[str, Any] = {"tenant_id": opts.tenant_id, "model": opts.model, "tools": definitions,
+                            "session_id": opts.session_id, "owner_id": opts.owner_id, **opts.extra}
+    if opts.system_prompt:
+        base["system_prompt"] = opts.system_prompt
+    if opts.max_tokens is not None:
+        base["max_tokens"] = opts.max_tokens
+    # Without a session Geri remembers nothing: every turn so far goes with each request. With one, Geri
+    # stores each exchange, so only the turns since the last request are sent.
+    history: list[common_pb2.ChatTurn] = []
+    pending: list[common_pb2.ChatTurn] = []
+    prompt = question
+    records: list[ToolCallRecord] = []
+    done: dict[tuple[str, str], str] = {}
+    step = 0
+    while True:
+        step += 1
+        last = step > opts.max_steps
+        turns = pending if opts.session_id else [*history, *pending]
+        choice = "none" if last else (opts.first_tool_choice if step == 1 else "auto")
+        generation: Generation = yield GenerateCall(prompt, {**base, "messages": turns, "tool_choice": choice})
+        if not opts.session_id:
+            if prompt:
+                history.append(common_pb2.ChatTurn(role="user", content=prompt))
+            history.extend(pending)
+        pending = []
+        prompt = ""
+        if not generation.tool_calls or last:
+            return ToolLoopResult(text=generation.text, calls=records, steps=step,
+                                  stopped="max_steps" if last else "answered", generation=generation,
+                                  session_id=opts.session_id)
+        assistant = common_pb2.ChatTurn(role="assistant", content=generation.text,
+                                        tool_calls=[_turn(c) for c in generation.tool_calls])
+        if not opts.session_id:  # with a session, Geri stored the assistant turn itself
+            history.append(assistant)
+        for call in generation.tool_calls:
+            record = yield from _one_call(call, registry, done, step)
+            records.append(record)
+            pending.append(common_pb2.ChatTurn(role="tool", tool_call_id=call.id, content=record.result))
+
+
+def _one_call(call: ToolCallRequest, registry: ToolRegistry, done: dict[tuple[str, str], str],
+              step: int) -> Generator[LoopCall, Any, ToolCallRecord]:
+    """Decide, confirm, run (or refuse) one call; audit it; its record (whose ``result`` the model sees)."""
+    key = (call.name, json.dumps(call.arguments, sort_keys=True))
+    decision = registry.decide(call)
+    outcome, result = decision.outcome, _refusal(decision.reason)
+    if key in done and outcome in ("ok", "needs_confirmation"):
+        outcome, result = "repeated", done[key]
+    elif outcome == "needs_confirmation":
+        confirmed: bool = yield ConfirmCall(call)
+        outcome = "ok" if confirmed else "declined"
+        if not confirmed:
+            result = _refusal("the user did not allow this call")
+    if outcome == "ok":
+        ran: ToolOutcome = yield RunToolCall(call)
+        outcome, result = ran.outcome, ran.content
+        if outcome == "ok":
+            done[key] = result
+    record = ToolCallRecord(id=call.id, name=call.name, arguments=call.arguments, outcome=outcome, result=result,
+                            step=step)
+    yield AuditCall(record)
+    return record
