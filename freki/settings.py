@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from wolf_service import filetypes
 from wolf_service.auth import SecuritySettings
 from wolf_service.logs import LogSettings
 from wolf_service.metrics import MetricsSettings
@@ -136,10 +137,7 @@ class RetrievalSettings(BaseModel):
 
 
 # Editors' temporary and backup files, hidden files and folders (".git"), partial downloads.
-DEFAULT_WATCH_EXCLUDES = [
-    ".*", "*~", "#*#", "*.swp", "*.swx", "*.swo", "*.tmp", "*.temp", "*.part", "*.crdownload", "*.bak",
-    "~$*", "4913", "__pycache__", "node_modules",
-]
+DEFAULT_WATCH_EXCLUDES = filetypes.DEFAULT_EXCLUDES  # shared with `odin index`
 
 
 class WatchFolderSettings(BaseModel):

@@ -1,8 +1,11 @@
-"""Turn paths given to ``index`` into documents to send: walk folders, pick a content type.
+"""Turn paths given to ``index`` into documents to send: walk folders, name each file's type if known.
 
-Content types come from the file extension. Text formats travel as ``content``; binary formats
-(pdf, docx) as ``content_bytes``, which Freki parses. Folders are walked recursively in sorted order
-(so progress and results are reproducible), skipping hidden entries and unknown extensions.
+Which files count is decided by :mod:`wolf_service.filetypes`, the same table Freki's watched folders use:
+hidden, editor and backup files are skipped (reported), known non-document formats (Excel, images…) are
+skipped with the reason, and every other file goes to Freki as bytes — Freki detects the type from the
+extension or, for an unknown or missing one, from the content, and detects legacy text encodings. What
+``odin index`` indexes, a watched folder indexes too. Folders are walked in sorted order (reproducible
+progress and results).
 """
 
 from __future__ import annotations
@@ -10,40 +13,24 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from odin_client.errors import InvalidRequest
-
-TEXT_TYPES: dict[str, str] = {
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".txt": "text",
-    ".text": "text",
-    ".rst": "text",
-    ".html": "html",
-    ".htm": "html",
-}
-BINARY_TYPES: dict[str, str] = {".pdf": "pdf", ".docx": "docx"}
+from wolf_service import filetypes
 
 
 @dataclass(frozen=True)
 class DocumentFile:
-    """A file to index and how to send it."""
+    """A file to index: its path, the source name Freki records, and its type ("" = Freki detects it)."""
 
     path: Path
     source: str
     content_type: str
 
-    @property
-    def is_binary(self) -> bool:
-        """True when sent as content_bytes."""
-        return self.content_type in BINARY_TYPES.values()
 
-
-def content_type_for(path: Path) -> str | None:
-    """Content type for a file name, or None when the extension is not supported."""
-    suffix = path.suffix.lower()
-    return TEXT_TYPES.get(suffix) or BINARY_TYPES.get(suffix)
+def content_type_for(path: Path) -> str:
+    """The type a file's extension names, or "" when Freki should detect it from the content."""
+    return filetypes.type_for_name(path.name) or ""
 
 
 def _source_name(path: Path) -> str:
@@ -54,15 +41,40 @@ def _source_name(path: Path) -> str:
         return path.resolve().as_posix()
 
 
+def _walk(root: Path, skipped: list[tuple[Path, str]]) -> list[Path]:
+    """Files under ``root`` in sorted order; excluded folders are reported once and not entered."""
+    files: list[Path] = []
+    for folder, dirs, names in os.walk(root):
+        here = Path(folder)
+        kept = []
+        for name in sorted(dirs):
+            rel = _relative(here / name, root)
+            if filetypes.excluded(rel):
+                skipped.append((here / name, f"folder excluded (matches {_pattern(rel)!r})"))
+            else:
+                kept.append(name)
+        dirs[:] = kept
+        files.extend(here / name for name in sorted(names))
+    return sorted(files)
+
+
+def _relative(path: Path, root: Path) -> PurePosixPath:
+    return PurePosixPath(path.relative_to(root).as_posix())
+
+
+def _pattern(rel: PurePosixPath) -> str:
+    return next(p for p in filetypes.DEFAULT_EXCLUDES if filetypes.matches(rel, p))
+
+
 def discover(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[DocumentFile], list[tuple[Path, str]]]:
     """Expand files and folders into documents to index.
 
     Args:
-        paths: Files or folders. A named file with an unknown extension is still sent, as text.
+        paths: Files or folders. A file named explicitly is always sent unless its format is known to be
+            unsupported (a hidden or backup file named on the command line is what the user asked for).
 
     Returns:
-        (documents, skipped) where ``skipped`` lists (path, reason) for files found in folders
-        that cannot be indexed.
+        (documents, skipped): ``skipped`` lists (path, reason) for every file or folder left out.
 
     Raises:
         InvalidRequest: a path does not exist.
@@ -74,44 +86,34 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[DocumentFile
         path = Path(raw)
         if not path.exists():
             raise InvalidRequest(f"{path} does not exist; pass files or folders to index")
-        if path.is_dir():
-            candidates = sorted(
-                p for p in path.rglob("*")
-                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
-            explicit = False
-        else:
-            candidates, explicit = [path], True
-        for file in candidates:
+        explicit = not path.is_dir()
+        for file in [path] if explicit else _walk(path, skipped):
             key = file.resolve()
             if key in seen:
                 continue
             seen.add(key)
-            ctype = content_type_for(file)
-            if ctype is None:
-                if not explicit:
-                    skipped.append((file, f"unsupported extension {file.suffix or '(none)'}"))
-                    continue
-                ctype = "text"
-            found.append(DocumentFile(path=file, source=_source_name(file), content_type=ctype))
+            if not file.is_file():
+                skipped.append((file, "not a regular file"))
+                continue
+            rel = None if explicit else _relative(file, path)
+            if rel is not None and filetypes.excluded(rel):
+                skipped.append((file, f"excluded (matches {_pattern(rel)!r})"))
+                continue
+            unsupported = filetypes.unsupported_reason(file.name)
+            if unsupported is not None:
+                skipped.append((file, f"{unsupported} file, not a supported document format"))
+                continue
+            found.append(DocumentFile(path=file, source=_source_name(file), content_type=content_type_for(file)))
     return found, skipped
 
 
-def read_document(doc: DocumentFile) -> tuple[str, bytes]:
-    """Read a file as (text, b"") or (b"" for binary) — exactly one is non-empty.
+def read_document(doc: DocumentFile) -> bytes:
+    """A file's bytes (Freki parses them and detects the text encoding).
 
     Raises:
-        InvalidRequest: the file cannot be read, or a text file is not UTF-8.
+        InvalidRequest: the file cannot be read.
     """
     try:
-        data = doc.path.read_bytes()
+        return doc.path.read_bytes()
     except OSError as exc:
         raise InvalidRequest(f"cannot read {doc.path}: {exc.strerror}") from exc
-    if doc.is_binary:
-        return "", data
-    try:
-        return data.decode("utf-8"), b""
-    except UnicodeDecodeError as exc:
-        raise InvalidRequest(
-            f"{doc.path} is not UTF-8 text (byte {exc.start}); convert it or give it a .pdf/.docx extension"
-        ) from exc

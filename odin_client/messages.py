@@ -144,10 +144,9 @@ def index_file_request(
     doc: DocumentFile, *, tenant_id: str, metadata: Mapping[str, str] | None = None
 ) -> freki_pb2.IndexDocumentRequest:
     """IndexDocument request for a file found by :func:`odin_client.documents.discover`."""
-    text, data = read_document(doc)
     return index_text_request(
-        text,
-        content_bytes=data,
+        "",
+        content_bytes=read_document(doc),
         tenant_id=tenant_id,
         source=doc.source,
         content_type=doc.content_type,

@@ -10,7 +10,6 @@ path, so every watched document can still be fetched or deleted by id, and two n
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import os
 import re
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from freki.settings import FrekiSettings, WatchFolderSettings, WatchSettings
+from wolf_service.filetypes import matches
 
 # Must agree with freki.api.validation's document id rule (letters, digits, space and . - _ : / @ +).
 _ID_ALLOWED = re.compile(r"[^\w.\-:/@+ ]")
@@ -58,13 +58,13 @@ class WatchedFolder:
 
     def wants_relative(self, rel: PurePosixPath) -> bool:
         """Pattern check on a relative path: included by name or path, and no part of it excluded."""
-        if any(_matches(rel, pattern) for pattern in self.exclude):
+        if any(matches(rel, pattern) for pattern in self.exclude):
             return False
-        return any(_matches(rel, pattern) for pattern in self.include)
+        return any(matches(rel, pattern) for pattern in self.include)
 
     def excludes_dir(self, rel_dir: PurePosixPath) -> bool:
         """True when a sub-folder is excluded as a whole (so a scan need not descend into it)."""
-        return any(_matches(rel_dir, pattern) for pattern in self.exclude)
+        return any(matches(rel_dir, pattern) for pattern in self.exclude)
 
     def document_id(self, path: Path) -> str:
         """The document id of a file inside this folder (see the module docstring)."""
@@ -127,14 +127,6 @@ def _resolve(spec: WatchFolderSettings, watch: WatchSettings, default_tenant: st
         include=tuple(spec.include if spec.include is not None else watch.include),
         exclude=tuple(spec.exclude if spec.exclude is not None else watch.exclude),
     )
-
-
-def _matches(rel: PurePosixPath, pattern: str) -> bool:
-    # fnmatch's "*" crosses "/", so a pattern with a slash matches the whole relative path; one without
-    # matches any single component, which makes ".*" exclude ".git/x" and "a/.hidden" alike.
-    if "/" in pattern:
-        return fnmatch.fnmatchcase(rel.as_posix(), pattern.strip("/"))
-    return any(fnmatch.fnmatchcase(part, pattern) for part in rel.parts)
 
 
 def read_file(path: Path, max_bytes: int) -> bytes:

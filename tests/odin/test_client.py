@@ -10,6 +10,7 @@ import pytest
 from wolf.v1 import common_pb2, freki_pb2_grpc
 
 from odin_client import ClientClosed, OdinClient, OdinSettings, ServiceUnavailable
+from odin_client.documents import discover
 from tests.odin.servicers import ControlledFreki, FakeClock, free_port
 from wolf_service.serving import build_grpc_server
 
@@ -92,29 +93,45 @@ def test_api_key_sent_as_bearer_metadata(make_client, freki):
     assert "s3cret" not in repr(client.settings)
 
 
-def test_index_folder_sends_text_and_binary_and_skips_unknown(make_client, freki, tmp_path: Path):
+def test_index_folder_sends_what_a_watched_folder_would_and_reports_the_rest(make_client, freki, tmp_path: Path):
+    """Same table as Freki's watched folders (wolf_service.filetypes): hidden, backup and known
+    non-document files are skipped with a reason; everything else goes to Freki as bytes, typed by
+    extension when it has a known one, left to Freki's detection otherwise (extensionless, .csv, .json)."""
     fsvc, fh = freki
     (tmp_path / "sub").mkdir()
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[core]", encoding="utf-8")
     (tmp_path / "a.md").write_text("---\ntitle: A\n---\n# A\nport 7443\n", encoding="utf-8")
     (tmp_path / "sub" / "b.txt").write_text("plain text", encoding="utf-8")
     (tmp_path / "sub" / "c.pdf").write_bytes(b"%PDF-1.4 fake\x00\xff")
+    (tmp_path / "sub" / "README").write_text("no extension", encoding="utf-8")
+    (tmp_path / "sub" / "data.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    (tmp_path / "latin1.txt").write_bytes("Caf\xe9 cr\xe8me".encode("latin-1"))
     (tmp_path / "image.png").write_bytes(b"\x89PNG")
     (tmp_path / ".hidden.md").write_text("secret", encoding="utf-8")
+    (tmp_path / "notes.md~").write_text("backup", encoding="utf-8")
     (tmp_path / "empty.md").write_text("", encoding="utf-8")
     client = make_client(freki_target=fh.address)
     seen: list[str] = []
     results = client.index([tmp_path], metadata={"team": "x"},
                            on_progress=lambda doc, _result: seen.append(doc.path.name))
 
-    assert seen == ["a.md", "empty.md", "b.txt", "c.pdf"]
+    assert seen == ["a.md", "empty.md", "latin1.txt", "README", "b.txt", "c.pdf", "data.csv"]
     requests = {Path(c.request.source).name: c.request for c in fsvc.rec.calls}
-    assert set(requests) == {"a.md", "b.txt", "c.pdf"}  # empty.md failed client-side, png/hidden skipped
-    assert requests["a.md"].content_type == "markdown" and "port 7443" in requests["a.md"].content
+    assert set(requests) == {"a.md", "latin1.txt", "README", "b.txt", "c.pdf", "data.csv"}  # empty.md: client-side
+    assert requests["a.md"].content_type == "markdown" and b"port 7443" in requests["a.md"].content_bytes
     assert requests["c.pdf"].content_type == "pdf" and requests["c.pdf"].content_bytes.startswith(b"%PDF")
-    assert requests["c.pdf"].content == ""
+    assert requests["latin1.txt"].content_bytes == "Caf\xe9 cr\xe8me".encode("latin-1")  # Freki detects it
+    assert requests["README"].content_type == "" and requests["data.csv"].content_type == ""
+    assert all(r.content == "" for r in requests.values())
     assert dict(requests["b.txt"].metadata) == {"team": "x"}
     kinds = [type(r).__name__ for r in results]
-    assert kinds == ["IndexResult", "InvalidRequest", "IndexResult", "IndexResult"]
+    assert kinds == ["IndexResult", "InvalidRequest", *["IndexResult"] * 5]
+    _, skipped = discover([tmp_path])
+    reasons = {p.name: why for p, why in skipped}
+    assert reasons == {".git": "folder excluded (matches '.*')", ".hidden.md": "excluded (matches '.*')",
+                       "notes.md~": "excluded (matches '*~')",
+                       "image.png": "image file, not a supported document format"}
 
 
 def _make_certs(tmp: Path) -> dict[str, Path]:

@@ -117,3 +117,16 @@ def test_tool_loop_with_the_real_model_runs_a_valid_call_then_answers(odin: Odin
     assert len(asked) == 1 and result.calls[0].outcome == "ok" and result.calls[0].arguments == {"service": asked[0]}
     assert result.steps == 2 and result.stopped == "max_steps" and result.text.strip()
     assert not result.generation.tool_calls
+
+
+def test_index_sends_what_the_watched_folder_would_and_real_freki_takes_it(odin: OdinClient, tmp_path: Path):
+    """Extensionless, .csv and Latin-1 files, which `odin index` used to skip or refuse, are indexed by the
+    real Freki (type sniffed, encoding detected); an Excel file is reported as skipped."""
+    (tmp_path / "README").write_text("The Sleipnir ferry leaves pier 8 at dawn.\n", encoding="utf-8")
+    (tmp_path / "fares.csv").write_text("route,price\nnorth,12\nsouth,9\n", encoding="utf-8")
+    (tmp_path / "menu.txt").write_bytes("Crème brûlée at the café on pier 8.".encode("latin-1"))
+    (tmp_path / "sheet.xlsx").write_bytes(b"PK\x03\x04")
+    results = odin.index([tmp_path], tenant_id="filetypes")
+    assert [type(r).__name__ for r in results] == ["IndexResult"] * 3, results
+    hit = odin.retrieve("café crème brûlée", top_k=1, tenant_id="filetypes").sources[0]
+    assert Path(hit.source).name == "menu.txt" and "Crème brûlée" in hit.content

@@ -5,11 +5,11 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from pathlib import PurePath
 
 from freki.ingest.parsing.errors import UnsupportedFormat, describe_source
+from wolf_service import filetypes
 
-SUPPORTED = ("text", "markdown", "html", "pdf", "docx")
+SUPPORTED = filetypes.SUPPORTED
 
 _DECLARED: dict[str, str] = {
     "text": "text", "txt": "text", "plain": "text", "text/plain": "text",
@@ -18,19 +18,6 @@ _DECLARED: dict[str, str] = {
     "pdf": "pdf", "application/pdf": "pdf", "application/x-pdf": "pdf",
     "docx": "docx",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
-}
-_EXTENSIONS: dict[str, str] = {
-    ".txt": "text", ".text": "text", ".log": "text",
-    ".md": "markdown", ".markdown": "markdown", ".mdown": "markdown", ".mkd": "markdown", ".mdx": "markdown",
-    ".html": "html", ".htm": "html", ".xhtml": "html",
-    ".pdf": "pdf",
-    ".docx": "docx",
-}
-# Formats people commonly try; naming them gives a more useful error than "unrecognised".
-_KNOWN_UNSUPPORTED: dict[str, str] = {
-    ".doc": "legacy Word .doc", ".xls": "Excel", ".xlsx": "Excel", ".ppt": "PowerPoint",
-    ".pptx": "PowerPoint", ".odt": "OpenDocument", ".rtf": "RTF", ".epub": "EPUB",
-    ".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image", ".zip": "zip archive",
 }
 _MARKDOWN_HINT = re.compile(r"^(?:#{1,6} \S|```|\s*[-*] \S.*\n\s*[-*] \S)", re.MULTILINE)
 
@@ -55,12 +42,13 @@ def detect_content_type(data: str | bytes, *, source: str = "", content_type: st
             f"content type {content_type!r} of {name} is not supported; use one of {', '.join(SUPPORTED)}",
             source=source,
         )
-    extension = PurePath(source).suffix.lower() if source else ""
-    if extension in _EXTENSIONS:
-        return _EXTENSIONS[extension]
-    if extension in _KNOWN_UNSUPPORTED:
+    by_name = filetypes.type_for_name(source)
+    if by_name is not None:
+        return by_name
+    unsupported = filetypes.unsupported_reason(source)
+    if unsupported is not None:
         raise UnsupportedFormat(
-            f"{name} is a {_KNOWN_UNSUPPORTED[extension]} file, which is not supported; "
+            f"{name} is a {unsupported} file, which is not supported; "
             f"convert it to one of {', '.join(SUPPORTED)}",
             source=source,
         )
