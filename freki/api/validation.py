@@ -14,8 +14,8 @@ from freki.ingest.quotas import METADATA_KEY, MetadataLimits, check_metadata
 from freki.ingest.quotas import describe as _describe
 from freki.settings import FrekiSettings
 from wolf_service.errors import InvalidArgument
+from wolf_service.identifiers import MAX_ID_BYTES, id_problem
 
-_ID_RE = re.compile(r"^[\w.\-:/@+ ]{1,512}$")
 _TENANT_RE = re.compile(r"^[A-Za-z0-9_.\-@]{1,128}$")
 _META_KEY_RE = METADATA_KEY
 # A page token is a point id (a UUID); anything much longer is not one.
@@ -42,12 +42,13 @@ def tenant_of(tenant_id: str, settings: FrekiSettings) -> str:
 
 
 def require_document_id(document_id: str, field: str = "document_id") -> str:
-    """A document id must be non-empty printable text of reasonable length."""
+    """A document id is any printable Unicode text up to MAX_ID_BYTES (wolf_service/identifiers.py)."""
     if not document_id:
         raise InvalidArgument(f"{field} must be non-empty (got \"\")")
-    if not _ID_RE.match(document_id):
+    problem = id_problem(document_id)
+    if problem is not None:
         raise InvalidArgument(
-            f"{field} must be 1-512 characters of letters, digits, spaces and . - _ : / @ + "
+            f"{field} must be printable text of at most {MAX_ID_BYTES:,} UTF-8 bytes, but {problem} "
             f"(got {_describe(document_id)})"
         )
     return document_id

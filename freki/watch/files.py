@@ -19,10 +19,10 @@ from pathlib import Path, PurePosixPath
 
 from freki.settings import FrekiSettings, WatchFolderSettings, WatchSettings
 from wolf_service.filetypes import matches
+from wolf_service.identifiers import MAX_ID_BYTES, id_problem, printable_or
 
 # Must agree with freki.api.validation's document id rule (letters, digits, space and . - _ : / @ +).
-_ID_ALLOWED = re.compile(r"[^\w.\-:/@+ ]")
-MAX_DOCUMENT_ID = 512
+_NAME_ALLOWED = re.compile(r"[^\w.\-:/@+ ]")  # a folder name as id prefix (unchanged: ids stay stable)
 # Registry metadata keys that mark a document as coming from a watched folder.
 META_FOLDER = "watch_folder"
 META_FILE_SHA = "file_sha256"
@@ -76,11 +76,12 @@ class WatchedFolder:
     def document_id_of(self, rel: PurePosixPath) -> str:
         """The document id of a relative path."""
         raw = f"{self.name}/{rel.as_posix()}"
-        clean = _ID_ALLOWED.sub("_", raw)
-        if clean == raw and len(raw) <= MAX_DOCUMENT_ID:
+        clean = printable_or(raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+        if clean == raw and id_problem(raw) is None:
             return raw
+        # Not printable or too long: a readable prefix and a digest of the exact name keep it unique.
         digest = hashlib.sha256(raw.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-        return f"{clean[: MAX_DOCUMENT_ID - 13]}+{digest}"
+        return f"{_cut_utf8(clean, MAX_ID_BYTES - 13)}+{digest}"
 
     @property
     def id_prefix(self) -> str:
@@ -118,7 +119,7 @@ def _resolve(spec: WatchFolderSettings, watch: WatchSettings, default_tenant: st
     root = Path(os.path.abspath(spec.path.expanduser()))
     if not root.is_dir():
         raise ValueError(f"watched folder {root} does not exist or is not a directory; create it or fix watch.folders")
-    name = spec.name or _ID_ALLOWED.sub("_", root.name) or "root"
+    name = spec.name or _NAME_ALLOWED.sub("_", root.name) or "root"
     return WatchedFolder(
         root=root,
         name=name,
@@ -127,6 +128,10 @@ def _resolve(spec: WatchFolderSettings, watch: WatchSettings, default_tenant: st
         include=tuple(spec.include if spec.include is not None else watch.include),
         exclude=tuple(spec.exclude if spec.exclude is not None else watch.exclude),
     )
+
+
+def _cut_utf8(text: str, max_bytes: int) -> str:
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
 
 
 def read_file(path: Path, max_bytes: int) -> bytes:

@@ -233,3 +233,35 @@ def test_mismatched_embedding_model_is_refused(tmp_path, embedder) -> None:  # t
         FrekiEngine(settings, embedder=other)
     assert err.value.grpc_code == grpc.StatusCode.FAILED_PRECONDITION
     assert "all-MiniLM-L6-v2" in str(err.value) and "paraphrase-multilingual" in str(err.value)
+
+
+ODD_IDS = ["faq/design#why", "notes~1", "50% off?.md", "Übersicht 2026", "設計/概要.md", "a\\b", "  spaced  ",
+           "emoji 👩‍💻 (zwj)", "x" * 1000 + ".md"]
+
+
+@pytest.mark.parametrize("doc_id", ODD_IDS)
+def test_any_printable_id_round_trips_through_index_get_list_retrieve_export_delete(  # type: ignore[no-untyped-def]
+        freki_stub, doc_id: str) -> None:
+    tenant = "odd-ids"
+    index(freki_stub, doc_id, "Quokkas on Rottnest island smile for photographs.", tenant_id=tenant,
+          owner_id="olga")
+    assert freki_stub.GetDocument(freki_pb2.GetDocumentRequest(document_id=doc_id, tenant_id=tenant)).document_id \
+        == doc_id
+    listed = freki_stub.ListDocuments(freki_pb2.ListDocumentsRequest(page_size=100, tenant_id=tenant))
+    assert [d.document_id for d in listed.documents] == [doc_id]
+    hits = retrieve(freki_stub, "quokka photographs", top_k=1, tenant_id=tenant, document_ids=[doc_id])
+    assert [d.document_id for d in hits.rag_context.documents] == [doc_id]
+    export = list(freki_stub.ExportOwnerData(freki_pb2.ExportOwnerDataRequest(
+        request_id=rid(), tenant_id=tenant, owner_id="olga"), timeout=30))
+    assert doc_id in {r.document.document_id for r in export if r.HasField("document")}
+    freki_stub.DeleteDocument(freki_pb2.DeleteDocumentRequest(request_id=rid(), document_id=doc_id, tenant_id=tenant))
+    assert not freki_stub.ListDocuments(freki_pb2.ListDocumentsRequest(tenant_id=tenant)).documents
+
+
+@pytest.mark.parametrize(("doc_id", "says"), [
+    ("tab\there", "U+0009"), ("nul\x00", "U+0000"), ("rtl\u202eevil", "U+202E"), ("   ", "only whitespace"),
+    ("y" * 1025, "1,025 UTF-8 bytes, over the limit of 1,024")])
+def test_unprintable_ids_are_refused_naming_the_character(freki_stub, doc_id: str, says: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(grpc.RpcError) as err:
+        index(freki_stub, doc_id, "text")
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and says in err.value.details()

@@ -3,6 +3,7 @@ with a short message, never another error; what passes satisfies the documented 
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from freki.ingest.quotas import METADATA_KEY, MetadataLimits, check_metadata
 from freki.settings import FrekiSettings
 from wolf_service.audit_log import MAX_DETAIL_CHARS, identifier
 from wolf_service.errors import InvalidArgument
+from wolf_service.identifiers import MAX_ID_BYTES
 
 SETTINGS = FrekiSettings(data_dir="/nonexistent")
 MESSAGE_LIMIT = 400
@@ -40,7 +42,8 @@ def test_index_requests_pass_or_get_a_short_invalid_argument(  # type: ignore[no
     if not refused_briefly(validation.validate_index, request, SETTINGS):
         assert request_id.strip() and content
         doc_id = document_id or source
-        assert 1 <= len(doc_id) <= 512 and "\n" not in doc_id
+        assert doc_id.strip() and len(doc_id.encode("utf-8", "surrogatepass")) <= MAX_ID_BYTES
+        assert not any(unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") for ch in doc_id)
         assert len(metadata) <= SETTINGS.limits.metadata_keys
         assert all(METADATA_KEY.match(k) for k in metadata)
 
@@ -85,3 +88,10 @@ def test_audit_identifiers_are_bounded_and_tell_long_ids_apart(prefix: str, tail
     one, two = identifier(prefix * 3 + tail), identifier(prefix * 3 + tail + "x")
     assert len(one) <= MAX_DETAIL_CHARS and len(two) <= MAX_DETAIL_CHARS
     assert one != two
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp", "Cf")), min_size=1, max_size=200)
+       .filter(str.strip))
+def test_every_printable_id_is_accepted_exactly(document_id: str) -> None:
+    assert validation.require_document_id(document_id) == document_id

@@ -51,9 +51,15 @@ def test_include_list_narrows_and_paths_outside_are_never_wanted(tmp_path: Path)
 def test_document_ids_are_relative_paths_and_always_valid_api_ids(tmp_path: Path) -> None:
     f = folder(tmp_path)
     assert f.document_id(tmp_path / "sub" / "plan v2.md") == "docs/sub/plan v2.md"
-    odd = [f.document_id(tmp_path / name) for name in ("rapport (final)!.md", "rapport [final]!.md", "é#€.txt")]
+    printable = ("rapport (final)!.md", "rapport [final]!.md", "é#€.txt", "faq#why.md", "50% off?.md", "設計.md")
+    for name in printable:  # any printable file name is its own id, exactly
+        assert f.document_id(tmp_path / name) == f"docs/{name}"
+    odd = [f.document_id(tmp_path / name) for name in ("tab\there.md", "tab\nhere.md", "bad\udcffbyte.md")]
     assert len(set(odd)) == 3, "sanitised names keep a hash of the original, so they never collide"
-    for doc_id in odd + [f.document_id(tmp_path / ("x" * 300) / ("y" * 300))]:
+    assert all(d.startswith("docs/") and "+" in d for d in odd)
+    long_one = f.document_id(tmp_path / ("x" * 600) / ("y" * 600))
+    assert len(long_one.encode()) <= 1024
+    for doc_id in [*odd, long_one]:
         assert require_document_id(doc_id) == doc_id
 
 
