@@ -1,7 +1,9 @@
 """The JSON schema of a grounded answer for one set of sources.
 
-Field order is the order the model writes them in: it first decides whether the sources answer the
-question, then cites, then answers — so the answer is written with its evidence already chosen.
+Two shapes, both starting with ``answered``: the model first decides whether the sources answer the
+question. ``false`` allows only a short ``reason`` (an abstention costs a few tokens, and a degenerate
+reply cannot run past the token limit there); ``true`` requires at least one citation, then the answer —
+so the answer is written with its evidence already chosen.
 Each citation is ``{"source": N, "sentence": K}`` and the schema admits only pairs that exist, so the
 model (constrained decoding) cannot cite a document it was not given or a sentence that is not there.
 The string caps keep the longest possible reply (~250 tokens with the whitespace some engines allow)
@@ -37,17 +39,23 @@ def answer_schema(sources: Sequence[NumberedSource], *, max_citations: int = 3) 
          "properties": {"source": {"const": s.index}, "sentence": {"enum": list(range(1, len(s.sentences) + 1))}}}
         for s in sources
     ]}
-    return {
+    silent = {
         "type": "object",
         "additionalProperties": False,
-        "required": ["answered", "reason", "citations", "answer", "summary", "key_details", "confidence"],
+        "required": ["answered", "reason"],
+        "properties": {"answered": {"const": False}, "reason": {"type": "string", "maxLength": 60}},
+    }
+    answer = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["answered", "citations", "answer", "summary", "key_details", "confidence"],
         "properties": {
-            "answered": {"type": "boolean"},
-            "reason": {"type": "string", "maxLength": 60},
-            "citations": {"type": "array", "maxItems": max_citations, "items": citation},
+            "answered": {"const": True},
+            "citations": {"type": "array", "minItems": 1, "maxItems": max_citations, "items": citation},
             "answer": {"type": "string", "maxLength": 160},
             "summary": {"type": "string", "maxLength": 100},
             "key_details": {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 60}},
             "confidence": {"enum": CONFIDENCE},
         },
     }
+    return {"anyOf": [answer, silent]}

@@ -152,7 +152,8 @@ class ControlledGeri(geri_pb2_grpc.GeriServiceServicer):
         text = f"Answer to {request.prompt!r} from [{ids}]: port 7443."
         structured = ""
         if request.generation.json_schema:
-            properties = json.loads(request.generation.json_schema).get("properties", {})
+            schema = json.loads(request.generation.json_schema)
+            properties = {k for shape in [schema, *schema.get("anyOf", [])] for k in shape.get("properties", {})}
             structured = json.dumps(next(v for k, v in self.structured.items() if k in properties))
             text = structured
         calls: list[common_pb2.ToolCall] = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import jsonschema
 import pytest
 from wolf.v1 import common_pb2
 
@@ -28,7 +29,7 @@ def numbered() -> list[NumberedSource]:
 
 
 def answer(**fields: object) -> dict[str, object]:
-    base: dict[str, object] = {"answered": True, "reason": "", "citations": [{"source": 1, "sentence": 1}],
+    base: dict[str, object] = {"answered": True, "citations": [{"source": 1, "sentence": 1}],
                                "answer": "Port 9427.", "summary": "s", "key_details": [], "confidence": 0.9}
     return {**base, **fields}
 
@@ -41,9 +42,23 @@ def test_sentences_are_numbered_for_the_prompt_and_the_schema_admits_only_real_o
     items, context = number_sources(SRC, common_pb2.RAGContext(documents=[
         common_pb2.RetrievedDocument(document_id=s.document_id, content=s.content) for s in SRC]))
     assert context.documents[0].content == "(1) The relay listens on port 9427. (2) It logs to syslog."
-    citation = answer_schema(items)["properties"]["citations"]["items"]["anyOf"]
+    answered, silent = answer_schema(items)["anyOf"]
+    citation = answered["properties"]["citations"]["items"]["anyOf"]
     assert [(c["properties"]["source"]["const"], c["properties"]["sentence"]["enum"]) for c in citation] == [
         (1, [1, 2]), (2, [1, 2])]
+    assert answered["properties"]["citations"]["minItems"] == 1
+    assert silent["required"] == ["answered", "reason"] and silent["properties"]["answered"] == {"const": False}
+
+
+def test_the_schema_admits_a_short_abstention_or_a_cited_answer_and_nothing_else() -> None:
+    schema = answer_schema(numbered(), max_citations=1)
+    jsonschema.validate({"answered": False, "reason": "not in the sources"}, schema)
+    jsonschema.validate(answer(), schema)
+    for bad in ({"answered": False, "reason": "x", "answer": "sneaked in"}, answer(citations=[]),
+                answer(citations=[{"source": 3, "sentence": 1}]), answer(answered=False),
+                {"answered": False, "reason": "x" * 61}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
 
 
 def test_a_supported_answer_is_grounded_with_quotes_and_capped_confidence() -> None:
@@ -92,7 +107,8 @@ def test_ask_is_grounded_over_the_wire(make_client, freki, geri) -> None:  # typ
     assert result.summary == "Port 7443." and result.key_details == ["TLS"] and result.confidence == 0.91
     request = geri[0].rec.calls[-1].request
     schema = json.loads(request.generation.json_schema)
-    assert schema["properties"]["citations"]["items"]["anyOf"][0]["properties"]["source"] == {"const": 1}
+    cited = schema["anyOf"][0]["properties"]["citations"]["items"]["anyOf"]
+    assert cited[0]["properties"]["source"] == {"const": 1}
     assert request.context.documents[0].content.startswith("(1) The Skadi gateway")
 
 
