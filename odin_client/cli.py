@@ -1,4 +1,4 @@
-"""The ``odin`` command line: ask, chat, index, retrieve, status, erase.
+"""The ``odin`` command line: ask, chat, index, retrieve, docs, status, erase.
 
 Exit codes: 0 ok, 2 usage error or invalid argument, 3 a service is unavailable, 1 anything else.
 Errors go to stderr and name the failing service; ``--json`` prints machine-readable results on stdout.
@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from odin_client import cli_docs
 from odin_client.chat import run_chat
 from odin_client.client import OdinClient
 from odin_client.documents import DocumentFile, discover
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     idx.add_argument("--metadata", action="append", metavar="KEY=VALUE", help="metadata for every document")
     idx.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    cli_docs.add_parser(sub, common)
     sub.add_parser("status", parents=[common], help="show Freki's index and Geri's models")
     return parser
 
@@ -229,7 +231,7 @@ def _erase(client: OdinClient, args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"ask": _ask, "chat": _chat, "retrieve": _retrieve, "index": _index, "status": _status,
-            "erase": _erase}
+            "erase": _erase, "docs": cli_docs.run}
 
 
 def exit_code_for(exc: OdinError) -> int:

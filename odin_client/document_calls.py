@@ -1,17 +1,21 @@
-"""Indexing calls of the blocking client: one text, files and folders (see :mod:`odin_client.documents`)."""
+"""Document calls of the blocking client: indexing one text, files and folders (see
+:mod:`odin_client.documents`); listing, reading, deleting documents; exporting a data owner's data."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from wolf.v1 import freki_pb2
 
 from odin_client import messages
 from odin_client.connection import Connection
+from odin_client.document_records import DocumentPage, DocumentRecord, export_record_to_dict, record_from_proto
 from odin_client.documents import DocumentFile, discover
 from odin_client.errors import DeadlineExceeded, OdinError, ServiceUnavailable
 from odin_client.results import IndexResult, index_result_from_proto
+from odin_client.retry import RETRY_IDEMPOTENT_READ
 
 ProgressCallback = Callable[[DocumentFile, IndexResult | OdinError], None]
 
@@ -71,3 +75,56 @@ class DocumentCalls(Connection):
             if on_progress is not None:
                 on_progress(doc, outcome)
         return results
+
+    def list_documents(self, *, page_size: int = 100, page_token: str = "", owner_id: str = "",
+                       tenant_id: str | None = None) -> DocumentPage:
+        """One page of the tenant's documents (optionally one owner's), in id order."""
+        request = freki_pb2.ListDocumentsRequest(tenant_id=self._tenant(tenant_id), page_size=page_size,
+                                                 page_token=page_token, owner_id=owner_id)
+        resp, _ = self._unary(self._freki().ListDocuments, request, service="freki", name="ListDocuments",
+                              budget_s=self.settings.deadline_s, idempotent_read=True)
+        return DocumentPage([record_from_proto(d) for d in resp.documents], resp.next_page_token)
+
+    def iter_documents(self, *, owner_id: str = "", tenant_id: str | None = None,
+                       page_size: int = 200) -> Iterator[DocumentRecord]:
+        """Every document of the tenant (or owner), page after page."""
+        token = ""
+        while True:
+            page = self.list_documents(page_size=page_size, page_token=token, owner_id=owner_id,
+                                       tenant_id=tenant_id)
+            yield from page.documents
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
+
+    def get_document(self, document_id: str, *, tenant_id: str | None = None) -> DocumentRecord:
+        """A document's record (raises NotFound when there is none)."""
+        request = freki_pb2.GetDocumentRequest(tenant_id=self._tenant(tenant_id), document_id=document_id)
+        resp, _ = self._unary(self._freki().GetDocument, request, service="freki", name="GetDocument",
+                              budget_s=self.settings.deadline_s, idempotent_read=True)
+        return record_from_proto(resp)
+
+    def delete_document(self, document_id: str, *, tenant_id: str | None = None) -> int:
+        """Delete a document and all its chunks; the number of chunks deleted (NotFound when none)."""
+        request = freki_pb2.DeleteDocumentRequest(request_id=messages.new_request_id(),
+                                                  tenant_id=self._tenant(tenant_id), document_id=document_id)
+        resp, _ = self._unary(self._freki().DeleteDocument, request, service="freki", name="DeleteDocument",
+                              budget_s=self.settings.index_deadline_s, idempotent_read=False)
+        return int(resp.chunks_deleted)
+
+    def export_owner(self, owner_id: str, *, include_vectors: bool = False,
+                     tenant_id: str | None = None) -> Iterator[dict[str, Any]]:
+        """GDPR export (Art. 15/20): the owner's documents, then their chunks, as JSON-ready records."""
+        request = freki_pb2.ExportOwnerDataRequest(request_id=messages.new_request_id(),
+                                                   tenant_id=self._tenant(tenant_id), owner_id=owner_id,
+                                                   include_vectors=include_vectors)
+        stub = self._freki()
+        records = self.runner.stream(
+            lambda timeout: stub.ExportOwnerData(request, timeout=timeout, metadata=self._metadata),
+            service="freki", method="ExportOwnerData", budget_s=self.settings.index_deadline_s,
+            retryable=RETRY_IDEMPOTENT_READ)
+        try:
+            for record in records:
+                yield export_record_to_dict(record)
+        finally:
+            records.close()

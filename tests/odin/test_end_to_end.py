@@ -130,3 +130,32 @@ def test_index_sends_what_the_watched_folder_would_and_real_freki_takes_it(odin:
     assert [type(r).__name__ for r in results] == ["IndexResult"] * 3, results
     hit = odin.retrieve("café crème brûlée", top_k=1, tenant_id="filetypes").sources[0]
     assert Path(hit.source).name == "menu.txt" and "Crème brûlée" in hit.content
+
+
+def test_cli_manages_documents_list_show_export_delete(odin: OdinClient, tmp_path: Path, capsys):
+    """A new user manages documents from the CLI, against the real Freki: odd ids round-trip too."""
+    tenant = ["--tenant", "docs-cli", "--freki", odin.settings.freki_target]
+    odin.index_text("Olga's note: the boiler is serviced every May.", source="notes/boiler#may.md",
+                    owner_id="olga", tenant_id="docs-cli")
+    odin.index_text("Shared: the stairwell light timer is 90 seconds.", source="shared/stairs.md",
+                    tenant_id="docs-cli")
+    assert odin_main(["docs", "list", "--json", *tenant]) == 0
+    listed = json.loads(capsys.readouterr().out)["documents"]
+    assert [d["document_id"] for d in listed] == ["notes/boiler#may.md", "shared/stairs.md"]
+    assert odin_main(["docs", "list", "--owner", "olga", *tenant]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("notes/boiler#may.md\t1 chunk(s)\tmarkdown\t") and "1 document(s)" in out.err
+    assert odin_main(["docs", "show", "notes/boiler#may.md", "--json", *tenant]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["owner_id"] == "olga" and shown["embedding_model"] == "all-MiniLM-L6-v2"
+    export = tmp_path / "olga.jsonl"
+    assert odin_main(["docs", "export", "--owner", "olga", "-o", str(export), *tenant]) == 0
+    records = [json.loads(line) for line in export.read_text().splitlines()]
+    assert [next(iter(r)) for r in records] == ["document", "chunk"] and (export.stat().st_mode & 0o777) == 0o600
+    assert "boiler is serviced every May" in records[1]["chunk"]["content"]
+    assert "exported owner 'olga': 1 document(s), 1 chunk(s)" in capsys.readouterr().err
+    assert odin_main(["docs", "delete", "notes/boiler#may.md", "missing.md", *tenant]) == 1
+    out = capsys.readouterr()
+    assert "deleted notes/boiler#may.md (1 chunk(s))" in out.out and "missing.md" in out.err
+    assert odin_main(["docs", "list", "--json", *tenant]) == 0
+    assert [d["document_id"] for d in json.loads(capsys.readouterr().out)["documents"]] == ["shared/stairs.md"]
