@@ -104,10 +104,10 @@ class StructuredSettings(BaseModel):
 class GeriSettings(FileSettings):
     """Configuration of the Geri generation service."""
 
-    model_config = SettingsConfigDict(env_prefix="GERI_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="GERI_", env_nested_delimiter="__", extra="forbid")
 
     # --- server -------------------------------------------------------------------------
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"  # like Freki; containers set 0.0.0.0 in their settings file
     port: int = Field(default=50052, ge=0, le=65535)
     max_workers: int = Field(default=16, ge=1, description="Concurrent RPCs.")
     shutdown_grace_s: float = Field(

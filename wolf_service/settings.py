@@ -19,6 +19,8 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
 )
 
+from wolf_service.settings_keys import unknown_env, unknown_keys
+
 
 class SettingsError(ValueError):
     """A settings file is missing, not JSON, or fails validation."""
@@ -52,11 +54,20 @@ class FileSettings(BaseSettings):
             **overrides: Values that win over every other source.
 
         Raises:
-            SettingsError: the file is missing or invalid, or a value fails validation.
+            SettingsError: the file is missing or invalid, a value fails validation, or the file
+                (at any depth) or a ``<PREFIX>…`` environment variable names a setting that does not
+                exist (with a "did you mean" suggestion).
         """
+        prefix = str(cls.model_config.get("env_prefix", ""))
+        file = path if path is not None else os.environ.get(f"{prefix}SETTINGS_FILE") or None
+        problems = unknown_keys(cls, read_settings_file(file)) if file is not None else []
+        where = f" in settings file {file}" if problems else ""
+        problems += unknown_env(cls, prefix, cls.model_config.get("env_nested_delimiter"), os.environ)
+        if problems:
+            raise SettingsError(f"invalid {cls.__name__}{where}: " + "; ".join(problems[:10])
+                                + (f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""))
         target: type[Self] = cls
         if path is not None:
-            read_settings_file(path)  # fail early with a message naming the file
             # A throwaway subclass carries the path so the env still overrides the file.
             config = {**cls.model_config, "json_file": str(path)}
             target = type(cls.__name__, (cls,), {"model_config": config})
