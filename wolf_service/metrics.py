@@ -16,7 +16,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.exposition import start_http_server
 from prometheus_client.registry import Collector
 from pydantic import BaseModel, Field
@@ -53,6 +61,11 @@ class ServiceMetrics:
     def __init__(self, service: str) -> None:
         self.service = service
         self.registry = CollectorRegistry(auto_describe=True)
+        # process_resident_memory_bytes, process_cpu_seconds_total, process_open_fds, … and the Python
+        # version and GC counts: what an operator looks at first when a server misbehaves.
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
         labels = ("service", "method", "code")
         self.requests = Counter(
             "wolf_rpc_requests", "RPCs finished, by method and status code", labels, registry=self.registry

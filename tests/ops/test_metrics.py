@@ -70,6 +70,10 @@ def test_counters_move_with_real_calls(start_freki) -> None:  # type: ignore[no-
     assert value(after, "freki_query_cache_misses_total") >= value(before, "freki_query_cache_misses_total") + 1
     assert value(after, "freki_index_queue_depth") == 0
     assert value(after, "wolf_rpc_in_flight", service="freki", method="FrekiService/IndexDocument") == 0
+    # Process metrics: memory, CPU, open files of this very process.
+    assert value(after, "process_resident_memory_bytes") > 100 * 2**20
+    assert value(after, "process_cpu_seconds_total") > 0 and value(after, "process_open_fds") > 0
+    assert any(name == "python_info" for name, _ in after)
 
 
 def test_each_server_has_its_own_registry_and_port(start_freki) -> None:  # type: ignore[no-untyped-def]
