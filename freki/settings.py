@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from wolf_service import filetypes
+from wolf_service.audit_log import AuditRotation
 from wolf_service.auth import SecuritySettings
 from wolf_service.logs import LogSettings
 from wolf_service.metrics import MetricsSettings
@@ -224,3 +225,4 @@ class FrekiSettings(FileSettings):
     watch: WatchSettings = WatchSettings()
     # Append-only JSON-lines log of erasures and exports (who, what, when); None = <data_dir>/audit.jsonl.
     audit_log: Path | None = None
+    audit_rotation: AuditRotation = Field(default_factory=AuditRotation)  # size-based, docs/operations.md

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from wolf_service.audit_log import AuditRotation
 from wolf_service.auth import SecuritySettings
 from wolf_service.logs import LogSettings
 from wolf_service.metrics import MetricsSettings
@@ -175,6 +176,7 @@ class GeriSettings(FileSettings):
     security: SecuritySettings = SecuritySettings()
     # Append-only JSON-lines audit of generation calls (who, model, tokens, outcome); None = off.
     audit_log: Path | None = None
+    audit_rotation: AuditRotation = Field(default_factory=AuditRotation)  # size-based, docs/operations.md
     reload: ReloadSettings = ReloadSettings()
 
     def routes(self) -> list[ModelRoute]:

@@ -11,10 +11,16 @@ audit entries must outlive the data they describe, so they may only name it, nev
 
 Lines are written with one ``write`` on a file opened ``O_APPEND`` and then fsynced, so concurrent
 writers (threads or processes) never interleave a line and a recorded event survives a crash.
+
+Rotation by size (:class:`AuditRotation`): before a line would take the file past ``max_bytes``, the file
+becomes ``<name>.1`` (older ones shift to ``.2`` … ``.<backups>``, the oldest is deleted) and a new file is
+started. Writers of every process serialise on an ``flock`` of ``<name>.lock``, so no event is lost or
+written to a file being renamed.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -23,6 +29,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 # Long enough for ids, paths and error messages; too short for a paragraph of someone's document.
 MAX_DETAIL_CHARS = 512
@@ -40,6 +48,14 @@ def identifier(value: str, limit: int = MAX_DETAIL_CHARS) -> str:
     return f"{value[: limit - 52]}…[sha256:{digest}]"
 
 
+class AuditRotation(BaseModel):
+    """When an audit file is rotated and how many old ones are kept."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_bytes: int = Field(default=100 * 2**20, ge=0, description="Rotate before the file passes this (0 = never)")
+    backups: int = Field(default=10, ge=1, le=1000, description="Rotated files kept (<name>.1 … .<backups>)")
+
+
 class AuditLog:
     """Appends audit events to a JSON-lines file (created with mode 0600 if missing).
 
@@ -50,8 +66,9 @@ class AuditLog:
                      outcome="ok", documents=3)
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], rotation: AuditRotation | None = None) -> None:
         self.path = Path(path)
+        self.rotation = rotation or AuditRotation()
         self._lock = threading.Lock()
 
     def record(self, *, actor: str, action: str, target: str, outcome: str, **details: Scalar) -> dict[str, Any]:
@@ -98,19 +115,50 @@ class AuditLog:
         line = (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            lock = os.open(f"{self.path}.lock", os.O_WRONLY | os.O_CREAT, 0o600)
             try:
-                written = os.write(fd, line)
-                if written != len(line):  # only on a full disk; say so rather than leave half a line unnoticed
-                    raise OSError(f"audit log {self.path}: short write ({written} of {len(line)} bytes)")
-                os.fsync(fd)
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                self._append(line)
             finally:
-                os.close(fd)
+                os.close(lock)  # releases the flock
         return event
 
+    def _append(self, line: bytes) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if self.rotation.max_bytes and size and size + len(line) > self.rotation.max_bytes:
+                os.close(fd)
+                fd = -1
+                self._rotate()
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            written = os.write(fd, line)
+            if written != len(line):  # only on a full disk; say so rather than leave half a line unnoticed
+                raise OSError(f"audit log {self.path}: short write ({written} of {len(line)} bytes)")
+            os.fsync(fd)
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
-def read_audit_log(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Yield the events of an audit log in order (none if the file does not exist yet)."""
+    def _rotate(self) -> None:
+        """name → name.1 → name.2 … → name.<backups> (the oldest is dropped); called under the flock."""
+        keep = self.rotation.backups
+        Path(f"{self.path}.{keep}").unlink(missing_ok=True)
+        for i in range(keep - 1, 0, -1):
+            older = Path(f"{self.path}.{i}")
+            if older.exists():
+                older.replace(f"{self.path}.{i + 1}")
+        self.path.replace(f"{self.path}.1")
+
+
+def read_audit_log(path: str | os.PathLike[str], *, rotated: bool = False) -> Iterator[dict[str, Any]]:
+    """Yield the events of an audit log in order (none if the file does not exist yet); with ``rotated``,
+    those of its rotated files first, oldest first."""
+    if rotated:
+        backups = sorted((p for p in Path(path).parent.glob(f"{Path(path).name}.*") if p.suffix[1:].isdigit()),
+                         key=lambda p: -int(p.suffix[1:]))
+        for backup in backups:
+            yield from read_audit_log(backup)
     try:
         handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the with below
     except FileNotFoundError:

@@ -19,8 +19,8 @@ import grpc
 from prometheus_client import (
     CollectorRegistry,
     Counter,
-    GCCollector,
     Gauge,
+    GCCollector,
     Histogram,
     PlatformCollector,
     ProcessCollector,

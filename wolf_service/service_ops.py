@@ -68,7 +68,8 @@ class ServiceOps:
         self.audit: AuditInterceptor | None = None
         audit_path = audit_path or settings.audit_log
         if audit_path is not None and audited:
-            self.audit = AuditInterceptor(AuditLog(Path(audit_path)), dict(audited), identify, default_tenant)
+            log = AuditLog(Path(audit_path), getattr(settings, "audit_rotation", None))
+            self.audit = AuditInterceptor(log, dict(audited), identify, default_tenant)
         self._access = AccessLogInterceptor(identify, default_tenant)
         self.credentials: grpc.ServerCredentials | None = server_credentials(settings.security.tls)
         self.metrics_server: MetricsServer | None = None
