@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     records = []
     with freki_server(eval_settings(data_dir)) as freki, geri_for(args.backend) as geri:
         odin = OdinSettings(freki_target=freki, geri_target=geri, generate_deadline_s=600,
-                            answer_min_score=args.min_score)
+                            answer_min_score=args.min_score, answer_model_abstains=args.model_abstains == "yes")
         with OdinClient(odin) as client:
             for i, q in enumerate(questions, 1):
                 started = time.perf_counter()
@@ -160,6 +160,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         best_score=max((s.score for s in answer.sources), default=0.0),
                         top_doc=answer.sources[0].document_id if answer.sources else "",
                         cited=[c.document_id for c in answer.citations], schema_valid=bool(gen and gen.json),
+                        question=q["question"], quotes=[c.quote for c in answer.citations],
+                        sources=[(s.document_id, round(s.score, 4)) for s in answer.sources[:5]],
+                        extractive=answer.extractive,
                         generated=gen is not None, backend=gen.backend if gen else "",
                         f1=max((f1(answer.text, a) for a in q["answers"]), default=0.0) if answer.answered else 0.0,
                         em=float(any(normalize(answer.text) == normalize(a) for a in q["answers"])),
@@ -204,6 +207,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="at most N questions (2/3 answerable)")
     parser.add_argument("--top-k", type=int, default=5)
     parser.add_argument("--min-score", type=float, default=OdinSettings().answer_min_score)
+    parser.add_argument("--model-abstains", choices=["yes", "no"],
+                        default="yes" if OdinSettings().answer_model_abstains else "no",
+                        help="may the model say the sources are silent (answer_model_abstains)")
     parser.add_argument("--out", type=Path, help="write per-question records (JSON lines)")
     parser.add_argument("--sweep", type=Path, help="print metrics per threshold from a records file")
     args = parser.parse_args()
@@ -215,7 +221,8 @@ def main() -> None:
             print(f"| {t:.2f} | {m['abstention']:.3f} | {m['false_abstention']:.3f} | "
                   f"{m['citation_precision']:.3f} | {m['f1']:.3f} |")
         return
-    print(f"backend={args.backend} split={args.split} min_score={args.min_score} load={os.getloadavg()[0]:.2f}")
+    print(f"backend={args.backend} split={args.split} min_score={args.min_score} "
+          f"model_abstains={args.model_abstains} load={os.getloadavg()[0]:.2f}")
     records = run(args)
     if args.out:
         args.out.write_text("".join(json.dumps(r) + "\n" for r in records))

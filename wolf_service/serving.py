@@ -20,6 +20,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from wolf_service.startup import StartupError
+
 log = logging.getLogger("wolf_service.serving")
 
 # Large enough for a 1,000,000-character prompt or a sizeable PDF in IndexDocument.
@@ -107,12 +109,15 @@ def build_grpc_server(
         (*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
         server,
     )
-    if credentials is None:
-        port = server.add_insecure_port(address)
-    else:
-        port = server.add_secure_port(address, credentials)
+    try:
+        if credentials is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, credentials)
+    except RuntimeError:  # grpcio raises RuntimeError("Failed to bind ...") when the port is taken
+        port = 0
     if port == 0:
-        raise OSError(f"could not bind gRPC server to {address}: address in use or not allowed")
+        raise StartupError(f"cannot listen on {address}: the port is in use or the address is not available")
     server.start()
     handle = ServerHandle(server=server, port=port, health=health_servicer, service_names=service_names)
     handle.set_serving(True)

@@ -11,11 +11,13 @@ from freki.api import operations
 from freki.api.servicer import FrekiServicer
 from freki.engine import FrekiEngine
 from freki.settings import FrekiSettings
+from freki.store.errors import EmbeddingModelMismatch, StoreUnavailable
 from freki.watch.watcher import Watcher
 from wolf_service.logs import configure_logging
 from wolf_service.reload import SettingsSource
 from wolf_service.service_ops import ServiceOps
 from wolf_service.serving import ServerHandle, serve_until_signal
+from wolf_service.startup import StartupError
 
 log = logging.getLogger("freki.server")
 
@@ -62,7 +64,12 @@ def build_server(
 def serve(settings: FrekiSettings, reload_from: SettingsSource | None = None) -> None:
     """Run until SIGTERM/SIGINT, then stop gracefully and close the store. SIGHUP reloads settings."""
     configure_logging(settings.log)
-    handle, engine = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
+    try:
+        handle, engine = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
+    except (StoreUnavailable, EmbeddingModelMismatch) as exc:
+        # A data dir held by another Freki, a store that cannot be reached, a collection built with another
+        # embedding model: the CLI says so in one line (wolf_service.startup), not with a traceback.
+        raise StartupError(str(exc)) from None
     # Once the grace period is over, work still running stops at its next check (parser workers are killed),
     # so neither the watcher's file in progress nor a cancelled RPC holds the process up.
     handle.closers.insert(0, engine.stop_work)

@@ -27,7 +27,7 @@ from odin_client.answering.queries import (
     parse_variants,
     variants_schema,
 )
-from odin_client.answering.schema import SYSTEM_PROMPT, answer_schema
+from odin_client.answering.schema import answer_schema, system_prompt
 from odin_client.answering.sources import number_sources
 from odin_client.results import Answer, Generation, Retrieval, Timings
 from odin_client.settings import OdinSettings
@@ -75,6 +75,7 @@ class AnswerPolicy:
     max_tokens: int
     query_variants: int
     rewrite_followups: bool
+    model_abstains: bool = True
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,8 @@ def answer_policy(settings: OdinSettings) -> AnswerPolicy:
     return AnswerPolicy(min_score=settings.answer_min_score, max_sources=settings.answer_max_sources,
                         max_citations=settings.answer_max_citations,
                         min_support=settings.answer_min_support, max_tokens=settings.answer_max_tokens,
-                        query_variants=settings.query_variants, rewrite_followups=settings.rewrite_followups)
+                        query_variants=settings.query_variants, rewrite_followups=settings.rewrite_followups,
+                        model_abstains=settings.answer_model_abstains)
 
 
 def _ms(start: float) -> float:
@@ -142,9 +144,9 @@ def grounded_ask(question: str, opts: AskOptions, policy: AnswerPolicy) -> Gener
                                  retrieval_score=retrieval.retrieval_score)
     numbered, context = number_sources(relevant, kept)
     gen_start = time.perf_counter()
-    schema = answer_schema(numbered, max_citations=policy.max_citations)
+    schema = answer_schema(numbered, max_citations=policy.max_citations, model_abstains=policy.model_abstains)
     generation: Generation = yield GenerateCall(question, {
-        **gen_opts, "context": context, "json_schema": schema, "system_prompt": SYSTEM_PROMPT,
+        **gen_opts, "context": context, "json_schema": schema, "system_prompt": system_prompt(policy.model_abstains),
         "session_id": opts.session_id, "owner_id": opts.owner_id, "max_tokens": opts.max_tokens or policy.max_tokens})
     verdict = ground(json.loads(generation.json), numbered, min_support=policy.min_support)
     return Answer(text=verdict.text, timings=Timings(retrieve_ms, _ms(gen_start), _ms(start)), generation=generation,

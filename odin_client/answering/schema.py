@@ -29,11 +29,27 @@ SYSTEM_PROMPT = (
 )
 
 
+# When the retrieval gate alone decides whether to answer (answer_model_abstains false): the model must cite.
+SYSTEM_PROMPT_MUST_ANSWER = (
+    "You answer questions using only the numbered sources. Each source is a document whose sentences are "
+    "numbered (1), (2), .... Reply in JSON. Cite the sentence that states the answer as "
+    "{\"source\": N, \"sentence\": K}. Then give the answer in a few words, with markers [1], [2] pointing to "
+    "your citations in order, a one-sentence summary, up to two key details, and your confidence between 0 and 1."
+)
+
+
+def system_prompt(model_abstains: bool) -> str:
+    """The instructions that go with :func:`answer_schema` of the same ``model_abstains``."""
+    return SYSTEM_PROMPT if model_abstains else SYSTEM_PROMPT_MUST_ANSWER
+
+
 CONFIDENCE = [round(i / 10, 1) for i in range(11)]
 
 
-def answer_schema(sources: Sequence[NumberedSource], *, max_citations: int = 3) -> dict[str, Any]:
-    """The schema for answers grounded in ``sources`` (non-empty)."""
+def answer_schema(sources: Sequence[NumberedSource], *, max_citations: int = 3,
+                  model_abstains: bool = True) -> dict[str, Any]:
+    """The schema for answers grounded in ``sources`` (non-empty); without ``model_abstains`` only the
+    cited-answer shape (the retrieval gate has already decided that the sources are relevant)."""
     citation = {"anyOf": [
         {"type": "object", "additionalProperties": False, "required": ["source", "sentence"],
          "properties": {"source": {"const": s.index}, "sentence": {"enum": list(range(1, len(s.sentences) + 1))}}}
@@ -58,4 +74,4 @@ def answer_schema(sources: Sequence[NumberedSource], *, max_citations: int = 3) 
             "confidence": {"enum": CONFIDENCE},
         },
     }
-    return {"anyOf": [answer, silent]}
+    return {"anyOf": [answer, silent]} if model_abstains else answer

@@ -43,7 +43,7 @@ class Process:
             try:
                 self.lines.append(json.loads(line))
             except json.JSONDecodeError:
-                pass  # tqdm progress bars from the model loader are not log lines
+                pass  # collected in raw; tests assert there are none
 
     def wait_for(self, text: str, timeout: float = 120.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -88,10 +88,63 @@ def test_freki_serve_reloads_on_sighup_and_stops_on_sigterm(tmp_path: Path) -> N
         proc.proc.send_signal(signal.SIGHUP)
         assert proc.wait_for("keeping the current settings")["level"] == "ERROR"
 
+        from odin_client import OdinClient, OdinSettings
+
+        with OdinClient(OdinSettings(freki_target=f"127.0.0.1:{port}")) as odin:
+            odin.index_text("The Fenrir gate opens at dusk.", source="gate.md")
+            assert odin.retrieve("When does the Fenrir gate open?").sources[0].source == "gate.md"
+        # A second Freki on the same data dir: one line saying why, exit code 3, no traceback.
+        config.write_text(json.dumps(settings))
+        second = subprocess.run([sys.executable, "-m", "freki.cli", "serve", "--config", str(config),
+                                 "--port", str(free_port())], capture_output=True, text=True, env=env, timeout=180)
+        assert second.returncode == 3, second.stderr
+        last = json.loads(second.stderr.strip().splitlines()[-1])
+        assert last["level"] == "ERROR" and "is in use by another process" in last["msg"]
+        assert all(json.loads(line) for line in second.stderr.splitlines())
+
         proc.proc.send_signal(signal.SIGTERM)
         assert proc.proc.wait(timeout=60) == 0
         proc.wait_for("stopped")
+        assert [line for line in proc.raw if not line.startswith("{")] == []  # JSON lines only: no bars
     finally:
         if proc.proc.poll() is None:
             proc.proc.kill()
             proc.proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("service", ["freki", "geri"])
+def test_a_port_in_use_is_one_line_and_exit_3_before_any_model_loads(service: str, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", f"{service}.cli", "serve", "--port", str(port),
+                               *(["--data-dir", str(tmp_path)] if service == "freki" else [])],
+                              capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 3
+    (line,) = done.stderr.splitlines()
+    entry = json.loads(line)
+    assert entry["msg"] == (f"{service} cannot start: cannot listen on 127.0.0.1:{port}: the port is in use by "
+                            f"another process; stop it or choose another port (--port / {service.upper()}_PORT)")
+    assert time.monotonic() - started < 60  # refused before loading a model (measured ~2 s)
+
+
+def test_geri_serve_writes_json_lines_only(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = Process([sys.executable, "-m", "geri.cli", "serve", "--port", str(port)], env)
+    try:
+        proc.wait_for("listening on port", timeout=240)
+        from odin_client import OdinClient, OdinSettings
+
+        with OdinClient(OdinSettings(geri_target=f"127.0.0.1:{port}", generate_deadline_s=300)) as odin:
+            assert odin.generate("Say hello.", max_tokens=4).completion_tokens > 0
+        proc.proc.send_signal(signal.SIGTERM)
+        assert proc.proc.wait(timeout=60) == 0
+    finally:
+        if proc.proc.poll() is None:
+            proc.proc.kill()
+            proc.proc.wait(timeout=30)
+    time.sleep(0.2)  # the reader thread drains the pipe
+    assert proc.raw and [line for line in proc.raw if not line.startswith("{")] == []

@@ -1,0 +1,81 @@
+"""Do generated query variants (seed 001) help retrieval? nDCG@10 with 0..3 paraphrases from Geri.
+
+For each query, Odin asks Geri for paraphrases exactly as ``ask`` does with ``query_variants`` (structured
+output, ``VARIANTS_SYSTEM``), then RetrieveContext gets the query plus the first N of them (Freki fuses
+them). Tuning data only: SciFact *train* by default (a fixed sample; ``--corpus-sample`` indexes the judged
+documents plus random distractors so a run takes minutes). The backend is Geri with the same SmolLM2 as
+``eval_answers.py`` (``ollama``: llama.cpp's server behind the Ollama protocol; ``embedded``: in-process).
+
+    .venv/bin/python scripts/eval_query_variants.py --quick 100 --corpus-sample 600 --backend ollama
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "protos"), str(ROOT / "scripts")]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from eval_answers import geri_for  # noqa: E402
+from eval_retrieval import ensure_indexed, sample  # noqa: E402
+from evalsets import scifact  # noqa: E402
+from evalsets.harness import doc_ranking, eval_settings, evaluate, freki_server, retrieve_request  # noqa: E402
+
+from odin_client import OdinClient, OdinSettings  # noqa: E402
+from odin_client.answering.queries import VARIANTS_SYSTEM, parse_variants, variants_schema  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", default="train")
+    parser.add_argument("--quick", type=int, default=100)
+    parser.add_argument("--corpus-sample", type=int, default=600)
+    parser.add_argument("--backend", choices=["embedded", "ollama"], default="ollama")
+    parser.add_argument("--max-variants", type=int, default=3)
+    args = parser.parse_args()
+
+    es = scifact.load()
+    qrels = sample(es.split(args.split), args.quick)
+    if args.corpus_sample:
+        es = es.sampled(args.corpus_sample, qrels)
+    data_dir = ensure_indexed(es)
+    queries = {q: es.queries[q] for q in qrels}
+    runs: dict[int, dict[str, list[tuple[str, float]]]] = {n: {} for n in range(args.max_variants + 1)}
+    started = time.perf_counter()
+    gen_s = 0.0
+    with freki_server(eval_settings(data_dir)) as freki, geri_for(args.backend) as geri:
+        settings = OdinSettings(freki_target=freki, geri_target=geri, generate_deadline_s=600)
+        with OdinClient(settings) as client:
+            from wolf.v1 import freki_pb2_grpc
+
+            stub = freki_pb2_grpc.FrekiServiceStub(client.channels.get(freki))
+            for i, (qid, text) in enumerate(queries.items(), 1):
+                t0 = time.perf_counter()
+                reply = client.generate(text, json_schema=variants_schema(args.max_variants),
+                                        system_prompt=VARIANTS_SYSTEM, max_tokens=40 * args.max_variants,
+                                        temperature=0.0)
+                gen_s += time.perf_counter() - t0
+                variants = parse_variants(reply.json, text, args.max_variants)
+                for n in runs:
+                    resp = stub.RetrieveContext(retrieve_request(text, "default", 300, variants[:n]), timeout=120)
+                    runs[n][qid] = doc_ranking(resp)
+                if i <= 3:
+                    print(f"  {text!r} -> {variants}", flush=True)
+                if i % 25 == 0:
+                    print(f"  {i}/{len(queries)} queries", flush=True)
+    print(f"\nSciFact {args.split}, {len(queries)} queries, corpus sample {args.corpus_sample}, backend "
+          f"{args.backend}; variant generation {gen_s / max(1, len(queries)):.2f} s/query "
+          f"(total {time.perf_counter() - started:.0f} s)")
+    print("| variants | nDCG@10 | Recall@100 |\n|---|---|---|")
+    for n, run in runs.items():
+        m = evaluate(run, qrels)
+        print(f"| {n} | {m['ndcg@10']:.4f} | {m['recall@100']:.4f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Starting a server cleanly: quiet third-party output, check what can be checked early, and turn a start
+that cannot succeed into one clear log line and an exit code instead of a traceback.
+
+Exit codes of ``freki serve`` / ``geri serve``: 0 stopped normally, 2 invalid settings, 3 cannot start
+(port in use, data directory held by another process, model missing or unreadable).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import warnings
+
+EXIT_SETTINGS = 2
+EXIT_STARTUP = 3
+
+log = logging.getLogger("wolf_service.startup")
+
+
+class StartupError(Exception):
+    """The server cannot start; the message says why and what to change, in one line."""
+
+
+def quiet_libraries() -> None:
+    """No progress bars or library chatter between the JSON log lines: tqdm, Hugging Face and transformers
+    are silenced before they are imported, and Python warnings go through logging (one line each)."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    logging.captureWarnings(True)
+    warnings.simplefilter("default")
+    for noisy in ("transformers", "sentence_transformers", "huggingface_hub", "torch", "urllib3", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def check_port(host: str, port: int, *, setting: str) -> None:
+    """Fail early (before loading models) when ``host:port`` cannot be listened on."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror}; set a valid host") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC does: TIME_WAIT is no conflict
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            why = "the port is in use by another process" if exc.errno == 98 else (exc.strerror or str(exc))
+            raise StartupError(f"cannot listen on {host}:{port}: {why}; stop it or choose another port "
+                               f"({setting})") from None
+
+
+def report(service: str, exc: BaseException) -> int:
+    """Log why the server could not start, as one line, and return the exit code."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    log.error("%s cannot start: %s", service, message)
+    return EXIT_STARTUP
