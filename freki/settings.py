@@ -74,6 +74,9 @@ class LimitsSettings(BaseModel):
 
     # Parser sandbox (freki/ingest/sandbox.py): worker processes, their memory cap and wall-clock limit.
     parse_timeout_s: float = Field(30.0, gt=0.0, le=3600.0)
+    # Embed RPC: texts per request and characters per text.
+    embed_max_texts: int = Field(64, ge=1, le=2048)
+    embed_max_chars: int = Field(8192, ge=16, le=1_000_000)
     parse_memory_mb: int = Field(1024, ge=256, le=65536)
     parse_workers: int = Field(2, ge=1, le=64)
     parse_worker_documents: int = Field(200, ge=1)

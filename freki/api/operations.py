@@ -53,6 +53,7 @@ SCOPES: dict[str, str] = {
     "FrekiService/GetDocument": "read",
     "FrekiService/ListDocuments": "read",
     "FrekiService/GetIndexStatus": "read",
+    "FrekiService/Embed": "read",
     "FrekiService/DeleteDocument": "delete",
     "FrekiService/DeleteOwnerData": "delete",
     # Re-embeds a whole tenant; exports all of one owner's data: operator actions.

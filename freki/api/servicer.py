@@ -77,6 +77,16 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             ),
         )
 
+    def Embed(self, request: freki_pb2.EmbedRequest, context: grpc.ServicerContext) -> freki_pb2.EmbedResponse:
+        validation.require_request_id(request.request_id)
+        validation.validate_embed(request, self.settings)
+        embedder = self.engine.embedder
+        vectors = embedder.embed(list(request.texts), urgent=True)
+        tokens = sum(min(embedder.window_tokens(t), embedder.max_seq_length) for t in request.texts)
+        return freki_pb2.EmbedResponse(
+            request_id=request.request_id, model=embedder.identity.name, dimension=embedder.dimension,
+            embeddings=[freki_pb2.Embedding(values=v.tolist()) for v in vectors], prompt_tokens=tokens)
+
     def DeleteDocument(
         self, request: freki_pb2.DeleteDocumentRequest, context: grpc.ServicerContext
     ) -> freki_pb2.DeleteDocumentResponse:

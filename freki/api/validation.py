@@ -13,7 +13,7 @@ from wolf.v1 import common_pb2, freki_pb2
 from freki.ingest.quotas import METADATA_KEY, MetadataLimits, check_metadata
 from freki.ingest.quotas import describe as _describe
 from freki.settings import FrekiSettings
-from wolf_service.errors import InvalidArgument
+from wolf_service.errors import InvalidArgument, ResourceExhausted
 from wolf_service.identifiers import MAX_ID_BYTES, id_problem
 
 _TENANT_RE = re.compile(r"^[A-Za-z0-9_.\-@]{1,128}$")
@@ -138,3 +138,19 @@ def validate_index(request: freki_pb2.IndexDocumentRequest, settings: FrekiSetti
     if request.content_type and len(request.content_type) > 256:
         raise InvalidArgument(f"content_type is {len(request.content_type):,} characters; the limit is 256")
     check_metadata(dict(request.metadata), metadata_limits(settings))
+
+
+def validate_embed(request: freki_pb2.EmbedRequest, settings: FrekiSettings) -> None:
+    """Embed: 1..embed_max_texts non-empty texts of at most embed_max_chars characters."""
+    lim = settings.limits
+    if not request.texts:
+        raise InvalidArgument("texts must hold at least one text (got none)")
+    if len(request.texts) > lim.embed_max_texts:
+        raise ResourceExhausted(f"texts holds {len(request.texts)} texts, over limits.embed_max_texts "
+                                f"({lim.embed_max_texts}); split the request")
+    for i, text in enumerate(request.texts):
+        if not text.strip():
+            raise InvalidArgument(f"texts[{i}] is empty")
+        if len(text) > lim.embed_max_chars:
+            raise ResourceExhausted(f"texts[{i}] is {len(text):,} characters, over limits.embed_max_chars "
+                                    f"({lim.embed_max_chars:,})")

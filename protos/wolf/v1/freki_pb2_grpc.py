@@ -80,6 +80,11 @@ class FrekiServiceStub:
                 request_serializer=wolf_dot_v1_dot_freki__pb2.ExportOwnerDataRequest.SerializeToString,
                 response_deserializer=wolf_dot_v1_dot_freki__pb2.ExportRecord.FromString,
                 _registered_method=True)
+        self.Embed = channel.unary_unary(
+                '/wolf.v1.FrekiService/Embed',
+                request_serializer=wolf_dot_v1_dot_freki__pb2.EmbedRequest.SerializeToString,
+                response_deserializer=wolf_dot_v1_dot_freki__pb2.EmbedResponse.FromString,
+                _registered_method=True)
 
 
 class FrekiServiceServicer:
@@ -148,6 +153,13 @@ class FrekiServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Embed(self, request, context):
+        """Embed texts with the index's embedding model (unit vectors), e.g. for an OpenAI-style /v1/embeddings.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FrekiServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -195,6 +207,11 @@ def add_FrekiServiceServicer_to_server(servicer, server):
                     servicer.ExportOwnerData,
                     request_deserializer=wolf_dot_v1_dot_freki__pb2.ExportOwnerDataRequest.FromString,
                     response_serializer=wolf_dot_v1_dot_freki__pb2.ExportRecord.SerializeToString,
+            ),
+            'Embed': grpc.unary_unary_rpc_method_handler(
+                    servicer.Embed,
+                    request_deserializer=wolf_dot_v1_dot_freki__pb2.EmbedRequest.FromString,
+                    response_serializer=wolf_dot_v1_dot_freki__pb2.EmbedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -440,6 +457,33 @@ class FrekiService:
             '/wolf.v1.FrekiService/ExportOwnerData',
             wolf_dot_v1_dot_freki__pb2.ExportOwnerDataRequest.SerializeToString,
             wolf_dot_v1_dot_freki__pb2.ExportRecord.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Embed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wolf.v1.FrekiService/Embed',
+            wolf_dot_v1_dot_freki__pb2.EmbedRequest.SerializeToString,
+            wolf_dot_v1_dot_freki__pb2.EmbedResponse.FromString,
             options,
             channel_credentials,
             insecure,

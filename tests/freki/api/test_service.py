@@ -265,3 +265,18 @@ def test_unprintable_ids_are_refused_naming_the_character(freki_stub, doc_id: st
     with pytest.raises(grpc.RpcError) as err:
         index(freki_stub, doc_id, "text")
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and says in err.value.details()
+
+
+def test_embed_returns_unit_vectors_of_the_index_model_and_refuses_too_much(freki_stub) -> None:  # type: ignore[no-untyped-def]
+    resp = freki_stub.Embed(freki_pb2.EmbedRequest(request_id=rid(), texts=["a cat", "a cat", "tax law"]))
+    assert resp.model == "all-MiniLM-L6-v2" and resp.dimension == 384 and len(resp.embeddings) == 3
+    a, b, c = (list(e.values) for e in resp.embeddings)
+    assert a == b and len(a) == 384 and abs(sum(x * x for x in a) - 1.0) < 1e-4
+    assert sum(x * y for x, y in zip(a, c, strict=True)) < 0.5 and resp.prompt_tokens >= 6
+    for texts, code, says in ((["x"] * 65, grpc.StatusCode.RESOURCE_EXHAUSTED, "limits.embed_max_texts (64)"),
+                              (["y" * 9000], grpc.StatusCode.RESOURCE_EXHAUSTED, "limits.embed_max_chars (8,192)"),
+                              ([], grpc.StatusCode.INVALID_ARGUMENT, "at least one text"),
+                              (["ok", " "], grpc.StatusCode.INVALID_ARGUMENT, "texts[1] is empty")):
+        with pytest.raises(grpc.RpcError) as err:
+            freki_stub.Embed(freki_pb2.EmbedRequest(request_id=rid(), texts=texts))
+        assert err.value.code() == code and says in err.value.details()
