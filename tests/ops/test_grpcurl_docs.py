@@ -31,6 +31,7 @@ EXPECTED = {
     "GetDocument": '"document_id": "handbook"',
     "ListDocuments": '"document_id": "handbook"',
     "GetIndexStatus": '"embedding_model": "all-MiniLM-L6-v2"',
+    "Embed": '"dimension": 384',
     "FullReindex": '"documents_reindexed": 1',
     "ExportOwnerData": '"chunk"',
     "DeleteDocument": '"document_id": "handbook"',
@@ -84,7 +85,7 @@ def test_freki_commands(start_freki) -> None:  # type: ignore[no-untyped-def]
     cmds = commands("freki")
     rpcs = {c.split()[-1] for c in cmds}
     for rpc in ("IndexDocument", "RetrieveContext", "DeleteDocument", "GetDocument", "ListDocuments",
-                "GetIndexStatus", "FullReindex", "DeleteOwnerData", "ExportOwnerData"):
+                "GetIndexStatus", "FullReindex", "DeleteOwnerData", "ExportOwnerData", "Embed"):
         assert f"wolf.v1.FrekiService/{rpc}" in rpcs, f"docs lack a grpcurl command for {rpc}"
     for command in cmds:
         run(command, handle.port)
