@@ -13,7 +13,7 @@ Every call has a deadline (settings, overridable per call) that bounds all of it
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from wolf.v1 import common_pb2, freki_pb2, geri_pb2
@@ -25,6 +25,7 @@ from odin_client.document_calls import DocumentCalls
 from odin_client.errors import NotFound, StreamInterrupted
 from odin_client.results import (
     Answer,
+    Embeddings,
     Erasure,
     Generation,
     Retrieval,
@@ -94,7 +95,7 @@ class OdinClient(DocumentCalls):
     def generate_stream(self, prompt: str, *, context: common_pb2.RAGContext | None = None,
                         model: str = "", system_prompt: str = "", max_tokens: int | None = None,
                         temperature: float | None = None, tenant_id: str | None = None,
-                        deadline_s: float | None = None) -> Iterator[str | Generation]:
+                        deadline_s: float | None = None, **options: Any) -> Iterator[str | Generation]:
         """Stream an answer from Geri: text deltas (``str``), then exactly one :class:`Generation`.
 
         Raises:
@@ -102,7 +103,7 @@ class OdinClient(DocumentCalls):
         """
         request = messages.generate_request(
             prompt, tenant_id=self._tenant(tenant_id), context=context, model=model,
-            system_prompt=system_prompt, max_tokens=max_tokens, temperature=temperature,
+            system_prompt=system_prompt, max_tokens=max_tokens, temperature=temperature, **options,
         )
         stub = self._geri()
         start = time.perf_counter()
@@ -134,14 +135,16 @@ class OdinClient(DocumentCalls):
     def ask(self, question: str, *, top_k: int = 0, filters: messages.Filters | None = None,
             mode: str = "", tenant_id: str | None = None, model: str = "", max_tokens: int | None = None,
             session_id: str = "", owner_id: str = "", grounded: bool = True, allow_no_context: bool = False,
-            temperature: float | None = None, on_text: Callable[[str], None] | None = None) -> Answer:
+            temperature: float | None = None, on_text: Callable[[str], None] | None = None,
+            history: Iterable[common_pb2.ChatTurn] = ()) -> Answer:
         """Answer ``question`` from the indexed documents: retrieve with Freki, then answer with Geri.
 
         By default the answer is grounded (docs/answers.md): cited sentence by sentence, with a summary,
         key details and a confidence — or ``answered=False`` with a reason when the sources do not say.
         With ``session_id`` the question continues a conversation (a follow-up is rewritten into a
-        standalone query before retrieval). ``grounded=False`` gives the free-text answer of earlier versions
-        (streamed to ``on_text`` when given; ``allow_no_context`` answers without sources if Freki is down).
+        standalone query before retrieval); ``history`` does the same with turns the caller keeps.
+        ``grounded=False`` gives the free-text answer of earlier versions (streamed to ``on_text`` when
+        given; ``allow_no_context`` answers without sources if Freki is down).
 
         Raises:
             ServiceUnavailable: naming Freki or Geri, when a leg failed after retries.
@@ -152,7 +155,7 @@ class OdinClient(DocumentCalls):
                                  allow_no_context=allow_no_context, model=model, max_tokens=max_tokens,
                                  temperature=temperature, on_text=on_text)
         opts = AskOptions(top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id, model=model,
-                          max_tokens=max_tokens, session_id=session_id, owner_id=owner_id)
+                          max_tokens=max_tokens, session_id=session_id, owner_id=owner_id, history=tuple(history))
         answer = drive(grounded_ask(question, opts, answer_policy(self.settings)), self._perform)
         if on_text is not None and answer.text:
             on_text(answer.text)
@@ -205,6 +208,15 @@ class OdinClient(DocumentCalls):
             name="DeleteOwnerSessions", budget_s=self.settings.deadline_s, idempotent_read=False)
         return Erasure(documents=freki.documents_deleted, chunks=freki.chunks_deleted,
                        sessions=geri.sessions_deleted)
+
+    def embed(self, texts: Sequence[str], *, tenant_id: str | None = None) -> Embeddings:
+        """Embed texts with Freki's embedding model (unit vectors, in order)."""
+        request = freki_pb2.EmbedRequest(request_id=messages.new_request_id(), tenant_id=self._tenant(tenant_id),
+                                         texts=list(texts))
+        resp, _ = self._unary(self._freki().Embed, request, service="freki", name="Embed",
+                              budget_s=self.settings.deadline_s, idempotent_read=True)
+        return Embeddings([list(e.values) for e in resp.embeddings], resp.model, resp.dimension,
+                          resp.prompt_tokens)
 
     def status(self, *, tenant_id: str | None = None, deadline_s: float | None = None) -> IndexStatusInfo:
         """Freki's index status (document and chunk counts, embedding model, store)."""

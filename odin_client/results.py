@@ -117,6 +117,16 @@ class Generation:
 
 
 @dataclass(frozen=True)
+class Embeddings:
+    """Vectors of Freki's embedding model, one per text."""
+
+    vectors: list[list[float]]
+    model: str
+    dimension: int
+    prompt_tokens: int
+
+
+@dataclass(frozen=True)
 class Timings:
     """Wall time of each leg of ``ask`` as seen by the client, in milliseconds."""
 

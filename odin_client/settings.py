@@ -7,6 +7,7 @@ Sources, lowest first: defaults < JSON file (``ODIN_SETTINGS_FILE`` or ``OdinSet
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
@@ -18,6 +19,7 @@ class OdinSettings(FileSettings):
     """Everything an Odin client needs to reach Freki and Geri."""
 
     model_config = SettingsConfigDict(env_prefix="ODIN_", extra="forbid")
+    foreign_env_prefixes: ClassVar[tuple[str, ...]] = ("GATEWAY_",)  # ODIN_GATEWAY_…: GatewaySettings
 
     freki_target: str = Field(default="127.0.0.1:50051", description="host:port of Freki (retrieval)")
     geri_target: str = Field(default="127.0.0.1:50052", description="host:port of Geri (generation)")

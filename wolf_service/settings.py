@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import ValidationError
 from pydantic_settings import (
@@ -28,6 +28,9 @@ class SettingsError(ValueError):
 
 class FileSettings(BaseSettings):
     """Base class: adds an optional JSON settings file below env vars and init arguments."""
+
+    # Sub-prefixes of this model's env prefix that another settings model reads (not checked here).
+    foreign_env_prefixes: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def settings_customise_sources(
@@ -62,7 +65,8 @@ class FileSettings(BaseSettings):
         file = path if path is not None else os.environ.get(f"{prefix}SETTINGS_FILE") or None
         problems = unknown_keys(cls, read_settings_file(file)) if file is not None else []
         where = f" in settings file {file}" if problems else ""
-        problems += unknown_env(cls, prefix, cls.model_config.get("env_nested_delimiter"), os.environ)
+        problems += unknown_env(cls, prefix, cls.model_config.get("env_nested_delimiter"), os.environ,
+                                cls.foreign_env_prefixes)
         if problems:
             raise SettingsError(f"invalid {cls.__name__}{where}: " + "; ".join(problems[:10])
                                 + (f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""))

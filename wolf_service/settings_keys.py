@@ -86,15 +86,16 @@ def unknown_keys(model: type[BaseModel], data: Mapping[str, Any], path: str = ""
     return problems
 
 
-def unknown_env(model: type[BaseModel], prefix: str, delimiter: str | None,
-                environ: Mapping[str, str]) -> list[str]:
-    """Messages for every ``<prefix>…`` variable that names no setting (env names are case-insensitive)."""
+def unknown_env(model: type[BaseModel], prefix: str, delimiter: str | None, environ: Mapping[str, str],
+                foreign: tuple[str, ...] = ()) -> list[str]:
+    """Messages for every ``<prefix>…`` variable that names no setting (env names are case-insensitive);
+    ``foreign``: sub-prefixes that belong to another settings model (``ODIN_GATEWAY_`` for ``ODIN_``)."""
     problems: list[str] = []
     for var in sorted(environ):
         if not var.upper().startswith(prefix.upper()) or len(var) == len(prefix):
             continue
         rest = var[len(prefix):]
-        if rest.upper() in OTHER_ENV:
+        if rest.upper() in OTHER_ENV or rest.upper().startswith(foreign):
             continue
         parts = rest.lower().split(delimiter.lower()) if delimiter else [rest.lower()]
         current: type[BaseModel] | None = model

@@ -91,6 +91,8 @@ class AskOptions:
     session_id: str = ""
     owner_id: str = ""
     retrieve_extra: dict[str, Any] = field(default_factory=dict)
+    # Earlier turns kept by the caller (e.g. an OpenAI-style messages list) when there is no session.
+    history: tuple[common_pb2.ChatTurn, ...] = ()
 
 
 def answer_policy(settings: OdinSettings) -> AnswerPolicy:
@@ -111,9 +113,12 @@ def grounded_ask(question: str, opts: AskOptions, policy: AnswerPolicy) -> Gener
     start = time.perf_counter()
     query = question
     gen_opts = {"tenant_id": opts.tenant_id, "model": opts.model, "temperature": 0.0}
-    if opts.session_id and policy.rewrite_followups:
-        session = yield SessionCall(opts.session_id, opts.tenant_id)
-        turns = history_turns(session) if session is not None else []
+    if (opts.session_id or opts.history) and policy.rewrite_followups:
+        if opts.session_id:
+            session = yield SessionCall(opts.session_id, opts.tenant_id)
+            turns = history_turns(session) if session is not None else []
+        else:
+            turns = list(opts.history)
         if turns:
             rewrite: Generation = yield GenerateCall(question, {
                 **gen_opts, "json_schema": REWRITE_SCHEMA, "system_prompt": REWRITE_SYSTEM, "messages": turns,

@@ -1,0 +1,148 @@
+"""OpenAI chat completions on top of Odin: the last user message is the question; ``rag`` (default)
+answers it from the index with Odin's grounded ``ask`` (citations, or an honest "the documents do not
+say"); ``rag: false`` lets Geri answer alone, with the earlier messages as the conversation."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from wolf.v1 import common_pb2
+
+from odin_client.client import OdinClient
+from odin_client.errors import OdinError
+from odin_client.gateway.errors import GatewayError, body
+from odin_client.gateway.schemas import ChatRequest
+from odin_client.gateway.settings import GatewaySettings
+from odin_client.results import Answer, Generation
+
+
+def check(req: ChatRequest, limits: GatewaySettings) -> None:
+    """Refuse what the gateway will not pass on, naming the limit."""
+    if len(req.messages) > limits.max_messages:
+        raise GatewayError(413, f"messages holds {len(req.messages)} messages, over the gateway's "
+                                f"max_messages ({limits.max_messages})", code="too_many_messages")
+    for i, message in enumerate(req.messages):
+        if isinstance(message.content, list) and any(p.get("type") != "text" for p in message.content):
+            raise GatewayError(400, f"messages[{i}]: only text content parts are supported")
+        if len(message.text()) > limits.max_message_chars:
+            raise GatewayError(413, f"messages[{i}] is {len(message.text()):,} characters, over the gateway's "
+                                    f"max_message_chars ({limits.max_message_chars:,})", code="message_too_long")
+    if req.messages[-1].role != "user" or not req.messages[-1].text().strip():
+        raise GatewayError(400, "the last message must be a non-empty user message (the question)")
+    if req.rag and req.response_format is not None and req.response_format.type != "text":
+        raise GatewayError(400, "response_format needs \"rag\": false (grounded answers have their own form)")
+
+
+def _history(req: ChatRequest) -> list[common_pb2.ChatTurn]:
+    return [common_pb2.ChatTurn(role=m.role, content=m.text()) for m in req.messages[:-1]
+            if m.role in ("user", "assistant") and m.text().strip()]
+
+
+def _system(req: ChatRequest) -> str:
+    return "\n".join(m.text() for m in req.messages if m.role in ("system", "developer")).strip()
+
+
+def _generate_options(req: ChatRequest) -> dict[str, Any]:
+    options: dict[str, Any] = {"model": req.model, "max_tokens": req.max_completion_tokens or req.max_tokens,
+                               "temperature": req.temperature, "tenant_id": req.tenant_id,
+                               "system_prompt": _system(req), "messages": _history(req)}
+    fmt = req.response_format
+    if fmt is not None and fmt.type == "json_schema":
+        schema = (fmt.json_schema or {}).get("schema")
+        if not isinstance(schema, dict):
+            raise GatewayError(400, "response_format.json_schema.schema must be a JSON schema object")
+        options["json_schema"] = schema
+    elif fmt is not None and fmt.type == "json_object":
+        options["json_schema"] = {"type": "object"}
+    return options
+
+
+def ask(client: OdinClient, req: ChatRequest) -> Answer:
+    """The grounded answer to the last user message, the earlier ones as conversation history."""
+    return client.ask(req.messages[-1].text(), top_k=req.top_k, filters=req.filters, tenant_id=req.tenant_id,
+                      model=req.model, max_tokens=req.max_completion_tokens or req.max_tokens,
+                      history=_history(req))
+
+
+def answer_text(answer: Answer) -> str:
+    """What the assistant says: the cited answer, or that the documents do not say (and why)."""
+    return answer.text if answer.answered else f"The indexed documents do not answer this ({answer.reason})."
+
+
+def _extension(answer: Answer) -> dict[str, Any]:
+    data = answer.to_dict()
+    return {"answered": answer.answered, "reason": answer.reason, "citations": data.get("citations", []),
+            "sources": data.get("sources", []), "summary": answer.summary, "confidence": answer.confidence}
+
+
+def _usage(gen: Generation | None) -> dict[str, int]:
+    prompt, completion = (gen.prompt_tokens, gen.completion_tokens) if gen else (0, 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def completion(client: OdinClient, req: ChatRequest) -> dict[str, Any]:
+    """A whole ``chat.completion`` object."""
+    base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time())}
+    if req.rag:
+        answer = ask(client, req)
+        gen = answer.generation
+        return {**base, "model": gen.model if gen else req.model or "none",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer_text(answer)},
+                             "finish_reason": "stop"}], "usage": _usage(gen), "rag": _extension(answer)}
+    gen = client.generate(req.messages[-1].text(), **_generate_options(req))
+    return {**base, "model": gen.model, "usage": _usage(gen),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": gen.json or gen.text},
+                         "finish_reason": "length" if gen.finish_reason == "length" else "stop"}]}
+
+
+def _chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+    data = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def stream(client: OdinClient, req: ChatRequest) -> Iterator[str]:
+    """Server-sent events in OpenAI's chunk format, ending with ``data: [DONE]``.
+
+    The upstream call starts before the first event is produced, so a refusal (bad input, a service
+    down) is still an HTTP error; a failure after that is an ``error`` event. A grounded answer is
+    checked as a whole before any of it is sent, so it arrives in one content chunk; so does a reply
+    constrained by ``response_format``.
+    """
+    cid = f"chatcmpl-{uuid.uuid4().hex}"
+    if req.rag:
+        answer = ask(client, req)
+        model = answer.generation.model if answer.generation else req.model or "none"
+        return iter([_chunk(cid, model, {"role": "assistant", "content": ""}),
+                     _chunk(cid, model, {"content": answer_text(answer)}),
+                     _chunk(cid, model, {}, "stop", rag=_extension(answer)), "data: [DONE]\n\n"])
+    events = client.generate_stream(req.messages[-1].text(), **_generate_options(req))
+    first = next(events)
+    return _relay(cid, req.model or "default", first, events)
+
+
+def _relay(cid: str, model: str, first: str | Generation, events: Iterator[str | Generation]) -> Iterator[str]:
+    yield _chunk(cid, model, {"role": "assistant", "content": ""})
+    sent = False
+    try:
+        for event in itertools.chain([first], events):
+            if isinstance(event, Generation):
+                if not sent and (event.json or event.text):
+                    yield _chunk(cid, event.model, {"content": event.json or event.text})
+                yield _chunk(cid, event.model, {}, "length" if event.finish_reason == "length" else "stop",
+                             usage=_usage(event))
+            else:
+                sent = True
+                yield _chunk(cid, model, {"content": event})
+    except OdinError as exc:
+        yield f"data: {json.dumps(body(exc.details or str(exc), 'upstream_error'))}\n\n"
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()  # a client that went away stops the generation
+    yield "data: [DONE]\n\n"

@@ -1,0 +1,26 @@
+"""Settings of the HTTP gateway (env ``ODIN_GATEWAY_…``, or a JSON file); the Freki/Geri targets,
+deadlines and TLS come from the usual ``OdinSettings`` (``ODIN_…``)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from wolf_service.settings import FileSettings
+
+
+class GatewaySettings(FileSettings):
+    """Where the gateway listens and what one request may carry."""
+
+    model_config = SettingsConfigDict(env_prefix="ODIN_GATEWAY_", extra="forbid")
+
+    host: str = Field(default="127.0.0.1", description="Listen address (0.0.0.0 in containers)")
+    port: int = Field(default=8080, ge=0, le=65535)
+    require_api_key: bool = Field(
+        default=False, description="Refuse requests without 'Authorization: Bearer' (the key is checked by "
+                                   "Freki and Geri either way when they have keys configured)")
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, description="Request body size, at most")
+    max_messages: int = Field(default=64, ge=1, description="Messages of one chat completion")
+    max_message_chars: int = Field(default=32_000, ge=1, description="Characters of one message")
+    max_embedding_inputs: int = Field(default=64, ge=1, description="Inputs of one /v1/embeddings call")
+    clients_cached: int = Field(default=32, ge=1, description="Odin clients (one per API key) kept open")
