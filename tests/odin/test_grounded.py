@@ -107,9 +107,19 @@ def test_ask_is_grounded_over_the_wire(make_client, freki, geri) -> None:  # typ
     assert result.summary == "Port 7443." and result.key_details == ["TLS"] and result.confidence == 0.91
     request = geri[0].rec.calls[-1].request
     schema = json.loads(request.generation.json_schema)
-    cited = schema["anyOf"][0]["properties"]["citations"]["items"]["anyOf"]
-    assert cited[0]["properties"]["source"] == {"const": 1}
+    cited = schema["properties"]["citations"]["items"]["anyOf"]  # default: the model must cite (no abstaining)
+    assert cited[0]["properties"]["source"] == {"const": 1} and "anyOf" not in schema
+    assert "answered" not in request.generation.system_prompt
     assert request.context.documents[0].content.startswith("(1) The Skadi gateway")
+
+
+def test_a_model_allowed_to_abstain_gets_the_two_shaped_schema(make_client, freki, geri) -> None:  # type: ignore[no-untyped-def]
+    geri[0].structured["answered"] = {"answered": False, "reason": "not in the sources"}
+    client = make_client(freki_target=freki[1].address, geri_target=geri[1].address, answer_model_abstains=True)
+    result = client.ask("Which port?")
+    assert not result.answered and result.reason.endswith("not in the sources")
+    schema = json.loads(geri[0].rec.calls[-1].request.generation.json_schema)
+    assert [shape["properties"]["answered"] for shape in schema["anyOf"]] == [{"const": True}, {"const": False}]
 
 
 def test_nothing_relevant_enough_abstains_without_asking_geri(make_client, freki, geri) -> None:  # type: ignore[no-untyped-def]
