@@ -10,10 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from freki.settings import FrekiSettings
-from wolf_service.logs import configure_logging
-from wolf_service.reload import cli_settings
-from wolf_service.settings import SettingsError
-from wolf_service.startup import EXIT_SETTINGS, StartupError, check_port, quiet_libraries, report
+from wolf_service.reload import SettingsSource
+from wolf_service.startup import run_server
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,22 +34,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.log_level:
         overrides["log"] = {"level": args.log_level}
-    try:
-        settings, source = cli_settings(FrekiSettings, args.config, overrides)
-    except SettingsError as exc:
-        print(f"freki: {exc}", file=sys.stderr)
-        return EXIT_SETTINGS
-    quiet_libraries()
-    configure_logging(settings.log)
-    try:
-        check_port(settings.host, settings.port, setting="--port / FREKI_PORT")
-    except StartupError as exc:
-        return report("freki", exc)
-    from freki.api.server import serve
-    try:
+
+    def serve(settings: FrekiSettings, source: SettingsSource) -> None:
+        from freki.api.server import serve
+
         serve(settings, reload_from=source)
-    except StartupError as exc:
-        return report("freki", exc)
+
+    code = run_server("freki", FrekiSettings, args.config, overrides, serve)
+    if code:
+        return code
     # Everything is flushed and closed by now (server, watcher, stores, key store). Interpreter teardown would
     # still join request threads that are winding down and unload torch and ONNX Runtime, which took ~2.5 s
     # after a SIGTERM during indexing; none of it has anything left to save.

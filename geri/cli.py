@@ -8,10 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from geri.settings import GeriSettings
-from wolf_service.logs import configure_logging
-from wolf_service.reload import cli_settings
-from wolf_service.settings import SettingsError
-from wolf_service.startup import EXIT_SETTINGS, StartupError, check_port, quiet_libraries, report
+from wolf_service.reload import SettingsSource
+from wolf_service.startup import run_server
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,25 +34,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.log_level:
         overrides["log"] = {"level": args.log_level}
-    try:
-        settings, source = cli_settings(GeriSettings, args.config, overrides)
-    except SettingsError as exc:
-        print(f"geri: {exc}", file=sys.stderr)
-        return EXIT_SETTINGS
-    quiet_libraries()
-    configure_logging(settings.log)
-    try:
-        check_port(settings.host, settings.port, setting="--port / GERI_PORT")
-    except StartupError as exc:
-        return report("geri", exc)
-    # Imported here so `geri --help` stays fast (the server pulls in grpc, torch on demand).
-    from geri.server import serve
 
-    try:
+    def serve(settings: GeriSettings, source: SettingsSource) -> None:
+        # Imported here so `geri --help` stays fast (the server pulls in grpc, torch on demand).
+        from geri.server import serve
+
         serve(settings, reload_from=source)
-    except StartupError as exc:
-        return report("geri", exc)
-    return 0
+
+    return run_server("geri", GeriSettings, args.config, overrides, serve)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import warnings
+from collections.abc import Callable
+from typing import Any
+
+from wolf_service.logs import configure_logging
+from wolf_service.reload import SettingsSource, cli_settings
+from wolf_service.settings import FileSettings, SettingsError
 
 EXIT_SETTINGS = 2
 EXIT_STARTUP = 3
@@ -60,3 +67,25 @@ def report(service: str, exc: BaseException) -> int:
     message = " ".join(str(exc).split()) or type(exc).__name__
     log.error("%s cannot start: %s", service, message)
     return EXIT_STARTUP
+
+
+def run_server(service: str, settings_cls: type[FileSettings], config: str | None, overrides: dict[str, Any],
+               serve: Callable[[Any, SettingsSource], None]) -> int:
+    """What ``<service> serve`` does: load the settings (exit 2 when invalid), silence library output,
+    check the port before anything heavy loads, then serve until a signal (exit 3 when it cannot start).
+
+    ``serve(settings, source)`` imports the server itself, so ``--help`` and a refused start stay fast.
+    """
+    try:
+        settings, source = cli_settings(settings_cls, config, overrides)
+    except SettingsError as exc:
+        print(f"{service}: {exc}", file=sys.stderr)
+        return EXIT_SETTINGS
+    quiet_libraries()
+    configure_logging(settings.log)  # type: ignore[attr-defined]
+    try:
+        check_port(settings.host, settings.port, setting=f"--port / {service.upper()}_PORT")  # type: ignore[attr-defined]
+        serve(settings, source)
+    except StartupError as exc:
+        return report(service, exc)
+    return 0
