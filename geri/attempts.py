@@ -94,6 +94,8 @@ def attempt(backend: Backend, model: str, messages: Sequence[ChatMessage], param
         thinking += out.thinking
         text = "".join(out.text)
         finish = out.completion.finish_reason
+        if finish == "stop" and params.max_tokens and out.completion.completion_tokens >= params.max_tokens:
+            finish = "length"  # some servers (an Ollama proxy in front of llama.cpp) say "stop" when cut off
         if finish == "cancelled" or not contract.constrained:
             reply = Reply(text=text, tool_calls=tuple(out.calls) if finish != "cancelled" else ())
             return AttemptResult(reply, "".join(thinking), finish, prompt_tokens, completion_tokens,

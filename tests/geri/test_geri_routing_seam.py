@@ -253,3 +253,16 @@ def test_geri_enforces_api_key_scopes_per_rpc() -> None:
         assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
         # The key pins the tenant: the session created with the reader key lives in acme.
         assert stub.DeleteOwnerSessions(erase, metadata=dpo, timeout=10).sessions_deleted == 1
+
+
+def test_a_reply_that_used_every_token_is_cut_off_even_when_the_server_says_stop() -> None:
+    """An Ollama proxy in front of llama.cpp reports "stop" for a reply cut at max_tokens: Geri counts the
+    tokens, says it was cut off (and how to fix it) and does not waste a repair on half a JSON object."""
+    cut = ReplayBackend("cut", [['{"answer": "po', 'rt 9', '427 and']])
+    request = ask(json_schema=json.dumps(SCHEMA))
+    request.metadata.max_tokens = 3
+    with serving(router_of(cut)) as stub:
+        with pytest.raises(grpc.RpcError) as info:
+            stub.Generate(request, timeout=10)
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "was cut off at max_tokens=3" in info.value.details() and len(cut.calls) == 1
