@@ -26,7 +26,7 @@ from eval_retrieval import ensure_indexed, sample  # noqa: E402
 from evalsets import scifact  # noqa: E402
 from evalsets.harness import doc_ranking, eval_settings, evaluate, freki_server, retrieve_request  # noqa: E402
 
-from odin_client import OdinClient, OdinSettings  # noqa: E402
+from odin_client import OdinClient, OdinError, OdinSettings  # noqa: E402
 from odin_client.answering.queries import VARIANTS_SYSTEM, parse_variants, variants_schema  # noqa: E402
 
 
@@ -48,6 +48,7 @@ def main() -> None:
     runs: dict[int, dict[str, list[tuple[str, float]]]] = {n: {} for n in range(args.max_variants + 1)}
     started = time.perf_counter()
     gen_s = 0.0
+    failures = 0
     with freki_server(eval_settings(data_dir)) as freki, geri_for(args.backend) as geri:
         settings = OdinSettings(freki_target=freki, geri_target=geri, generate_deadline_s=600)
         with OdinClient(settings) as client:
@@ -56,11 +57,16 @@ def main() -> None:
             stub = freki_pb2_grpc.FrekiServiceStub(client.channels.get(freki))
             for i, (qid, text) in enumerate(queries.items(), 1):
                 t0 = time.perf_counter()
-                reply = client.generate(text, json_schema=variants_schema(args.max_variants),
-                                        system_prompt=VARIANTS_SYSTEM, max_tokens=40 * args.max_variants,
-                                        temperature=0.0)
+                try:
+                    reply = client.generate(text, json_schema=variants_schema(args.max_variants),
+                                            system_prompt=VARIANTS_SYSTEM, max_tokens=40 * args.max_variants,
+                                            temperature=0.0)
+                    variants = parse_variants(reply.json, text, args.max_variants)
+                except OdinError as exc:  # what ask does too: a failed paraphrase request means no variants
+                    failures += 1
+                    print(f"  no variants for {qid}: {str(exc)[:120]}", flush=True)
+                    variants = []
                 gen_s += time.perf_counter() - t0
-                variants = parse_variants(reply.json, text, args.max_variants)
                 for n in runs:
                     resp = stub.RetrieveContext(retrieve_request(text, "default", 300, variants[:n]), timeout=120)
                     runs[n][qid] = doc_ranking(resp)
@@ -70,7 +76,7 @@ def main() -> None:
                     print(f"  {i}/{len(queries)} queries", flush=True)
     print(f"\nSciFact {args.split}, {len(queries)} queries, corpus sample {args.corpus_sample}, backend "
           f"{args.backend}; variant generation {gen_s / max(1, len(queries)):.2f} s/query "
-          f"(total {time.perf_counter() - started:.0f} s)")
+          f"(total {time.perf_counter() - started:.0f} s); variant requests that failed: {failures}")
     print("| variants | nDCG@10 | Recall@100 |\n|---|---|---|")
     for n, run in runs.items():
         m = evaluate(run, qrels)

@@ -10,6 +10,7 @@ otherwise ask Geri for a schema-constrained answer over the numbered sources and
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
@@ -29,9 +30,11 @@ from odin_client.answering.queries import (
 )
 from odin_client.answering.schema import answer_schema, system_prompt
 from odin_client.answering.sources import number_sources
+from odin_client.errors import OdinError
 from odin_client.results import Answer, Generation, Retrieval, Timings
 from odin_client.settings import OdinSettings
 
+log = logging.getLogger("odin_client.answering")
 T = TypeVar("T")
 C = TypeVar("C")
 
@@ -55,10 +58,12 @@ class RetrieveCall:
 
 @dataclass(frozen=True)
 class GenerateCall:
-    """Generate with these keyword arguments (see ``OdinClient.generate``)."""
+    """Generate with these keyword arguments (see ``OdinClient.generate``). An ``optional`` call that fails
+    (a rewrite, query variants) sends back None instead of failing the whole answer."""
 
     prompt: str
     options: dict[str, Any]
+    optional: bool = False
 
 
 Call = SessionCall | RetrieveCall | GenerateCall
@@ -120,16 +125,16 @@ def grounded_ask(question: str, opts: AskOptions, policy: AnswerPolicy) -> Gener
         else:
             turns = list(opts.history)
         if turns:
-            rewrite: Generation = yield GenerateCall(question, {
+            rewrite: Generation | None = yield GenerateCall(question, {
                 **gen_opts, "json_schema": REWRITE_SCHEMA, "system_prompt": REWRITE_SYSTEM, "messages": turns,
-                "max_tokens": 80})
-            query = parse_rewrite(rewrite.json, question)
+                "max_tokens": 80}, optional=True)
+            query = parse_rewrite(rewrite.json, question) if rewrite is not None else question
     variants: list[str] = []
     if policy.query_variants:
-        asked: Generation = yield GenerateCall(query, {
+        asked: Generation | None = yield GenerateCall(query, {
             **gen_opts, "json_schema": variants_schema(policy.query_variants), "system_prompt": VARIANTS_SYSTEM,
-            "max_tokens": 40 * policy.query_variants})
-        variants = parse_variants(asked.json, query, policy.query_variants)
+            "max_tokens": 40 * policy.query_variants}, optional=True)
+        variants = parse_variants(asked.json, query, policy.query_variants) if asked is not None else []
     retrieval: Retrieval = yield RetrieveCall(query, tuple(variants), {
         "top_k": opts.top_k, "filters": opts.filters, "mode": opts.mode, "tenant_id": opts.tenant_id,
         **opts.retrieve_extra})
@@ -161,12 +166,23 @@ def grounded_ask(question: str, opts: AskOptions, policy: AnswerPolicy) -> Gener
                   **common)
 
 
+def _optional_failed(call: object, exc: OdinError) -> None:
+    if not (isinstance(call, GenerateCall) and call.optional):
+        raise exc
+    log.warning("optional generation failed, going on without it: %s", exc)
+
+
 def drive(flow: Generator[C, Any, T], perform: Callable[[C], Any]) -> T:
     """Run a flow with blocking calls."""
     try:
         call = next(flow)
         while True:
-            call = flow.send(perform(call))
+            try:
+                result = perform(call)
+            except OdinError as exc:
+                _optional_failed(call, exc)
+                result = None
+            call = flow.send(result)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
@@ -176,6 +192,11 @@ async def drive_async(flow: Generator[C, Any, T], perform: Callable[[C], Awaitab
     try:
         call = next(flow)
         while True:
-            call = flow.send(await perform(call))
+            try:
+                result = await perform(call)
+            except OdinError as exc:
+                _optional_failed(call, exc)
+                result = None
+            call = flow.send(result)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]

@@ -144,6 +144,8 @@ class ControlledGeri(geri_pb2_grpc.GeriServiceServicer):
             "query": {"query": "Which port does the Skadi gateway listen on?"},
             "variants": {"variants": ["gateway port number", "Which port?", "port of the gateway"]},
         }
+        # Structured requests whose schema has one of these properties fail with FAILED_PRECONDITION.
+        self.fail_schemas: set[str] = set()
         # Tool calls to answer with, one list per request that offers tools (and does not forbid them).
         self.tool_script: list[list[tuple[str, str, dict[str, Any]]]] = []
 
@@ -180,6 +182,9 @@ class ControlledGeri(geri_pb2_grpc.GeriServiceServicer):
 
     def Generate(self, request: common_pb2.WolfRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self.rec.enter("Generate", request, context)
+        if request.generation.json_schema and self.fail_schemas & set(
+                json.loads(request.generation.json_schema).get("properties", {})):
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "the model did not produce a valid reply")
         return self._answer(request)
 
     def GenerateStream(self, request: common_pb2.WolfRequest, context: grpc.ServicerContext) -> Iterator[Any]:  # noqa: N802

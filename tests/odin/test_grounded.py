@@ -158,3 +158,14 @@ def test_the_async_client_runs_the_same_flow(freki, geri) -> None:  # type: igno
 
     result = asyncio.run(run())
     assert result.answered and result.query == "Which port does the Skadi gateway listen on?"  # type: ignore[attr-defined]
+
+
+def test_a_failed_rewrite_or_variant_request_does_not_fail_the_answer(make_client, freki, geri) -> None:  # type: ignore[no-untyped-def]
+    """Rewriting a follow-up and generating query variants are optional steps: when Geri cannot do them
+    (a tiny model looping until max_tokens), the question is answered as asked."""
+    geri[0].fail_schemas = {"query", "variants"}
+    client = make_client(freki_target=freki[1].address, geri_target=geri[1].address, query_variants=2)
+    result = client.ask("and which port?", session_id="known")
+    assert result.answered and result.query == "and which port?" and result.query_variants == []
+    retrieve = freki[0].rec.calls[-1].request
+    assert retrieve.prompt == "and which port?" and list(retrieve.retrieval.query_variants) == []
