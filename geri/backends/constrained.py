@@ -53,5 +53,21 @@ class JsonSchemaConstraint(LogitsProcessor):
         elif not self._matcher.is_stopped():
             self._matcher.consume_token(int(input_ids[0, -1]))
         llg_torch.fill_next_token_bitmask(self._matcher, self._mask, 0)
-        llg_torch.apply_token_bitmask_inplace(scores, self._mask.to(scores.device))
+        apply_bitmask(scores, self._mask)
         return scores
+
+
+_BIT = torch.arange(32, dtype=torch.int32)
+
+
+def apply_bitmask(scores: torch.Tensor, mask: torch.Tensor) -> None:
+    """Set the scores of tokens the grammar forbids to -inf (bit ``t % 32`` of word ``t // 32`` is token t).
+
+    Eager torch on purpose: ``llguidance.torch.apply_token_bitmask_inplace`` runs a ``torch.compile`` kernel,
+    which needs a C++ compiler at the first call (absent from slim containers) and takes seconds to build;
+    this costs ~0.1 ms a token for SmolLM2's 49k-token vocabulary.
+    """
+    allowed = ((mask[0].unsqueeze(1) >> _BIT) & 1).reshape(-1).to(torch.bool)
+    n = min(scores.shape[-1], allowed.numel())
+    scores[..., :n].masked_fill_(~allowed[:n], float("-inf"))
+    scores[..., n:] = float("-inf")

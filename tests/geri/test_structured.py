@@ -100,3 +100,17 @@ def test_tool_choice_none_offers_no_tools() -> None:
 def test_extract_json_prefers_the_whole_text() -> None:
     assert extract_json('{"a": "}"}') == {"a": "}"}
     assert extract_json('noise {"a": 1} noise') == {"a": 1}
+
+
+def test_the_grammar_mask_is_applied_without_torch_compile() -> None:
+    """Bit t % 32 of word t // 32 allows token t; tokens past the mask are forbidden (no C++ compiler needed)."""
+    import torch
+
+    from geri.backends.constrained import apply_bitmask
+
+    mask = torch.zeros(1, 2, dtype=torch.int32)
+    mask[0, 0] = (1 << 3) | -(1 << 31)  # tokens 3 and 31 (bit 31 set: a negative int32)
+    mask[0, 1] = 1 << 1  # token 33
+    scores = torch.zeros(1, 70)
+    apply_bitmask(scores, mask)
+    assert torch.isfinite(scores[0]).nonzero().flatten().tolist() == [3, 31, 33]
