@@ -7,7 +7,7 @@ PIP := $(PY) -m pip
 PROTO_SRC := $(wildcard protos/wolf/v1/*.proto)
 STAMP := $(VENV)/.installed
 
-.PHONY: install protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-answers llama-server clean
+.PHONY: install protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-answers llama-server base-image image container-test clean
 
 install: $(STAMP)
 
@@ -84,3 +84,36 @@ demo: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .data
+
+# Containers (README, "Containers"): podman where installed, else docker. Where no registry is reachable
+# (this box), BASE is a Debian image built locally with mmdebstrap; elsewhere python:3.11-slim.
+ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+COMPOSE ?= $(if $(filter podman,$(ENGINE)),$(VENV)/bin/podman-compose,docker compose)
+LOCAL_BASE := localhost/debian-py:3.11
+BASE ?= $(if $(shell command -v mmdebstrap 2>/dev/null),$(LOCAL_BASE),python:3.11-slim)
+# "" = pip's configured index (as `make install` does); the Dockerfile's own default is PyTorch's CPU index.
+TORCH_INDEX_URL ?=
+# pip inside the build resolves exactly as on the host: its CA bundle, pip configuration and the local wheel
+# directories that configuration names (this box serves the CPU torch from /opt/wheels). Mounted for the
+# build only, never baked into a layer.
+PIP_HOST_FILES := /etc/ssl/certs/ca-certificates.crt /etc/pip.conf /etc/xdg/pip /opt/wheels /opt/pypi /opt/pypi-more
+BUILD_MOUNTS := $(foreach f,$(PIP_HOST_FILES),$(if $(wildcard $(f)),--volume $(f):$(f):ro)) \
+	$(if $(wildcard $(HOME)/.config/pip),--volume $(HOME)/.config/pip:/root/.config/pip:ro)
+BUILD_FLAGS := --network=host $(if $(filter podman,$(ENGINE)),$(BUILD_MOUNTS)) \
+	--build-arg BASE=$(BASE) --build-arg TORCH_INDEX_URL=$(TORCH_INDEX_URL) -f docker/Dockerfile
+
+base-image:
+	@if [ "$(BASE)" = "$(LOCAL_BASE)" ] && ! $(ENGINE) image exists $(LOCAL_BASE) 2>/dev/null; then \
+		tmp=$$(mktemp -d) && \
+		mmdebstrap --variant=minbase --include=python3,python3-venv,ca-certificates,passwd bookworm $$tmp/base.tar && \
+		$(ENGINE) import $$tmp/base.tar $(LOCAL_BASE) && rm -rf $$tmp; \
+	fi
+
+image: base-image
+	$(ENGINE) build $(BUILD_FLAGS) --target runtime -t wolfpack-rag:latest .
+	$(ENGINE) build $(BUILD_FLAGS) --target test -t wolfpack-rag:test .
+
+# Freki and Geri from the runtime image, the smoke script from the test image (docker-compose.test.yml).
+container-test: install image
+	$(COMPOSE) -f docker-compose.test.yml up --abort-on-container-exit --exit-code-from smoke; \
+	code=$$?; $(COMPOSE) -f docker-compose.test.yml down >/dev/null 2>&1; exit $$code
