@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import struct
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from odin_client.client import OdinClient
 from odin_client.errors import OdinError
@@ -21,6 +21,44 @@ from odin_client.gateway.settings import GatewaySettings
 from odin_client.settings import OdinSettings
 
 
+class BodyLimit:
+    """Refuse request bodies over ``max_bytes`` with an OpenAI-style 413: at once when Content-Length says so,
+    else as soon as the body passes it (a chunked upload is never buffered past the limit)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    def _refusal(self) -> GatewayError:
+        return GatewayError(413, f"request body over the gateway's max_body_bytes ({self.max_bytes:,})",
+                            code="body_too_large")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await from_gateway(self._refusal())(scope, receive, send)
+            return
+        seen, refused = 0, False
+
+        async def limited() -> Message:
+            nonlocal seen, refused
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes and not refused:
+                refused = True  # answer 413 now; the app sees the client leave and its own reply is dropped
+                await from_gateway(self._refusal())(scope, receive, send)
+                return {"type": "http.disconnect"}
+            return message
+
+        async def guarded(message: Message) -> None:
+            if not refused:
+                await send(message)
+
+        await self.app(scope, limited, guarded)
+
+
 def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | None = None) -> FastAPI:
     """The ASGI app; ``odin`` names Freki and Geri (default: ``OdinSettings()`` from env/file)."""
     limits = settings or GatewaySettings()
@@ -29,18 +67,7 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
     app.state.pool = pool
     app.router.add_event_handler("shutdown", pool.close)
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > limits.max_body_bytes):
-            return JSONResponse(body(f"request body over the gateway's max_body_bytes ({limits.max_body_bytes:,})",
-                                     "invalid_request_error", "body_too_large"), 413)
-        if declared is None and request.method in ("POST", "PUT", "PATCH"):
-            data = await request.body()  # chunked: read it all, then count
-            if len(data) > limits.max_body_bytes:
-                return JSONResponse(body(f"request body over max_body_bytes ({limits.max_body_bytes:,})",
-                                         "invalid_request_error", "body_too_large"), 413)
-        return await call_next(request)
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
 
     @app.exception_handler(OdinError)
     async def odin_error(_: Request, exc: OdinError) -> JSONResponse:

@@ -169,3 +169,16 @@ def test_odin_gateway_console_script_refuses_a_taken_port(tmp_path: Path) -> Non
         done = subprocess.run([sys.executable, "-m", "odin_client.gateway.cli", "serve", "--port", str(port)],
                               capture_output=True, text=True, timeout=60)
     assert done.returncode == 3 and "the port is in use" in done.stderr
+
+
+def test_a_chunked_body_is_refused_once_it_passes_the_limit(gateway: str) -> None:
+    import http.client
+    from urllib.parse import urlparse
+
+    url = urlparse(gateway)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    chunks = (b'{"query": "' + b"x" * 10_000 for _ in range(20))  # 200 kB, no Content-Length
+    conn.request("POST", "/v1/retrieve", body=chunks, headers={"content-type": "application/json",
+                                                              "transfer-encoding": "chunked"}, encode_chunked=True)
+    reply = conn.getresponse()
+    assert reply.status == 413 and "max_body_bytes (64,000)" in json.loads(reply.read())["error"]["message"]
