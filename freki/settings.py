@@ -64,6 +64,20 @@ class StoreSettings(BaseModel):
     # holding deleted points and reset the write-ahead log (``purge``: keeps search fast under churn and
     # removes deleted plaintext fields from disk). 0 = only on GDPR erasure.
     maintenance_interval_s: float = Field(120.0, ge=0.0)
+    # Other Freki processes (replicas) write this collection too (docs/scaling.md). Then readers check each
+    # hit against the committed record, a commit removes only the version it replaces, and uncommitted
+    # versions are left to their writer until they are older than orphan_grace_s. Needs backend "remote"
+    # and one key store shared by the replicas (gdpr.keys_path).
+    shared: bool = False
+    # Shared collections: a version nobody committed is removed once it is this old (longer than any
+    # index call can take).
+    orphan_grace_s: float = Field(3600.0, gt=0.0)
+
+    @model_validator(mode="after")
+    def _shared_needs_remote(self) -> StoreSettings:
+        if self.shared and self.backend != "remote":
+            raise ValueError("store.shared needs store.backend 'remote': the embedded engine serves one process")
+        return self
 
 
 MIB = 1024 * 1024
@@ -103,6 +117,9 @@ class GdprSettings(BaseModel):
     encrypt_payloads: bool = True
     # 32 raw bytes (or 64 hex characters) that encrypt the key store itself; keep it outside data_dir.
     master_key_file: Path | None = None
+    # The key store (SQLite); None = <data_dir>/keys.sqlite. Replicas sharing a collection must share it:
+    # one host or a volume with working POSIX locks (docs/scaling.md).
+    keys_path: Path | None = None
     # Edge only: DeleteDocument / DeleteOwnerData also purge the engine's files before they return.
     purge_on_erase: bool = True
 
@@ -176,6 +193,10 @@ class WatchSettings(BaseModel):
     # Poll the file system instead of inotify (network shares, some containers).
     polling: bool = False
     poll_interval_s: float = Field(2.0, gt=0.0)
+    # Replicas (docs/scaling.md): only the process holding this file's lock watches; the others stand by
+    # and take over when it exits. None = this process watches unconditionally (one replica watches).
+    lease_file: Path | None = None
+    lease_retry_s: float = Field(5.0, gt=0.0, le=3600.0)
 
 
 class FrekiSettings(FileSettings):

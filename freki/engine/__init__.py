@@ -64,7 +64,10 @@ class FrekiEngine:
         self.embedder = embedder or build_embedder(settings)
         store_cfg = store_config(settings)
         seal = settings.gdpr.encrypt_payloads
-        self.keys = KeyStore(Path(settings.data_dir) / "keys.sqlite", master_key=master_key(settings))
+        self.keys = KeyStore(settings.gdpr.keys_path or Path(settings.data_dir) / "keys.sqlite",
+                             master_key=master_key(settings))
+        # store.shared: other replicas write this collection (docs/scaling.md)
+        grace = settings.store.orphan_grace_s if settings.store.shared else None
         self.generations = Generations()
         self.chunks = SealedStore(make_store(store_cfg), self.keys, CHUNK_SEALED_FIELDS if seal else (),
                                   self.generations)
@@ -75,13 +78,15 @@ class FrekiEngine:
         ))
         self._registry_store = SealedStore(make_store(store_cfg), self.keys, RECORD_SEALED_FIELDS if seal else ())
         self.registry = DocumentRegistry(self._registry_store, f"{settings.store.collection}_documents")
+        if grace is not None:
+            self.chunks.committed = self.registry.committed
         self._stopping = threading.Event()
         # Index calls share it; an erasure takes it alone, so no document of the owner is half-written meanwhile.
         self._erasing = ReadWriteLock()
         self._purge_marker = Path(settings.data_dir) / ".purge-pending"
         self._purge_lock, self._purge_guard = threading.Lock(), threading.Lock()
         self._purge_requests = self._purged_upto = 0
-        self.repair_report: RepairReport = repair(self.chunks, self.registry, self.keys)
+        self.repair_report: RepairReport = repair(self.chunks, self.registry, self.keys, grace)
         if self._purge_marker.exists():  # an erasure was interrupted before its purge finished
             self.purge()
         cfg = settings.chunking
@@ -116,6 +121,7 @@ class FrekiEngine:
             chunking_fingerprint=f"{effective!r} sparse={self.sparse.fingerprint}",
             sandbox=self.sandbox,
             limits=ingest_limits(settings),
+            shared_grace_s=grace,
         )
         self.maintenance = Maintenance(self.purge, settings.store.maintenance_interval_s)
         self.retriever = Retriever(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from freki.ingest.registry import DocumentRecord, DocumentRegistry
+from freki.ingest.registry import DocumentRecord, DocumentRegistry, generation_age_s
 from freki.store import ChunkPoint, FieldMatch, VectorStore
 from freki.store.keys import KeyStore
 from freki.store.sealed import GENERATION, Generations
@@ -37,11 +37,14 @@ class Committer:
     """Writes, commits, retires and discards generations of documents."""
 
     def __init__(self, chunks: VectorStore, registry: DocumentRegistry, generations: Generations,
-                 keys: KeyStore) -> None:
+                 keys: KeyStore, *, shared_grace_s: float | None = None) -> None:
+        """``shared_grace_s``: the collection is shared with other replicas (``store.shared``); a version
+        nobody committed is someone else's work in progress until it is this old."""
         self.chunks = chunks
         self.registry = registry
         self.generations = generations
         self.keys = keys
+        self.shared_grace_s = shared_grace_s
 
     def commit(self, points: Sequence[ChunkPoint], record: DocumentRecord, previous: DocumentRecord | None,
                *, stage: str) -> int:
@@ -70,16 +73,42 @@ class Committer:
         else:
             self.generations.show(generation)
         try:
-            deleted = self.chunks.delete_where([
-                *document_filter(record.tenant_id, record.document_id),
-                FieldMatch(GENERATION, (generation,), exclude=True),
-            ])
-            fault_point(f"{stage}.old_deleted")
-            if old:
-                self.keys.destroy([old])
+            if self.shared_grace_s is None:  # this process alone writes the document (its lock is held)
+                deleted = self.chunks.delete_where([
+                    *document_filter(record.tenant_id, record.document_id),
+                    FieldMatch(GENERATION, (generation,), exclude=True),
+                ])
+                fault_point(f"{stage}.old_deleted")
+                if old:
+                    self.keys.destroy([old])
+            else:
+                deleted = self._retire_shared(record, old, stage)
         finally:
             if old:
                 self.generations.show(old)
+        return deleted
+
+    def _retire_shared(self, record: DocumentRecord, old: str, stage: str) -> int:
+        """Retire versions on a shared collection, where another replica may be writing the same document.
+
+        Removes the version replaced and stale uncommitted ones, never a young one (another replica's work
+        in progress). Then, if another replica committed meanwhile, this version lost: it is removed too.
+        The last committed record wins and its document is whole.
+        """
+        assert self.shared_grace_s is not None
+        doc = document_filter(record.tenant_id, record.document_id)
+        present = self.chunks.value_counts(GENERATION, doc)
+        stale = tuple(g for g in present if g != record.generation
+                      and (g == old or generation_age_s(g) > self.shared_grace_s))
+        deleted = self.chunks.delete_where([*doc, FieldMatch(GENERATION, stale)]) if stale else 0
+        fault_point(f"{stage}.old_deleted")
+        if stale or old:
+            self.keys.destroy(list({*stale, *([old] if old else [])}))
+        now = self.registry.get(record.tenant_id, record.document_id)
+        if now is None or now.generation != record.generation:
+            log.info("document %r of tenant %r was committed by another replica meanwhile; this version "
+                     "is discarded", record.document_id[:200], record.tenant_id)
+            self.discard(record.tenant_id, record.document_id, record.generation)
         return deleted
 
     def discard(self, tenant: str, document_id: str, generation: str) -> None:

@@ -147,6 +147,7 @@ class Indexer:
         sentence_cache: SentenceVectorCache | None = None,
         sandbox: ParserSandbox | None = None,
         limits: IngestLimits | None = None,
+        shared_grace_s: float | None = None,
     ) -> None:
         self._embedder = embedder
         self._make_chunker = make_chunker
@@ -158,7 +159,7 @@ class Indexer:
         self.sentence_cache = sentence_cache or SentenceVectorCache()
         self.sandbox = sandbox
         self.limits = limits or IngestLimits()
-        self.committer = Committer(chunks, registry, generations, keys)
+        self.committer = Committer(chunks, registry, generations, keys, shared_grace_s=shared_grace_s)
         self._locks = _LockTable()
 
     def sparse_encode(self, texts: Sequence[str]) -> list[SparseVector | None]:

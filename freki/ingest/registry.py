@@ -7,8 +7,11 @@ remote Qdrant cluster see the same registry, and GDPR erasure covers it with the
 
 from __future__ import annotations
 
+import math
+import os
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,9 +39,27 @@ def chunk_point_id(tenant: str, document_id: str, generation: str, index: int) -
     return str(uuid.uuid5(ID_NAMESPACE, f"chunk\x1f{tenant}\x1f{document_id}\x1f{generation}\x1f{index}"))
 
 
-def new_generation() -> str:
-    """A fresh generation (document version) id; also the id of the key that seals its text."""
-    return uuid.uuid4().hex
+def new_generation(now: float | None = None) -> str:
+    """A fresh generation (document version) id; also the id of the key that seals its text.
+
+    Laid out as a UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, then random bits, so any replica can
+    tell how old an uncommitted generation is (``generation_age_s``) without asking the one writing it.
+    """
+    ms = int((time.time() if now is None else now) * 1000) & ((1 << 48) - 1)
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms << 80) | (0x7 << 76) | ((rand >> 68) & 0xFFF) << 64 | (0b10 << 62) | (rand & ((1 << 62) - 1))
+    return f"{value:032x}"
+
+
+def generation_age_s(generation: str, now: float | None = None) -> float:
+    """Seconds since ``generation`` was started; infinite for ids without a time (older releases' UUIDv4)."""
+    if len(generation) != 32 or generation[12] != "7":
+        return math.inf
+    try:
+        started_ms = int(generation[:12], 16)
+    except ValueError:
+        return math.inf
+    return max(0.0, (time.time() if now is None else now) - started_ms / 1000)
 
 
 @dataclass
@@ -83,6 +104,15 @@ class DocumentRegistry:
         if not found or found[0].payload.get("tenant_id") != tenant:
             return None
         return DocumentRecord.from_payload(found[0].payload)
+
+    def committed(self, tenant: str, document_ids: Iterable[str]) -> dict[str, str]:
+        """The committed generation of each of ``document_ids`` that has a record, in one request."""
+        wanted = {document_point_id(tenant, d): d for d in document_ids}
+        found = self._store.retrieve(list(wanted)) if wanted else []
+        return {
+            str(p.payload.get("document_id")): str(p.payload.get("generation", ""))
+            for p in found if p.payload.get("tenant_id") == tenant
+        }
 
     def put(self, record: DocumentRecord) -> None:
         """Insert or replace a record."""

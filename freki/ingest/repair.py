@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from freki.ingest.commit import document_filter
-from freki.ingest.registry import DocumentRecord, DocumentRegistry
+from freki.ingest.registry import DocumentRecord, DocumentRegistry, generation_age_s
 from freki.store import FieldMatch, VectorStore
 from freki.store.keys import KeyStore
 from freki.store.sealed import GENERATION, SEALED
@@ -38,19 +38,36 @@ class RepairReport:
         return ", ".join(f"{kind.replace('_', ' ')}: {n}" for kind, n in sorted(self.counts.items()))
 
 
-def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore) -> RepairReport:
-    """Run the pass (before the server takes requests); see the module docstring."""
+def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore,
+           shared_grace_s: float | None = None) -> RepairReport:
+    """Run the pass (before the server takes requests); see the module docstring.
+
+    ``shared_grace_s``: other replicas write the collection (``store.shared``). Then an uncommitted
+    generation or key is only removed once older than this (younger ones are another replica's work in
+    progress), and a document with missing chunks is reported, not removed (it may be mid-commit elsewhere).
+    """
     report = RepairReport()
     _drop_unreadable_records(registry, keys, report)
     committed: dict[str, DocumentRecord] = {r.generation: r for r in registry.everything() if r.generation}
     counts = chunks.value_counts(GENERATION)
-    orphans = [g for g in counts if g not in committed]
+
+    def abandoned(generation: str) -> bool:
+        if generation in committed:
+            return False
+        return shared_grace_s is None or generation_age_s(generation) > shared_grace_s
+
+    orphans = [g for g in counts if abandoned(g)]
     for start in range(0, len(orphans), _BATCH):
         batch = tuple(orphans[start : start + _BATCH])
         report.counts["orphan_chunks"] += chunks.delete_where([FieldMatch(GENERATION, batch)])
     report.counts["orphan_generations"] += len(orphans)
-    for generation, record in committed.items():
-        if counts.get(generation, 0) != record.chunk_count:
+    for generation, record in list(committed.items()):
+        if counts.get(generation, 0) != record.chunk_count and shared_grace_s is not None:
+            log.error("document %r of tenant %r has %d of its %d chunks (or is being re-indexed by another "
+                      "replica); re-index it if this persists", record.document_id, record.tenant_id,
+                      counts.get(generation, 0), record.chunk_count)
+            report.counts["incomplete_documents_reported"] += 1
+        elif counts.get(generation, 0) != record.chunk_count:
             log.error("document %r of tenant %r has %d of its %d chunks; removed, re-index it",
                       record.document_id, record.tenant_id, counts.get(generation, 0), record.chunk_count)
             registry.delete(record.tenant_id, record.document_id)
@@ -58,7 +75,7 @@ def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore) -> R
             report.counts["orphan_chunks"] += chunks.delete_where(document_filter(record.tenant_id, record.document_id))
             report.removed_documents.append((record.tenant_id, record.document_id))
             committed.pop(generation)
-    stray = [k for k in keys.ids() if k not in committed]
+    stray = [k for k in keys.ids() if abandoned(k)]
     report.counts["orphan_keys"] += keys.destroy(stray)
     report.counts = Counter({k: v for k, v in report.counts.items() if v})
     (log.warning if report.counts else log.info)("consistency pass: %s", report.describe())

@@ -20,9 +20,9 @@ import base64
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -34,6 +34,7 @@ from freki.store.rwlock import ReadWriteLock
 SEALED = "sealed"
 GENERATION = "generation"
 _NONCE = 12
+_P = TypeVar("_P", ScoredPoint, StoredPoint)
 
 
 class Generations:
@@ -89,6 +90,10 @@ class SealedStore:
         self.fields = tuple(fields)
         self.generations = generations or Generations()
         self.backend: str = inner.backend
+        # Shared collections (store.shared): (tenant, document ids) -> their committed generations. Reads
+        # then drop points of any other generation: another replica's version being written or retired,
+        # which this process's ``generations`` cannot know about.
+        self.committed: Callable[[str, set[str]], dict[str, str]] | None = None
 
     # -- passthrough ---------------------------------------------------------------------------------------
     @property
@@ -177,7 +182,7 @@ class SealedStore:
             payload = self.open(hit.id, hit.payload, hidden) if hit.payload else hit.payload
             if payload is not None:
                 out.append(ScoredPoint(hit.id, hit.score, payload))
-        return out
+        return self._committed_only(out)
 
     def _stored(self, points: list[StoredPoint], hidden: tuple[str, ...]) -> list[StoredPoint]:
         out = []
@@ -185,7 +190,20 @@ class SealedStore:
             payload = self.open(point.id, point.payload, hidden)
             if payload is not None:
                 out.append(StoredPoint(point.id, payload, point.dense))
-        return out
+        return self._committed_only(out)
+
+    def _committed_only(self, points: list[_P]) -> list[_P]:
+        """With ``committed`` set: only points of their document's committed generation (one lookup per tenant)."""
+        if self.committed is None or not points or not all(p.payload for p in points):
+            return points
+        wanted: dict[str, set[str]] = {}
+        for p in points:
+            wanted.setdefault(str(p.payload.get("tenant_id", "")), set()).add(str(p.payload.get("document_id", "")))
+        current = {(tenant, doc): gen for tenant, docs in wanted.items()
+                   for doc, gen in self.committed(tenant, docs).items()}
+        return [p for p in points if current.get((str(p.payload.get("tenant_id", "")),
+                                                   str(p.payload.get("document_id", "")))) ==
+                str(p.payload.get(GENERATION, ""))]
 
     def search_dense(
         self, vector: Sequence[float], filter: Sequence[FieldMatch], limit: int,

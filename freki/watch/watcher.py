@@ -44,6 +44,7 @@ from freki.watch.files import (
     read_file,
     resolve_folders,
 )
+from freki.watch.lease import WatchLease
 from freki.watch.moves import move_document, paired_source
 from freki.watch.state import FILE_NAME as STATE_FILE
 from freki.watch.state import WatchState, erasure_marks
@@ -72,10 +73,25 @@ class Watcher:
         self._busy: WatchedFolder | None = None
         # Outcomes since start (created, updated, unchanged, moved, deleted, skipped): for logs and tests.
         self.counts: Counter[str] = Counter()
+        lease_file = self.settings.lease_file
+        self.lease = WatchLease(lease_file, self.settings.lease_retry_s, self._start_watching) if lease_file else None
+        if lease_file is None and settings.store.shared:
+            log.warning("store.shared with watched folders and no watch.lease_file: make sure no other replica "
+                        "watches these folders (docs/scaling.md)")
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
-        """Watch every folder, then catch up on changes made while Freki was down."""
+        """Watch every folder, then catch up on changes made while Freki was down.
+
+        With ``watch.lease_file``, only once this process holds the lease (``freki.watch.lease``)."""
+        if self.lease is None:
+            self._start_watching()
+        else:
+            self.lease.start()
+
+    def _start_watching(self) -> None:
+        if self._stop.is_set():
+            return
         handler = EventRouter(self.folders, self._touch, self._sweep)
         for folder in self._folders:
             folder.scanning = True  # before the first status call can see an idle watcher
@@ -99,8 +115,11 @@ class Watcher:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop watching; the file being indexed is finished, queued work is dropped (catch-up redoes it)."""
         self._stop.set()
-        self._observer.stop()
-        self._observer.join(timeout)
+        if self.lease is not None:
+            self.lease.release()
+        if self._observer.is_alive():
+            self._observer.stop()
+            self._observer.join(timeout)
         for thread in self._threads:
             thread.join(timeout)
 
