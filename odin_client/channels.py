@@ -44,6 +44,7 @@ def channel_options(settings: OdinSettings) -> list[tuple[str, int | str]]:
         ("grpc.max_reconnect_backoff_ms", max_ms),
         # Our loop does the retrying; gRPC's own (service-config) retries would multiply attempts.
         ("grpc.enable_retries", 0),
+        ("grpc.lb_policy_name", settings.load_balancing),
     ]
     if settings.tls_server_name:
         options.append(("grpc.ssl_target_name_override", settings.tls_server_name))

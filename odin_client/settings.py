@@ -7,7 +7,7 @@ Sources, lowest first: defaults < JSON file (``ODIN_SETTINGS_FILE`` or ``OdinSet
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
@@ -24,6 +24,12 @@ class OdinSettings(FileSettings):
     freki_target: str = Field(default="127.0.0.1:50051", description="host:port of Freki (retrieval)")
     geri_target: str = Field(default="127.0.0.1:50052", description="host:port of Geri (generation)")
     tenant_id: str = Field(default="", description='Tenant sent with every call; empty means "default"')
+    # Replicas (docs/scaling.md): with a target that names several servers ("dns:///freki:50051" resolving
+    # to each replica, or "ipv4:10.0.0.1:50051,10.0.0.2:50051"), "round_robin" spreads calls over all of
+    # them and skips one that is down; "pick_first" (gRPC's default) sends everything to one.
+    load_balancing: Literal["pick_first", "round_robin"] = Field(
+        default="pick_first", description="gRPC load-balancing policy over the addresses a target resolves to"
+    )
 
     # Deadlines are per logical call and include every retry. Generation on a CPU model
     # takes tens of seconds, so it gets its own, longer budget.

@@ -198,3 +198,36 @@ def test_two_replicas_index_and_retrieve_one_tenant_concurrently(replicas: list[
             c.close()
         for h in handles:
             h.stop(1.0)
+
+
+def test_odin_spreads_calls_over_replicas_and_skips_one_that_is_down(replicas: list[FrekiEngine]) -> None:
+    """One Odin target naming both replicas, round_robin: both serve; with one stopped, calls still succeed."""
+    from odin_client import OdinClient, OdinSettings
+
+    handles = [build_server(engine.settings, engine=engine)[0] for engine in replicas]
+    calls = [0, 0]
+    for n, engine in enumerate(replicas):
+        original = engine.retrieve
+
+        def counted(query, _n=n, _original=original):  # type: ignore[no-untyped-def]
+            calls[_n] += 1
+            return _original(query)
+
+        engine.retrieve = counted  # type: ignore[method-assign]
+    ports = [h.address.rsplit(":", 1)[1] for h in handles]
+    target = "ipv4:" + ",".join(f"127.0.0.1:{p}" for p in ports)
+    replicas[0].index(IndexInput("default", "harbour.md", text("one")))
+    try:
+        with OdinClient(OdinSettings(freki_target=target, load_balancing="round_robin",
+                                     retry_initial_backoff_s=0.05)) as client:
+            for _ in range(10):
+                assert client.retrieve("harbour light").sources
+            assert calls[0] >= 3 and calls[1] >= 3, calls
+            handles[0].stop(1.0)
+            before = calls[1]
+            for _ in range(5):
+                assert client.retrieve("whale oil").sources
+            assert calls[1] == before + 5
+    finally:
+        for h in handles:
+            h.stop(1.0)
