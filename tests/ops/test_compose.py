@@ -22,7 +22,7 @@ from freki.settings import FrekiSettings
 from geri.settings import GeriSettings
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSE_FILES = ("docker-compose.yml", "docker-compose.test.yml")
+COMPOSE_FILES = ("docker-compose.yml", "docker-compose.test.yml", "docker-compose.scale.yml")
 
 
 def load(name: str) -> dict[str, Any]:
@@ -89,9 +89,9 @@ def test_stack_has_health_checks_and_start_order() -> None:
     assert any(v.startswith("./watch:") for v in services["freki"]["volumes"])
 
 
-def _container_settings(service: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+def _container_settings(service: str, monkeypatch: pytest.MonkeyPatch, file: str = "docker-compose.yml") -> Any:
     """Load the settings file a service mounts, with the compose environment applied."""
-    svc = load("docker-compose.yml")["services"][service]
+    svc = load(file)["services"][service]
     config = svc["command"][svc["command"].index("--config") + 1]
     mount = next(v for v in svc["volumes"] if v.split(":")[1] == config)
     for key, value in svc["environment"].items():
@@ -112,6 +112,28 @@ def test_container_settings_files_are_valid(monkeypatch: pytest.MonkeyPatch) -> 
     ports = {int(p.split(":")[-1]) for s in ("freki", "geri")
              for p in load("docker-compose.yml")["services"][s]["ports"]}
     assert {freki.port, geri.port, freki.metrics.port, geri.metrics.port} <= ports
+
+
+def test_scaled_stack_shares_what_replicas_must_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docker-compose.scale.yml: settings load, replicas share the key store, lease and sessions (docs/scaling.md)."""
+    compose = load("docker-compose.scale.yml")["services"]
+    freki = _container_settings("freki", monkeypatch, "docker-compose.scale.yml")
+    assert freki.store.backend == "remote" and freki.store.shared
+    shared = {v.split(":")[1] for v in compose["freki"]["volumes"] if v.startswith("shared:")}
+    assert shared == {"/shared"}
+    assert str(freki.gdpr.keys_path).startswith("/shared/") and str(freki.watch.lease_file).startswith("/shared/")
+    for key in [k for k in compose["freki"]["environment"]]:
+        monkeypatch.delenv(key, raising=False)
+    geri = _container_settings("geri", monkeypatch, "docker-compose.scale.yml")
+    assert (geri.backend, geri.openai_base_url) == ("openai", "http://vllm:8000/v1")
+    assert geri.sessions.store == "sqlite" and str(geri.sessions.path).startswith("/shared/")
+    gateway = compose["gateway"]["environment"]
+    from odin_client import OdinSettings
+    for key, value in gateway.items():
+        monkeypatch.setenv(key, str(value))
+    odin = OdinSettings()
+    assert odin.load_balancing == "round_robin" and odin.freki_target.startswith("dns:///")
+    assert all(compose[s]["deploy"]["replicas"] >= 2 for s in ("freki", "geri"))
 
 
 def test_dockerfile_installs_cpu_torch_before_the_project() -> None:
