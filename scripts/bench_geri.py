@@ -11,6 +11,7 @@ packaged SmolLM2, and ollama-proxy-plus (Ollama protocol) in front of it. ``--co
 SmolLM2's speed with no constraint and with llguidance (and xgrammar, when installed) on a JSON schema.
 
     .venv/bin/python scripts/bench_geri.py --backends embedded,ollama,openai --start-servers --rounds 5
+    .venv/bin/python scripts/bench_geri.py --backends ollama,openai --llama-server --rounds 9
     .venv/bin/python scripts/bench_geri.py --backends ollama --ollama-host http://127.0.0.1:11434 --model llama3.2
     .venv/bin/python scripts/bench_geri.py --constrained
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import statistics
@@ -93,10 +95,23 @@ def direct_embedded(backend: Backend, messages: list[ChatMessage], max_tokens: i
             yield False, event.completion_tokens
 
 
-def direct_ollama(host: str, model: str, messages: list[ChatMessage], max_tokens: int) -> Iterator[tuple[bool, int]]:
+@functools.cache
+def _ollama_client(host: str):  # type: ignore[no-untyped-def]
+    """One client per host, reused like Geri's own (a warm connection, no per-call construction)."""
     import ollama
 
-    client = ollama.Client(host=host)
+    return ollama.Client(host=host)
+
+
+@functools.cache
+def _openai_client(base_url: str):  # type: ignore[no-untyped-def]
+    import openai
+
+    return openai.OpenAI(base_url=base_url, api_key="EMPTY", max_retries=0)
+
+
+def direct_ollama(host: str, model: str, messages: list[ChatMessage], max_tokens: int) -> Iterator[tuple[bool, int]]:
+    client = _ollama_client(host)
     chunks = 0
     for part in client.chat(model=model, messages=[{"role": m.role, "content": m.content} for m in messages],
                             options={"num_predict": max_tokens, "temperature": 0.0}, stream=True):
@@ -106,9 +121,7 @@ def direct_ollama(host: str, model: str, messages: list[ChatMessage], max_tokens
 
 def direct_openai(base_url: str, model: str, messages: list[ChatMessage], max_tokens: int
                   ) -> Iterator[tuple[bool, int]]:
-    import openai
-
-    client = openai.OpenAI(base_url=base_url, api_key="EMPTY", max_retries=0)
+    client = _openai_client(base_url)
     chunks = 0
     for chunk in client.chat.completions.create(
             model=model, messages=[{"role": m.role, "content": m.content} for m in messages],  # type: ignore[misc]
@@ -197,6 +210,34 @@ def real_servers() -> Iterator[tuple[str, str, str]]:
         _stop(serve)
 
 
+@contextlib.contextmanager
+def llama_servers() -> Iterator[tuple[str, str, str]]:
+    """llama.cpp's llama-server (``make llama-server``) + ollama-proxy-plus: a server built for serving, as
+    vLLM/TGI are, so Geri's overhead is measured against a fast backend rather than transformers serve."""
+    import subprocess
+
+    from geri.backends.embedded import default_model_path
+    from tests.geri.fixtures import HF_DIR_NAME, OLLAMA_MODEL, _stop, _wait_http, free_port, start_ollama_proxy
+
+    llama = Path(os.environ.get("LLAMA_SERVER", ROOT / ".tools" / "llama-server" / "llama-server"))
+    if not llama.exists():
+        raise SystemExit(f"{llama} not found: run `make llama-server` or set LLAMA_SERVER")
+    workdir = Path(tempfile.mkdtemp(prefix="bench-geri-"))
+    port, proxy_port = free_port(), free_port()
+    serve = subprocess.Popen([str(llama), "-m", str(default_model_path()), "--host", "127.0.0.1", "--port", str(port),
+                              "-t", "1", "--alias", HF_DIR_NAME, "-c", "4096"],
+                             stdout=(workdir / "serve.log").open("wb"), stderr=subprocess.STDOUT)
+    proxy = None
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/health", serve, 180, workdir / "serve.log")
+        proxy = start_ollama_proxy(f"http://127.0.0.1:{port}/v1", proxy_port, workdir / "proxy.log")
+        yield f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{proxy_port}", OLLAMA_MODEL
+    finally:
+        if proxy is not None:
+            _stop(proxy)
+        _stop(serve)
+
+
 def bench_constrained(max_tokens: int) -> None:
     """Unconstrained vs schema-constrained decoding of the embedded model, same prompt."""
     import torch
@@ -259,6 +300,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backends", default="embedded", help="comma list of embedded, ollama, openai")
     parser.add_argument("--start-servers", action="store_true", help="start transformers serve + ollama-proxy")
+    parser.add_argument("--llama-server", action="store_true",
+                        help="start llama.cpp's llama-server + ollama-proxy instead (make llama-server)")
     parser.add_argument("--ollama-host", default="http://127.0.0.1:11434")
     parser.add_argument("--openai-base-url", default="http://127.0.0.1:8000/v1")
     parser.add_argument("--model", default="", help="model of the ollama/openai backends")
@@ -270,7 +313,8 @@ def main() -> None:
     if args.constrained:
         bench_constrained(args.max_tokens)
         return
-    with real_servers() if args.start_servers else contextlib.nullcontext(
+    servers = llama_servers() if args.llama_server else real_servers() if args.start_servers else None
+    with servers or contextlib.nullcontext(
             (args.openai_base_url, args.ollama_host, args.model)) as (openai_url, ollama_host, model):
         results = []
         base = {"host": "127.0.0.1", "port": 0}
