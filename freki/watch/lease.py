@@ -19,7 +19,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from freki.settings import FrekiSettings
+
 log = logging.getLogger("freki.watch")
+
+
+def watch_lease(settings: FrekiSettings, on_acquired: Callable[[], None]) -> WatchLease | None:
+    """The lease ``watch.lease_file`` asks for, or None (this process watches unconditionally)."""
+    if settings.watch.lease_file is not None:
+        return WatchLease(settings.watch.lease_file, settings.watch.lease_retry_s, on_acquired)
+    if settings.store.shared:
+        log.warning("store.shared with watched folders and no watch.lease_file: make sure no other replica "
+                    "watches these folders (docs/scaling.md)")
+    return None
 
 
 class WatchLease:

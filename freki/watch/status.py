@@ -38,3 +38,9 @@ class FolderState:
         self.skipped: OrderedDict[str, SkippedFile] = OrderedDict()
         self.queued = 0
         self.scanning = False
+
+    def report(self, waiting: int) -> FolderStatus:
+        """The folder's status; ``waiting``: its files debounced or in progress outside this state."""
+        return FolderStatus(path=str(self.spec.root), tenant_id=self.spec.tenant_id, files_indexed=len(self.indexed),
+                            files_pending=self.queued + int(self.scanning) + waiting,
+                            skipped=list(reversed(self.skipped.values())))

@@ -44,7 +44,7 @@ from freki.watch.files import (
     read_file,
     resolve_folders,
 )
-from freki.watch.lease import WatchLease
+from freki.watch.lease import watch_lease
 from freki.watch.moves import move_document, paired_source
 from freki.watch.state import FILE_NAME as STATE_FILE
 from freki.watch.state import WatchState, erasure_marks
@@ -73,21 +73,13 @@ class Watcher:
         self._busy: WatchedFolder | None = None
         # Outcomes since start (created, updated, unchanged, moved, deleted, skipped): for logs and tests.
         self.counts: Counter[str] = Counter()
-        lease_file = self.settings.lease_file
-        self.lease = WatchLease(lease_file, self.settings.lease_retry_s, self._start_watching) if lease_file else None
-        if lease_file is None and settings.store.shared:
-            log.warning("store.shared with watched folders and no watch.lease_file: make sure no other replica "
-                        "watches these folders (docs/scaling.md)")
+        self.lease = watch_lease(settings, self._start_watching)
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
-        """Watch every folder, then catch up on changes made while Freki was down.
-
-        With ``watch.lease_file``, only once this process holds the lease (``freki.watch.lease``)."""
-        if self.lease is None:
-            self._start_watching()
-        else:
-            self.lease.start()
+        """Watch every folder, then catch up on changes made while Freki was down (with ``watch.lease_file``:
+        once this process holds the lease, ``freki.watch.lease``)."""
+        (self.lease.start if self.lease is not None else self._start_watching)()
 
     def _start_watching(self) -> None:
         if self._stop.is_set():
@@ -102,9 +94,8 @@ class Watcher:
             self._observer = PollingObserver(timeout=self.settings.poll_interval_s)
             self._start_observer(handler)
         for target, name in ((self._work, "freki-watch-worker"), (self._catch_up_all, "freki-watch-catchup")):
-            thread = threading.Thread(target=target, name=name, daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._threads.append(threading.Thread(target=target, name=name, daemon=True))
+            self._threads[-1].start()
         log.info("watching %s", ", ".join(str(f.spec.root) for f in self._folders))
 
     def _start_observer(self, handler: EventRouter) -> None:
@@ -132,17 +123,8 @@ class Watcher:
     def status(self) -> tuple[list[FolderStatus], int]:
         """Per-folder status and the number of files waiting (debounced + queued + in progress)."""
         with self._status_lock:
-            folders = [
-                FolderStatus(
-                    path=str(f.spec.root),
-                    tenant_id=f.spec.tenant_id,
-                    files_indexed=len(f.indexed),
-                    files_pending=(f.queued + self._debouncer.count_under(f.spec.root) + int(f.scanning)
-                                   + int(self._busy is f.spec)),
-                    skipped=list(reversed(f.skipped.values())),
-                )
-                for f in self._folders
-            ]
+            folders = [f.report(self._debouncer.count_under(f.spec.root) + int(self._busy is f.spec))
+                       for f in self._folders]
             depth = self._queue.qsize() + len(self._debouncer) + int(self._busy is not None)
         return folders, depth
 
