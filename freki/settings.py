@@ -131,6 +131,9 @@ class RetrievalSettings(BaseModel):
     max_top_k: int = Field(1000, ge=1, le=10_000)
     score_threshold: float = Field(0.0, ge=0.0, le=1.0)
     query_cache_size: int = Field(4096, ge=0)
+    # Results of recent queries (freki/search/result_cache.py), dropped for a tenant on any write to it;
+    # bytes of payload held, 0 = off. Off by itself with store.shared (other replicas' writes are unseen).
+    result_cache_bytes: int = Field(32 * 1024 * 1024, ge=0)
     # Mode used when a request leaves SearchMode unspecified (see freki/search/retrieval.py for what each does).
     default_mode: Literal["dense", "sparse", "hybrid"] = "hybrid"
     # How hybrid mode fuses: "rrf" = Qdrant prefetch + reciprocal rank fusion in the store; "convex" =

@@ -99,10 +99,17 @@ class EngineCollector(Collector):
             ("freki_embeddings_computed", "Texts embedded (chunks, sentences, queries)", emb.texts_embedded),
             ("freki_query_cache_hits", "Query embeddings served from the LRU cache", emb.cache_hits),
             ("freki_query_cache_misses", "Query embeddings that had to be computed", emb.cache_misses),
+            ("freki_result_cache_hits", "RetrieveContext answers served from the result cache",
+             self._engine.results.hits),
+            ("freki_result_cache_misses", "RetrieveContext answers that had to be searched",
+             self._engine.results.misses),
         ):
             family = CounterMetricFamily(name, doc)
             family.add_metric([], float(value))
             yield family
+        cached = GaugeMetricFamily("freki_result_cache_bytes", "Bytes of results held by the result cache")
+        cached.add_metric([], float(self._engine.results.bytes))
+        yield cached
         repairs = CounterMetricFamily("freki_repairs", "What the start-up consistency pass removed", labels=["kind"])
         for kind, count in sorted(self._engine.repair_report.counts.items()):
             repairs.add_metric([kind], float(count))

@@ -30,6 +30,7 @@ from freki.ingest.registry import RECORD_SEALED_FIELDS, DocumentRecord, Document
 from freki.ingest.repair import RepairReport, repair
 from freki.ingest.sandbox import ParserSandbox
 from freki.search.rerank import CrossEncoderReranker
+from freki.search.result_cache import ResultCache, hit_bytes
 from freki.search.retrieval import Hit, Query, RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
 from freki.store import ChunkPoint, CollectionSpec, FieldMatch, StoredPoint, make_store
@@ -109,6 +110,7 @@ class FrekiEngine:
         log.info("chunking: configured %s, effective %s (model window %d word-pieces)",
                  self.chunking, effective, self.embedder.max_seq_length)
         self.sandbox = ParserSandbox(sandbox_config(settings))
+        self.results = ResultCache(0 if settings.store.shared else rs.result_cache_bytes)
         self.indexer = Indexer(
             embedder=self.embedder,
             make_chunker=make_chunker,
@@ -122,6 +124,7 @@ class FrekiEngine:
             sandbox=self.sandbox,
             limits=ingest_limits(settings),
             shared_grace_s=grace,
+            on_change=self.results.invalidate,
         )
         self.maintenance = Maintenance(self.purge, settings.store.maintenance_interval_s)
         self.retriever = Retriever(
@@ -147,8 +150,9 @@ class FrekiEngine:
         return result
 
     def retrieve(self, query: Query) -> list[Hit]:
-        """Search within the query's tenant."""
-        return self.retriever.retrieve(query)
+        """Search within the query's tenant (answered from the result cache when it can be)."""
+        return self.results.lookup(query.tenant_id, repr(query), lambda: self.retriever.retrieve(query),
+                                   lambda hit: hit_bytes(hit.payload))
 
     def get_document(self, tenant: str, document_id: str) -> DocumentRecord:
         """A document's record, or NotFound."""
@@ -194,6 +198,7 @@ class FrekiEngine:
                 for p, v, s in zip(points, vectors, sparse, strict=True)
             ])
             chunks_done += len(points)
+            self.results.invalidate(tenant)
         return len(ids), chunks_done
 
     # -- GDPR ------------------------------------------------------------------------------
@@ -216,6 +221,7 @@ class FrekiEngine:
             finally:
                 for record in records:
                     self.generations.show(record.generation)
+                self.results.invalidate(tenant)
             for record in records:
                 self.indexer.sentence_cache.forget(tenant, record.document_id)
         self._erase_purge()

@@ -17,7 +17,7 @@ places a crash test kills the process.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, generation_age_s
 from freki.store import ChunkPoint, FieldMatch, VectorStore
@@ -37,14 +37,17 @@ class Committer:
     """Writes, commits, retires and discards generations of documents."""
 
     def __init__(self, chunks: VectorStore, registry: DocumentRegistry, generations: Generations,
-                 keys: KeyStore, *, shared_grace_s: float | None = None) -> None:
+                 keys: KeyStore, *, shared_grace_s: float | None = None,
+                 on_change: Callable[[str], None] | None = None) -> None:
         """``shared_grace_s``: the collection is shared with other replicas (``store.shared``); a version
-        nobody committed is someone else's work in progress until it is this old."""
+        nobody committed is someone else's work in progress until it is this old. ``on_change(tenant)``:
+        called once a tenant's visible documents changed (caches drop its results)."""
         self.chunks = chunks
         self.registry = registry
         self.generations = generations
         self.keys = keys
         self.shared_grace_s = shared_grace_s
+        self.on_change = on_change or (lambda tenant: None)
 
     def commit(self, points: Sequence[ChunkPoint], record: DocumentRecord, previous: DocumentRecord | None,
                *, stage: str) -> int:
@@ -72,6 +75,7 @@ class Committer:
             self.generations.swap(shown=generation, hidden=old)
         else:
             self.generations.show(generation)
+        self.on_change(record.tenant_id)
         try:
             if self.shared_grace_s is None:  # this process alone writes the document (its lock is held)
                 deleted = self.chunks.delete_where([
@@ -134,4 +138,5 @@ class Committer:
         finally:
             if generation:
                 self.generations.show(generation)
+            self.on_change(tenant)
         return deleted

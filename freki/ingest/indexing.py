@@ -148,6 +148,7 @@ class Indexer:
         sandbox: ParserSandbox | None = None,
         limits: IngestLimits | None = None,
         shared_grace_s: float | None = None,
+        on_change: Callable[[str], None] | None = None,
     ) -> None:
         self._embedder = embedder
         self._make_chunker = make_chunker
@@ -159,7 +160,8 @@ class Indexer:
         self.sentence_cache = sentence_cache or SentenceVectorCache()
         self.sandbox = sandbox
         self.limits = limits or IngestLimits()
-        self.committer = Committer(chunks, registry, generations, keys, shared_grace_s=shared_grace_s)
+        self.committer = Committer(chunks, registry, generations, keys, shared_grace_s=shared_grace_s,
+                                   on_change=on_change)
         self._locks = _LockTable()
 
     def sparse_encode(self, texts: Sequence[str]) -> list[SparseVector | None]:

@@ -1,0 +1,86 @@
+"""A bounded cache of retrieval results, dropped for a tenant on any write to it.
+
+Key: the tenant, the tenant's write epoch and the whole validated query (text, mode, top_k, threshold,
+filters, document ids, variants, MMR, re-ranking). Any write that can change what a tenant's queries return
+(a document indexed, re-indexed, moved or deleted, an owner erased, a full re-index) calls ``invalidate``:
+the tenant's entries go at once and its epoch moves on, so a query that was already running when the write
+landed cannot store its (now stale) result where later queries would find it.
+
+Size is counted in bytes (payload strings plus a fixed overhead per hit); the least recently used entries
+go first. Only this process's writes are seen: with replicas sharing a collection (``store.shared``)
+the cache is off, since another replica's write would not reach it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+_H = TypeVar("_H")
+_OVERHEAD = 200  # bytes per hit beyond its strings: objects, dict slots, the score
+
+
+def hit_bytes(payload: dict[str, Any]) -> int:
+    """Approximate memory of one hit's payload."""
+    return _OVERHEAD + sum(len(str(k)) + len(str(v)) for k, v in payload.items())
+
+
+class ResultCache:
+    """Thread-safe LRU of result lists under a byte budget; ``max_bytes`` 0 turns it off."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[str, int, str], tuple[list[Any], int]] = OrderedDict()
+        self._by_tenant: dict[str, set[tuple[str, int, str]]] = {}
+        self._epochs: dict[str, int] = {}
+        self.bytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    def lookup(self, tenant: str, query_key: str, compute: Callable[[], Sequence[_H]],
+               size: Callable[[_H], int]) -> list[_H]:
+        """The cached result of ``query_key`` in ``tenant``, else ``compute()`` (stored if it fits)."""
+        if self.max_bytes <= 0:
+            return list(compute())
+        with self._lock:
+            key = (tenant, self._epochs.get(tenant, 0), query_key)
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return list(found[0])
+            self.misses += 1
+        result = list(compute())
+        cost = len(query_key) + sum(size(h) for h in result)
+        if cost > self.max_bytes:
+            return result
+        with self._lock:
+            if key[1] != self._epochs.get(tenant, 0) or key in self._entries:
+                return result  # a write landed meanwhile: this result may be stale
+            self._entries[key] = (result, cost)
+            self._by_tenant.setdefault(tenant, set()).add(key)
+            self.bytes += cost
+            while self.bytes > self.max_bytes:
+                self._drop(next(iter(self._entries)))
+        return list(result)
+
+    def invalidate(self, tenant: str) -> None:
+        """Something in ``tenant`` changed: forget its results, including those being computed."""
+        if self.max_bytes <= 0:
+            return
+        with self._lock:
+            self._epochs[tenant] = self._epochs.get(tenant, 0) + 1
+            for key in list(self._by_tenant.get(tenant, ())):
+                self._drop(key)
+
+    def _drop(self, key: tuple[str, int, str]) -> None:
+        _, cost = self._entries.pop(key)
+        self.bytes -= cost
+        keys = self._by_tenant.get(key[0])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_tenant[key[0]]
