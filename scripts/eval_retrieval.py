@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evalsets import EvalSet, pydoc_set, scifact  # noqa: E402
+from evalsets import EvalSet, pydoc_set, scifact, squad  # noqa: E402
 from evalsets.harness import (  # noqa: E402
     data_dir_for,
     eval_settings,
@@ -50,6 +50,9 @@ CONFIGS: dict[str, tuple[str, dict[str, object]]] = {
     "hybrid-rrf": ("hybrid", {"fusion": "rrf"}),
     "hybrid-convex": ("hybrid", {"fusion": "convex"}),
     "default": ("default", {}),
+    # Not Freki: the packaged MiniLM over each whole document (cut at its 256-word-piece window), cosine,
+    # in this process. The baseline Freki's own dense mode must not lose to (issue 18).
+    "minilm-whole": ("", {}),
 }
 
 
@@ -57,6 +60,8 @@ def load_sets(names: list[str]) -> list[EvalSet]:
     sets: list[EvalSet] = []
     if "scifact" in names:
         sets.append(scifact.load())
+    if "squad" in names:
+        sets.append(squad.load())
     if any(n.startswith("pydoc") for n in names):
         lexical, paraphrase = pydoc_set.load()
         sets.extend(s for s in (lexical, paraphrase) if s.name in names)
@@ -88,13 +93,36 @@ def run_configs(es: EvalSet, data_dir: Path, split: str, quick: int | None, conf
     for name in configs:
         mode, overrides = CONFIGS[name]
         started = time.perf_counter()
-        with running_freki(eval_settings(data_dir, **overrides)) as stub:
-            runs = run_queries(stub, queries, mode)
+        if name == "minilm-whole":
+            runs = whole_document_dense(es, queries)
+        else:
+            with running_freki(eval_settings(data_dir, **overrides)) as stub:
+                runs = run_queries(stub, queries, mode)
         results[name] = evaluate(runs, qrels)
         print(f"[{es.name}/{split}] {name:14s} nDCG@10 {results[name]['ndcg@10']:.4f}  "
               f"R@100 {results[name]['recall@100']:.4f}  ({len(queries)} queries, "
               f"{time.perf_counter() - started:.0f} s)", flush=True)
     return results
+
+
+def whole_document_dense(es: EvalSet, queries: dict[str, str], k: int = 100) -> dict[str, list[tuple[str, float]]]:
+    """Plain sentence-transformers retrieval: one vector per whole document, exact cosine search."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from freki.embed.embedder import resolve_model_path
+
+    model = SentenceTransformer(resolve_model_path("all-MiniLM-L6-v2"), device="cpu")
+    ids = list(es.corpus)
+    docs = model.encode([es.corpus[d] for d in ids], batch_size=32, normalize_embeddings=True)
+    qids = list(queries)
+    qvecs = model.encode([queries[q] for q in qids], batch_size=64, normalize_embeddings=True)
+    scores = np.asarray(qvecs) @ np.asarray(docs).T
+    runs = {}
+    for row, q in enumerate(qids):
+        top = np.argsort(-scores[row])[:k]
+        runs[q] = [(ids[i], float(scores[row, i])) for i in top]
+    return runs
 
 
 def tune(es: EvalSet, data_dir: Path, quick: int | None) -> None:
@@ -137,7 +165,8 @@ def _chunk_lists(stub, queries, mode):  # type: ignore[no-untyped-def]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="scifact,pydoc-lexical,pydoc-paraphrase")
+    parser.add_argument("--sets", default="scifact,pydoc-lexical,pydoc-paraphrase",
+                        help="comma list of scifact, squad, pydoc-lexical, pydoc-paraphrase")
     parser.add_argument("--split", default="test")
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--quick", type=int, default=None, help="evaluate a fixed random sample of N queries")

@@ -20,7 +20,9 @@ Decisions (the "why" behind the shape of this module):
   group for the same reason: a whole-group centroid depends on where the group started.
 * Overlap: a chunk after the first in its section starts with whole trailing sentences of the previous
   chunk's new text, at most `overlap_tokens`. `min_tokens` applies to the new text.
-* A section too small to hold two chunks of `min_tokens` is never embedded (nothing to decide).
+* A section that fits one chunk (`max_tokens` and the model window) is one chunk, whatever its size: no
+  sentence embedding pass, no overlap. A section too small to hold two chunks of `min_tokens` is never
+  embedded either (nothing to decide).
 """
 
 from __future__ import annotations
@@ -132,7 +134,11 @@ class SemanticChunker:
         tokens = [self._counter.count(u.text) for u in units]
         window = [self._window_tokens(u.text) - self._specials for u in units]
         plan = SectionPlan(section, units, tokens, window)
-        plan.needs_similarity = plan.total_tokens() >= 2 * self.effective.min_tokens and len(units) > 1
+        # A section that fits one chunk (the whole window, not the budget left after overlap) is one chunk:
+        # no sentence is embedded to look for boundaries, and nothing is overlapped or indexed twice.
+        plan.whole = plan.fits(0, len(units), self.effective.max_tokens, self.effective.window_limit - self._specials)
+        plan.needs_similarity = (not plan.whole and plan.total_tokens() >= 2 * self.effective.min_tokens
+                                 and len(units) > 1)
         return plan
 
     def _score_gaps(self, plans: list[SectionPlan]) -> None:
@@ -156,9 +162,8 @@ class SemanticChunker:
         if not plan.units:
             return []
         cores: list[tuple[int, int]] = []
-        if plan.fits(0, len(plan.units), limits.core_max_tokens, limits.core_max_window) and (
-            not plan.needs_similarity
-        ):
+        if plan.whole or (plan.fits(0, len(plan.units), limits.core_max_tokens, limits.core_max_window)
+                          and not plan.needs_similarity):
             cores = [(0, len(plan.units))]
         else:
             bounds = [0, *find_anchors(plan, limits), len(plan.units)]

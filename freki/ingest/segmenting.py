@@ -32,6 +32,7 @@ class SectionPlan:
         self.tokens = tokens
         self.window = window
         self.needs_similarity = False
+        self.whole = False  # the whole section fits one chunk
         # similarity[g]: next-sentence-to-recent-context similarity at the gap before unit g.
         self.similarity: list[float] | None = None
         self._token_sums = [0, *accumulate(tokens)]

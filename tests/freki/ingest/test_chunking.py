@@ -237,9 +237,20 @@ def test_pages_are_boundaries_and_recorded() -> None:
 def test_topic_shift_becomes_a_boundary() -> None:
     first = " ".join(f"Alpha fact {i} concerns {' '.join(FILLER[:8])}." for i in range(8))
     second = " ".join(f"Bravo fact {i} concerns {' '.join(FILLER[4:])}." for i in range(8))
-    config = ChunkingConfig(max_tokens=400, min_tokens=40, overlap_tokens=0)
+    config = ChunkingConfig(max_tokens=150, min_tokens=40, overlap_tokens=0)  # the paragraph needs two chunks
     chunks = make_chunker(config).chunk(doc_of(f"{first} {second}"))  # one paragraph: only similarity tells
     assert [c.text for c in chunks] == [first, second]
+
+
+def test_a_section_that_fits_one_chunk_is_one_chunk_and_embeds_nothing() -> None:
+    """Even with a topic shift inside: boundaries are only looked for where a split is needed (issue 18)."""
+    first = " ".join(f"Alpha fact {i} concerns {' '.join(FILLER[:8])}." for i in range(8))
+    second = " ".join(f"Bravo fact {i} concerns {' '.join(FILLER[4:])}." for i in range(8))
+    embed = CountingEmbed()
+    config = ChunkingConfig(max_tokens=400, min_tokens=40, overlap_tokens=60)
+    chunks = make_chunker(config, embed=embed).chunk(doc_of(f"{first} {second}"))
+    assert [c.text for c in chunks] == [f"{first} {second}"]
+    assert embed.calls == []
 
 
 def test_small_sections_are_not_embedded() -> None:
