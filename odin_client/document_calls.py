@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from wolf.v1 import freki_pb2
 
 from odin_client import messages
+from odin_client.batch_index import StreamUnusable, stream_index
 from odin_client.connection import Connection
 from odin_client.document_records import DocumentPage, DocumentRecord, export_record_to_dict, record_from_proto
 from odin_client.documents import DocumentFile, discover
@@ -17,6 +19,7 @@ from odin_client.errors import DeadlineExceeded, OdinError, ServiceUnavailable
 from odin_client.results import IndexResult, index_result_from_proto
 from odin_client.retry import RETRY_IDEMPOTENT_READ
 
+log = logging.getLogger("odin")
 ProgressCallback = Callable[[DocumentFile, IndexResult | OdinError], None]
 
 
@@ -49,32 +52,47 @@ class DocumentCalls(Connection):
     def index_documents(self, docs: Iterable[DocumentFile], *, metadata: Mapping[str, str] | None = None,
                         tenant_id: str | None = None, on_progress: ProgressCallback | None = None,
                         stop_on_error: bool = False) -> list[IndexResult | OdinError]:
-        """Index discovered files one by one.
+        """Index discovered files over one IndexDocuments stream (Freki parses and embeds them side by side).
 
         A document Freki rejects does not stop the others unless ``stop_on_error``; its error takes
-        its place in the result list. An unreachable Freki always stops the run (raises).
+        its place in the result list. If the stream cannot be used (an older Freki, a broken connection),
+        the documents still without a result are sent one call at a time, with retries; an unreachable
+        Freki then stops the run (raises).
 
         Returns:
             One IndexResult or OdinError per document, in order.
         """
-        results: list[IndexResult | OdinError] = []
-        for doc in docs:
+        docs = list(docs)
+        results: list[IndexResult | OdinError | None] = [None] * len(docs)
+
+        def settle(position: int, outcome: IndexResult | OdinError) -> None:
+            if isinstance(outcome, OdinError) and stop_on_error:
+                raise outcome
+            results[position] = outcome
+            if on_progress is not None:
+                on_progress(docs[position], outcome)
+
+        tenant = self._tenant(tenant_id)
+        try:
+            for position, streamed in stream_index(
+                    self._freki().IndexDocuments, docs,
+                    lambda doc: messages.index_file_request(doc, tenant_id=tenant, metadata=metadata),
+                    timeout=self.settings.index_deadline_s * max(1, len(docs)), metadata=self._metadata):
+                settle(position, streamed)
+        except StreamUnusable as exc:
+            log.info("IndexDocuments stream unusable (%s); indexing the remaining documents one by one", exc.reason)
+        for position, doc in enumerate(docs):
+            if results[position] is not None:
+                continue
             outcome: IndexResult | OdinError
             try:
-                request = messages.index_file_request(
-                    doc, tenant_id=self._tenant(tenant_id), metadata=metadata
-                )
-                outcome = self._index(request)
+                outcome = self._index(messages.index_file_request(doc, tenant_id=tenant, metadata=metadata))
             except (ServiceUnavailable, DeadlineExceeded):
                 raise
             except OdinError as exc:
-                if stop_on_error:
-                    raise
                 outcome = exc
-            results.append(outcome)
-            if on_progress is not None:
-                on_progress(doc, outcome)
-        return results
+            settle(position, outcome)
+        return [r for r in results if r is not None]
 
     def list_documents(self, *, page_size: int = 100, page_token: str = "", owner_id: str = "",
                        tenant_id: str | None = None) -> DocumentPage:

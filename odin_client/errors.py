@@ -103,12 +103,18 @@ def from_rpc_error(
     """
     code, details = status_of(exc)
     title = SERVICE_TITLES.get(service, service)
-    tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts > 1 else ""
     if after_messages and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
                                    grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL):
         message = (f"{title} {method} stream broke after {after_messages} message(s) "
                    f"({code.name}: {details}); the result is incomplete")
         return StreamInterrupted(message, service=service, code=code, details=details, attempts=attempts)
+    return from_status(code, details, service=service, method=method, attempts=attempts)
+
+
+def from_status(code: grpc.StatusCode, details: str, *, service: str, method: str, attempts: int = 1) -> OdinError:
+    """The OdinError for a status a call (or one item of a batch) ended with."""
+    title = SERVICE_TITLES.get(service, service)
+    tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts > 1 else ""
     cls = _CLASS_BY_CODE.get(code, OdinError)
     message = f"{title} {method} failed{tries}: {code.name}: {details or 'no details'}"
     if cls is ServiceUnavailable:

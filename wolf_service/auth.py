@@ -150,8 +150,11 @@ class ApiKeyInterceptor(WrappingInterceptor):
                 f"API key {key.name!r} lacks scope {needed!r}, which {rpc_name(method)} needs "
                 f"(it holds: {', '.join(key.scopes or []) or 'none'})",
             )
+        self._pin_tenant(key, request, context)
+
+    def _pin_tenant(self, key: ApiKey, request: Any, context: grpc.ServicerContext) -> None:
         if not hasattr(request, "tenant_id"):
-            return  # e.g. ListModels: no tenant-scoped data
+            return  # e.g. ListModels (no tenant-scoped data), or a stream of requests (pinned one by one)
         asked = str(request.tenant_id or "")
         if not asked:
             request.tenant_id = key.tenant
@@ -171,6 +174,12 @@ class ApiKeyInterceptor(WrappingInterceptor):
     ) -> Iterator[Any]:
         self._authorize(method, request, context)
         yield from call(request, context)
+
+    def each_message(self, method: str, message: Any, context: grpc.ServicerContext) -> Any:
+        key = self._match(bearer_token(context)) if self._keys() else None
+        if key is not None:  # the call was authorised in ``stream``; pin this message like a unary request
+            self._pin_tenant(key, message, context)
+        return message
 
 
 def main() -> int:

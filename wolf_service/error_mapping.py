@@ -104,6 +104,10 @@ class ErrorMappingInterceptor(WrappingInterceptor):
                 raise
             _abort_for(exc, method, request, context)
 
+    def each_message(self, method: str, message: Any, context: grpc.ServicerContext) -> Any:
+        _refuse_malformed(message, context)
+        return message
+
     def stream(
         self, method: str, request: Any, context: grpc.ServicerContext, call: StreamCall
     ) -> Iterator[Any]:

@@ -2,9 +2,11 @@
 
 gRPC server interceptors only see the method name and metadata; to observe the
 request, the response and the final status code they must wrap the handler. This
-module does that once, for unary and server-streaming RPCs (the only kinds Freki and
-Geri define), so the metrics, access-log, auth and audit interceptors each implement
-two small methods instead of re-doing the handler plumbing.
+module does that once, for unary, server-streaming and bidirectional RPCs (Freki's
+IndexDocuments), so the metrics, access-log, auth and audit interceptors each implement
+two small methods instead of re-doing the handler plumbing. In a bidirectional RPC,
+``stream`` gets the iterator of request messages, and ``each_message`` sees every one of
+them before the handler does (the auth interceptor pins each one to its key's tenant).
 """
 
 from __future__ import annotations
@@ -99,6 +101,10 @@ class WrappingInterceptor(grpc.ServerInterceptor):
         """Yield the messages of ``call(request, context)``."""
         yield from call(request, context)
 
+    def each_message(self, method: str, message: Any, context: grpc.ServicerContext) -> Any:
+        """A client-stream message on its way to the handler (returned as is by default)."""
+        return message
+
     def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
@@ -127,6 +133,18 @@ class WrappingInterceptor(grpc.ServerInterceptor):
 
             return grpc.unary_stream_rpc_method_handler(
                 unary_stream,
+                request_deserializer=self.wrap_deserializer(handler.request_deserializer),
+                response_serializer=handler.response_serializer,
+            )
+        if handler.stream_stream is not None:
+            inner_ss = handler.stream_stream
+
+            def stream_stream(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+                checked = (self.each_message(method, m, context) for m in requests)
+                return self.stream(method, checked, context, inner_ss)
+
+            return grpc.stream_stream_rpc_method_handler(
+                stream_stream,
                 request_deserializer=self.wrap_deserializer(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )

@@ -39,7 +39,7 @@ RELOADABLE = frozenset({
     "watch",  # the folder watcher is restarted with the new folders and options
 })
 
-INDEXING_RPCS = ("FrekiService/IndexDocument", "FrekiService/FullReindex")
+INDEXING_RPCS = ("FrekiService/IndexDocument", "FrekiService/IndexDocuments", "FrekiService/FullReindex")
 
 
 def _doc_target(request: Any) -> str:
@@ -49,6 +49,7 @@ def _doc_target(request: Any) -> str:
 # The API-key scope each RPC needs (wolf_service.auth); an RPC missing here needs "admin".
 SCOPES: dict[str, str] = {
     "FrekiService/IndexDocument": "write",
+    "FrekiService/IndexDocuments": "write",
     "FrekiService/RetrieveContext": "read",
     "FrekiService/GetDocument": "read",
     "FrekiService/ListDocuments": "read",
@@ -147,6 +148,8 @@ def install_metrics(metrics: ServiceMetrics, engine: FrekiEngine,
         embedded.inc(response.chunks_embedded)
 
     metrics.observe_responses("FrekiService/IndexDocument", on_indexed)
+    metrics.observe_responses("FrekiService/IndexDocuments",
+                              lambda result: on_indexed(result.response) if result.HasField("response") else None)
     metrics.observe_responses("FrekiService/FullReindex", on_reindexed)
     metrics.add_collector(EngineCollector(engine, metrics, watch_pending))
 

@@ -17,6 +17,7 @@ from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 
 from freki import gdpr
 from freki.api import convert, validation
+from freki.api.batch import index_stream
 from freki.engine import FrekiEngine
 from freki.ingest.deadline import Deadline
 from freki.ingest.indexing import IndexInput
@@ -47,8 +48,18 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     def IndexDocument(
         self, request: freki_pb2.IndexDocumentRequest, context: grpc.ServicerContext
     ) -> freki_pb2.IndexDocumentResponse:
-        validation.validate_index(request, self.settings)
+        return self._index_one(request, call_deadline(context))
+
+    def IndexDocuments(
+        self, requests: Iterator[freki_pb2.IndexDocumentRequest], context: grpc.ServicerContext
+    ) -> Iterator[freki_pb2.IndexDocumentsResult]:
         deadline = call_deadline(context)
+        yield from index_stream(requests, lambda r: self._index_one(r, deadline), self.settings.limits.batch_parallel)
+
+    def _index_one(
+        self, request: freki_pb2.IndexDocumentRequest, deadline: Deadline
+    ) -> freki_pb2.IndexDocumentResponse:
+        validation.validate_index(request, self.settings)
         result = self.engine.index(IndexInput(
             tenant_id=self._tenant(request.tenant_id),
             document_id=request.document_id or request.source,

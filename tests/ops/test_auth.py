@@ -164,3 +164,22 @@ def test_keys_without_scopes_keep_every_right_and_scopes_are_validated() -> None
     assert all(legacy.holds(s) for s in ("read", "write", "delete", "admin"))
     with pytest.raises(ValidationError, match="scopes"):
         ApiKey(name="typo", tenant="t", sha256=hash_key("y"), scopes=["reed"])  # type: ignore[list-item]
+
+
+def test_the_index_stream_is_guarded_and_pinned_message_by_message(start_freki) -> None:  # type: ignore[no-untyped-def]
+    """IndexDocuments (client stream): no key → UNAUTHENTICATED; each message pinned to the key's tenant,
+    and a message naming another tenant ends the stream with PERMISSION_DENIED."""
+    handle = start_freki(security={"api_keys": api_keys()})
+    with grpc.insecure_channel(handle.address) as channel:
+        stub = freki_stub(channel)
+        unkeyed = iter([index_request("s1", GERI_DOC)])
+        expect(grpc.StatusCode.UNAUTHENTICATED, lambda: list(stub.IndexDocuments(unkeyed)))
+        results = list(stub.IndexDocuments(iter([index_request("stream-geri", GERI_DOC)]), metadata=bearer("acme")))
+        assert [r.error_code for r in results] == [""]
+        doc = stub.GetDocument(freki_pb2.GetDocumentRequest(document_id="stream-geri"), metadata=bearer("acme"))
+        assert doc.tenant_id == "acme"
+        msg = expect(grpc.StatusCode.PERMISSION_DENIED, lambda: list(stub.IndexDocuments(
+            iter([index_request("stream-2", GERI_DOC, tenant="acme")]), metadata=bearer("globex"))))
+        assert "'acme'" in msg
+        expect(grpc.StatusCode.NOT_FOUND, stub.GetDocument,
+               freki_pb2.GetDocumentRequest(document_id="stream-2"), metadata=bearer("acme"))

@@ -22,6 +22,20 @@ INDEX_OUTCOME_CREATED: IndexOutcome
 INDEX_OUTCOME_UPDATED: IndexOutcome
 INDEX_OUTCOME_UNCHANGED: IndexOutcome
 
+class IndexDocumentsResult(_message.Message):
+    __slots__ = ("request_id", "document_id", "response", "error_code", "error_message")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    document_id: str
+    response: IndexDocumentResponse
+    error_code: str
+    error_message: str
+    def __init__(self, request_id: _Optional[str] = ..., document_id: _Optional[str] = ..., response: _Optional[_Union[IndexDocumentResponse, _Mapping]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ...) -> None: ...
+
 class IndexDocumentRequest(_message.Message):
     __slots__ = ("request_id", "tenant_id", "document_id", "source", "content", "content_type", "metadata", "content_bytes", "owner_id", "force_full_reindex")
     class MetadataEntry(_message.Message):

@@ -85,6 +85,11 @@ class FrekiServiceStub:
                 request_serializer=wolf_dot_v1_dot_freki__pb2.EmbedRequest.SerializeToString,
                 response_deserializer=wolf_dot_v1_dot_freki__pb2.EmbedResponse.FromString,
                 _registered_method=True)
+        self.IndexDocuments = channel.stream_stream(
+                '/wolf.v1.FrekiService/IndexDocuments',
+                request_serializer=wolf_dot_v1_dot_freki__pb2.IndexDocumentRequest.SerializeToString,
+                response_deserializer=wolf_dot_v1_dot_freki__pb2.IndexDocumentsResult.FromString,
+                _registered_method=True)
 
 
 class FrekiServiceServicer:
@@ -160,6 +165,15 @@ class FrekiServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def IndexDocuments(self, request_iterator, context):
+        """Index many documents over one stream (`odin index` of a folder): send IndexDocumentRequests, receive
+        one IndexDocumentsResult per document in the order sent. Consecutive documents are parsed and
+        embedded side by side. A refused document gets its error in its result and the stream goes on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FrekiServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -212,6 +226,11 @@ def add_FrekiServiceServicer_to_server(servicer, server):
                     servicer.Embed,
                     request_deserializer=wolf_dot_v1_dot_freki__pb2.EmbedRequest.FromString,
                     response_serializer=wolf_dot_v1_dot_freki__pb2.EmbedResponse.SerializeToString,
+            ),
+            'IndexDocuments': grpc.stream_stream_rpc_method_handler(
+                    servicer.IndexDocuments,
+                    request_deserializer=wolf_dot_v1_dot_freki__pb2.IndexDocumentRequest.FromString,
+                    response_serializer=wolf_dot_v1_dot_freki__pb2.IndexDocumentsResult.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -484,6 +503,33 @@ class FrekiService:
             '/wolf.v1.FrekiService/Embed',
             wolf_dot_v1_dot_freki__pb2.EmbedRequest.SerializeToString,
             wolf_dot_v1_dot_freki__pb2.EmbedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IndexDocuments(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/wolf.v1.FrekiService/IndexDocuments',
+            wolf_dot_v1_dot_freki__pb2.IndexDocumentRequest.SerializeToString,
+            wolf_dot_v1_dot_freki__pb2.IndexDocumentsResult.FromString,
             options,
             channel_credentials,
             insecure,

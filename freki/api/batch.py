@@ -1,0 +1,63 @@
+"""IndexDocuments: many documents over one bidirectional stream, a result per document, in order.
+
+Up to ``limits.batch_parallel`` documents are in work at once, so one document's parsing (a sandboxed
+worker process) and the next one's embedding overlap and both cores stay busy; the next request is read
+only when a slot is free, so a client streaming a huge folder never makes the server buffer it. A refused
+document — bad input, a limit, its deadline — gets the status IndexDocument would have returned, in its
+result, and the stream goes on; the stream itself ends early only when the call does (cancelled, its
+deadline, shutdown) or the client's messages are malformed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import grpc
+from wolf.v1 import freki_pb2
+
+from wolf_service.error_mapping import bounded
+from wolf_service.errors import status_code_of
+
+log = logging.getLogger("freki.service")
+
+IndexOne = Callable[[freki_pb2.IndexDocumentRequest], freki_pb2.IndexDocumentResponse]
+
+
+def index_stream(requests: Iterator[freki_pb2.IndexDocumentRequest], index_one: IndexOne,
+                 parallel: int) -> Iterator[freki_pb2.IndexDocumentsResult]:
+    """Index ``requests`` with ``index_one``, ``parallel`` at a time; yield their results in request order."""
+    pending: deque[tuple[freki_pb2.IndexDocumentRequest, Future[freki_pb2.IndexDocumentResponse]]] = deque()
+    with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="freki-batch") as pool:
+        try:
+            for request in requests:
+                pending.append((request, pool.submit(index_one, request)))
+                while len(pending) >= parallel or (pending and pending[0][1].done()):
+                    yield _result(*pending.popleft())
+            while pending:
+                yield _result(*pending.popleft())
+        finally:
+            for _, future in pending:  # the call ended early: do not start what has not started
+                future.cancel()
+
+
+def _result(request: freki_pb2.IndexDocumentRequest,
+            future: Future[freki_pb2.IndexDocumentResponse]) -> freki_pb2.IndexDocumentsResult:
+    document_id = request.document_id or request.source
+    try:
+        response = future.result()
+    except Exception as exc:  # mapped as the unary RPC's interceptor maps it (wolf_service.error_mapping)
+        code = status_code_of(exc)
+        if code == grpc.StatusCode.INTERNAL:
+            log.exception("internal error indexing %r in IndexDocuments (request_id=%s)", document_id[:200],
+                          request.request_id)
+            message = f"internal error (request_id={request.request_id}); see server log"
+        else:
+            message = bounded(str(exc))
+            log.info("IndexDocuments: %r refused with %s: %s", document_id[:200], code.name, bounded(message, 500))
+        return freki_pb2.IndexDocumentsResult(request_id=request.request_id, document_id=document_id,
+                                              error_code=code.name, error_message=message)
+    return freki_pb2.IndexDocumentsResult(request_id=request.request_id, document_id=response.document_id,
+                                          response=response)
