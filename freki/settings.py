@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from wolf_service import filetypes
@@ -126,12 +126,30 @@ class GdprSettings(BaseModel):
     purge_on_erase: bool = True
 
 
+class ModeThresholds(BaseModel):
+    """The minimum relevance a result needs when the request sets none, per search mode.
+
+    Chosen with scripts/eval_thresholds.py on the train splits of two unrelated corpora (SciFact, SQuAD),
+    each asked the other's questions: the highest threshold that keeps on-topic Recall@10 (≈ all) while
+    dropping most off-topic results. Lexical (sparse) relevance cannot tell an unrelated match on common
+    words from a relevant one at any threshold that keeps recall, so it gets none (docs/retrieval.md).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    hybrid: float = Field(0.2, ge=0.0, le=1.0)
+    dense: float = Field(0.25, ge=0.0, le=1.0)
+    sparse: float = Field(0.0, ge=0.0, le=1.0)
+
+
 class RetrievalSettings(BaseModel):
     """Defaults applied when a request leaves an option unset."""
 
     top_k: int = Field(5, ge=1, le=1000)
     max_top_k: int = Field(1000, ge=1, le=10_000)
-    score_threshold: float = Field(0.0, ge=0.0, le=1.0)
+    # One minimum relevance for every mode; None = the per-mode defaults of mode_thresholds.
+    score_threshold: float | None = Field(None, ge=0.0, le=1.0)
+    mode_thresholds: ModeThresholds = ModeThresholds()
     query_cache_size: int = Field(4096, ge=0)
     # Results of recent queries (freki/search/result_cache.py), dropped for a tenant on any write to it;
     # bytes of payload held, 0 = off. Off by itself with store.shared (other replicas' writes are unseen).

@@ -67,7 +67,10 @@ def render_answer(answer: Answer, *, include_text: bool = True) -> str:
 
 
 def render_retrieval(result: Retrieval) -> str:
-    """Sources with the retrieval's timing."""
+    """Sources with the retrieval's timing; says so when nothing was relevant enough."""
+    if result.nothing_relevant:
+        return (f"Found nothing relevant: {result.below_threshold} match(es) scored below the threshold "
+                f"{result.score_threshold:.2f} ({result.elapsed_ms:.0f} ms)")
     return (f"{render_sources(result.sources)}\n"
             f"{len(result.sources)} chunk(s), mean score {result.retrieval_score:.3f}, "
             f"{result.elapsed_ms:.0f} ms")

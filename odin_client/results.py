@@ -53,6 +53,10 @@ class Retrieval:
     attempts: int
     context: common_pb2.RAGContext
     warnings: list[str] = field(default_factory=list)
+    # The minimum relevance Freki applied, and how many of the top_k best matches it removed: no sources
+    # with below_threshold > 0 means "nothing relevant enough" (say so; do not answer from weak matches).
+    score_threshold: float = 0.0
+    below_threshold: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -63,7 +67,14 @@ class Retrieval:
             "elapsed_ms": round(self.elapsed_ms, 1),
             "attempts": self.attempts,
             "warnings": self.warnings,
+            "score_threshold": self.score_threshold,
+            "below_threshold": self.below_threshold,
         }
+
+    @property
+    def nothing_relevant(self) -> bool:
+        """Freki had matches but none reached the relevance threshold."""
+        return not self.sources and self.below_threshold > 0
 
 
 @dataclass(frozen=True)
@@ -269,6 +280,8 @@ def retrieval_from_proto(resp: common_pb2.WolfResponse, *, elapsed_ms: float, at
         attempts=attempts,
         context=ctx,
         warnings=list(resp.metadata.warnings),
+        score_threshold=float(ctx.score_threshold),
+        below_threshold=int(ctx.below_threshold),
     )
 
 

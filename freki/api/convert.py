@@ -55,17 +55,23 @@ def iso_timestamp(value: str) -> Timestamp:
 def query_from_request(request: common_pb2.WolfRequest, settings: FrekiSettings, default_mode: str) -> Query:
     """Apply server defaults to a validated RetrieveContext request."""
     opts = request.retrieval
+    mode = SEARCH_MODES.get(opts.mode, default_mode)
+    defaults = settings.retrieval
+    if opts.HasField("score_threshold"):
+        threshold = opts.score_threshold
+    elif defaults.score_threshold is not None:
+        threshold = defaults.score_threshold
+    else:
+        threshold = float(getattr(defaults.mode_thresholds, mode, 0.0))
     return Query(
         tenant_id=tenant_of(request.tenant_id, settings),
         text=request.prompt,
         top_k=opts.top_k or settings.retrieval.top_k,
-        score_threshold=(
-            opts.score_threshold if opts.HasField("score_threshold") else settings.retrieval.score_threshold
-        ),
+        score_threshold=threshold,
         filters=tuple(metadata_filter(f.key, list(f.values), f.exclude) for f in opts.filters),
         document_ids=tuple(opts.document_ids),
         variants=tuple(opts.query_variants),
-        mode=SEARCH_MODES.get(opts.mode, default_mode),
+        mode=mode,
         mmr_diversity=opts.mmr_diversity if opts.HasField("mmr_diversity") else None,
         rerank=opts.rerank,
     )
@@ -88,11 +94,13 @@ def retrieved_document(hit: Hit) -> common_pb2.RetrievedDocument:
     )
 
 
-def rag_context(hits: list[Hit]) -> common_pb2.RAGContext:
-    """Hits as a RAGContext whose retrieval_score is the mean relevance."""
+def rag_context(hits: list[Hit], score_threshold: float = 0.0) -> common_pb2.RAGContext:
+    """Hits as a RAGContext whose retrieval_score is the mean relevance (with the threshold applied and
+    how many matches it removed, when ``hits`` says: ``freki.search.retrieval.Hits``)."""
     docs = [retrieved_document(h) for h in hits]
     mean = sum(h.score for h in hits) / len(hits) if hits else 0.0
-    return common_pb2.RAGContext(documents=docs, retrieval_score=mean)
+    return common_pb2.RAGContext(documents=docs, retrieval_score=mean, score_threshold=score_threshold,
+                                 below_threshold=int(getattr(hits, "below_threshold", 0)))
 
 
 def document_info(record: DocumentRecord) -> freki_pb2.DocumentInfo:

@@ -77,11 +77,12 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> common_pb2.WolfResponse:
         started = time.perf_counter()
         validation.validate_retrieve(request, self.settings)
-        hits = self.engine.retrieve(convert.query_from_request(request, self.settings, self.default_mode))
+        query = convert.query_from_request(request, self.settings, self.default_mode)
+        hits = self.engine.retrieve(query)
         return common_pb2.WolfResponse(
             request_id=request.request_id,
             model_type=common_pb2.RAG,
-            rag_context=convert.rag_context(hits),
+            rag_context=convert.rag_context(hits, query.score_threshold),
             metadata=common_pb2.ResponseMetadata(
                 timestamp=convert.now_timestamp(),
                 duration_ms=int((time.perf_counter() - started) * 1000),

@@ -31,7 +31,7 @@ from freki.ingest.repair import RepairReport, repair
 from freki.ingest.sandbox import ParserSandbox
 from freki.search.rerank import CrossEncoderReranker
 from freki.search.result_cache import ResultCache, hit_bytes
-from freki.search.retrieval import Hit, Query, RetrievalConfig, Retriever
+from freki.search.retrieval import Hits, Query, RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
 from freki.store import ChunkPoint, CollectionSpec, FieldMatch, StoredPoint, make_store
 from freki.store.keys import KeyStore
@@ -149,7 +149,7 @@ class FrekiEngine:
             self.maintenance.touch()
         return result
 
-    def retrieve(self, query: Query) -> list[Hit]:
+    def retrieve(self, query: Query) -> Hits:
         """Search within the query's tenant (answered from the result cache when it can be)."""
         return self.results.lookup(query.tenant_id, repr(query), lambda: self.retriever.retrieve(query),
                                    lambda hit: hit_bytes(hit.payload))

@@ -13,12 +13,13 @@ the cache is off, since another replica's write would not reach it.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-_H = TypeVar("_H")
+_L = TypeVar("_L", bound=list)  # type: ignore[type-arg]
 _OVERHEAD = 200  # bytes per hit beyond its strings: objects, dict slots, the score
 
 
@@ -40,20 +41,22 @@ class ResultCache:
         self.hits = 0
         self.misses = 0
 
-    def lookup(self, tenant: str, query_key: str, compute: Callable[[], Sequence[_H]],
-               size: Callable[[_H], int]) -> list[_H]:
-        """The cached result of ``query_key`` in ``tenant``, else ``compute()`` (stored if it fits)."""
+    def lookup(self, tenant: str, query_key: str, compute: Callable[[], _L],
+               size: Callable[[Any], int]) -> _L:
+        """The cached result of ``query_key`` in ``tenant``, else ``compute()`` (stored if it fits).
+
+        Results are lists (or list subclasses with attributes); each caller gets its own shallow copy."""
         if self.max_bytes <= 0:
-            return list(compute())
+            return compute()
         with self._lock:
             key = (tenant, self._epochs.get(tenant, 0), query_key)
             found = self._entries.get(key)
             if found is not None:
                 self._entries.move_to_end(key)
                 self.hits += 1
-                return list(found[0])
+                return copy.copy(found[0])  # type: ignore[return-value]
             self.misses += 1
-        result = list(compute())
+        result = compute()
         cost = len(query_key) + sum(size(h) for h in result)
         if cost > self.max_bytes:
             return result
@@ -65,7 +68,7 @@ class ResultCache:
             self.bytes += cost
             while self.bytes > self.max_bytes:
                 self._drop(next(iter(self._entries)))
-        return list(result)
+        return copy.copy(result)
 
     def invalidate(self, tenant: str) -> None:
         """Something in ``tenant`` changed: forget its results, including those being computed."""

@@ -99,6 +99,12 @@ def scope_filter(query: Query) -> list[FieldMatch]:
     return flt
 
 
+class Hits(list[Hit]):
+    """Hits, best first; ``below_threshold``: how many of the top_k best matches the score threshold removed."""
+
+    below_threshold: int = 0
+
+
 class Retriever:
     """Runs queries against the chunk store."""
 
@@ -117,7 +123,7 @@ class Retriever:
         self.config = config or RetrievalConfig()
         self.reranker = reranker
 
-    def retrieve(self, query: Query) -> list[Hit]:
+    def retrieve(self, query: Query) -> Hits:
         """Top-k chunks for the query with relevance ≥ threshold, best first (or in MMR order)."""
         flt = scope_filter(query)
         texts = list(dict.fromkeys([query.text, *query.variants]))
@@ -142,10 +148,13 @@ class Retriever:
             head = ranked[: max(query.top_k, self.config.rerank_candidates)]
             self._load_payloads([s.id for s in head], payloads)
             ranked = self._rerank(query.text, head, payloads)
+        below = sum(s.score < query.score_threshold for s in ranked[: query.top_k])
         ranked = [s for s in ranked if s.score >= query.score_threshold]
         if query.mmr_diversity:
             ranked = self._mmr(ranked, query.top_k, query.mmr_diversity)
-        return self._hits(ranked, query.top_k, payloads)
+        hits = Hits(self._hits(ranked, query.top_k, payloads))
+        hits.below_threshold = below
+        return hits
 
     def _hits(self, ranked: list[Scored], k: int, payloads: dict[str, dict[str, Any]]) -> list[Hit]:
         """The first k ranked candidates that still exist, with payloads (loaded where a search left none)."""

@@ -146,6 +146,8 @@ def grounded_ask(question: str, opts: AskOptions, policy: AnswerPolicy) -> Gener
         best = max((s.score for s in retrieval.sources), default=0.0)
         reason = (f"no source is relevant enough: the best of {len(retrieval.sources)} scored {best:.3f}, "
                   f"below answer_min_score {policy.min_score:.3f}" if retrieval.sources
+                  else f"found nothing relevant: {retrieval.below_threshold} match(es) scored below Freki's "
+                  f"threshold {retrieval.score_threshold:.2f}" if retrieval.nothing_relevant
                   else "retrieval found no source")
         return Answer(text="", timings=Timings(retrieve_ms, 0.0, _ms(start)), generation=None, answered=False,
                       reason=reason, confidence=0.0, **common)

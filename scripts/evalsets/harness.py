@@ -172,7 +172,8 @@ def run_queries(stub: freki_pb2_grpc.FrekiServiceStub, queries: Mapping[str, str
     """Rank documents for every query through RetrieveContext."""
     def one(item: tuple[str, str]) -> tuple[str, list[tuple[str, float]]]:
         qid, text = item
-        return qid, doc_ranking(retrieve(stub, text, mode, top_k_chunks))
+        # Threshold 0: the ranking is measured, not Freki's default cut (scripts/eval_thresholds.py measures that).
+        return qid, doc_ranking(retrieve(stub, text, mode, top_k_chunks, score_threshold=0.0))
 
     with ThreadPoolExecutor(workers) as pool:
         return dict(pool.map(one, queries.items()))

@@ -75,7 +75,8 @@ def test_grounded_answer_cites_the_sentence_or_says_the_sources_are_silent(odin:
     else:
         assert answer.reason  # an abstention always says why
     off_topic = odin.ask("What is the capital of Peru?", top_k=3)
-    assert not off_topic.answered and off_topic.generation is None and "answer_min_score" in off_topic.reason
+    # Freki's default threshold already keeps an unrelated question's matches out, and Odin says so.
+    assert not off_topic.answered and off_topic.generation is None and "found nothing relevant" in off_topic.reason
 
 
 def test_erase_owner_reaches_freki_and_geri(odin: OdinClient):

@@ -43,10 +43,11 @@ def test_counters_move_with_real_calls(start_freki) -> None:  # type: ignore[no-
         first = stub.IndexDocument(index_request("metrics-geri", GERI_DOC, tenant="metrics"))
         stub.IndexDocument(index_request("metrics-geri", GERI_DOC, tenant="metrics"))  # unchanged
         stub.IndexDocument(index_request("metrics-bakery", BAKERY_DOC, tenant="metrics"))
-        # The model is shared by the whole session: a query no other test sends misses, then hits.
+        # The model is shared by the whole session: a query no other test sends misses, then hits. The same
+        # request again is answered by the result cache; with another top_k, by the query-embedding cache.
         query = f"Which port does Geri listen on? ({uuid.uuid4().hex})"
-        for _ in range(2):
-            stub.RetrieveContext(retrieve_request(query, tenant="metrics"))
+        for top_k in (0, 0, 2):
+            stub.RetrieveContext(retrieve_request(query, tenant="metrics", top_k=top_k))
         with pytest.raises(grpc.RpcError) as bad:
             stub.RetrieveContext(retrieve_request("", tenant="metrics"))
         assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -54,9 +55,9 @@ def test_counters_move_with_real_calls(start_freki) -> None:  # type: ignore[no-
     after = scrape(url)
     assert value(after, "wolf_rpc_requests_total", **index) == 3
     retrieve = {"service": "freki", "method": "FrekiService/RetrieveContext"}
-    assert value(after, "wolf_rpc_requests_total", **retrieve, code="OK") == 2
+    assert value(after, "wolf_rpc_requests_total", **retrieve, code="OK") == 3
     assert value(after, "wolf_rpc_requests_total", **retrieve, code="INVALID_ARGUMENT") == 1
-    assert value(after, "wolf_rpc_duration_seconds_count", **retrieve, code="OK") == 2
+    assert value(after, "wolf_rpc_duration_seconds_count", **retrieve, code="OK") == 3
     assert value(after, "wolf_rpc_duration_seconds_sum", **index) > 0
     # A caller's mistake is not a backend error.
     assert value(after, "wolf_backend_errors_total", **retrieve, code="INVALID_ARGUMENT") == 0
@@ -68,6 +69,9 @@ def test_counters_move_with_real_calls(start_freki) -> None:  # type: ignore[no-
     assert value(after, "freki_embeddings_computed_total") > value(before, "freki_embeddings_computed_total")
     assert value(after, "freki_query_cache_hits_total") >= value(before, "freki_query_cache_hits_total") + 1
     assert value(after, "freki_query_cache_misses_total") >= value(before, "freki_query_cache_misses_total") + 1
+    for name, moved in (("freki_result_cache_hits_total", 1), ("freki_result_cache_misses_total", 2)):
+        assert value(after, name) == value(before, name) + moved, name
+    assert value(after, "freki_result_cache_bytes") > 0
     assert value(after, "freki_index_queue_depth") == 0
     assert value(after, "wolf_rpc_in_flight", service="freki", method="FrekiService/IndexDocument") == 0
     # Process metrics: memory, CPU, open files of this very process.

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14wolf/v1/common.proto\x12\x07wolf.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9b\x01\n\x0fRequestMetadata\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x17\n\nmax_tokens\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x03 \x01(\x02H\x01\x88\x01\x01\x12\x10\n\x08language\x18\x04 \x01(\t\x12\x10\n\x08owner_id\x18\x05 \x01(\tB\r\n\x0b_max_tokensB\x0e\n\x0c_temperature\"\xf6\x01\n\x11RetrievedDocument\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x17\n\x0frelevance_score\x18\x03 \x01(\x02\x12:\n\x08metadata\x18\x04 \x03(\x0b\x32(.wolf.v1.RetrievedDocument.MetadataEntry\x12\x10\n\x08\x63hunk_id\x18\x05 \x01(\t\x12\x13\n\x0b\x63hunk_index\x18\x06 \x01(\x05\x12\x0e\n\x06source\x18\x07 \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"T\n\nRAGContext\x12-\n\tdocuments\x18\x01 \x03(\x0b\x32\x1a.wolf.v1.RetrievedDocument\x12\x17\n\x0fretrieval_score\x18\x02 \x01(\x02\"\xc2\x02\n\x0bLLMResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x13\n\x0btokens_used\x18\x02 \x01(\x05\x12\x12\n\nlatency_ms\x18\x03 \x01(\x03\x12\x11\n\x04\x63ost\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\nmodel_used\x18\x05 \x01(\tH\x01\x88\x01\x01\x12\x15\n\rprompt_tokens\x18\x06 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x07 \x01(\x05\x12\x10\n\x08thinking\x18\x08 \x01(\t\x12\x15\n\rfinish_reason\x18\t \x01(\t\x12\x0c\n\x04json\x18\n \x01(\t\x12%\n\ntool_calls\x18\x0b \x03(\x0b\x32\x11.wolf.v1.ToolCall\x12\x0f\n\x07\x62\x61\x63kend\x18\x0c \x01(\t\x12\x17\n\x0frepair_attempts\x18\r \x01(\x05\x42\x07\n\x05_costB\r\n\x0b_model_used\"\x95\x01\n\x10ResponseMetadata\x12-\n\ttimestamp\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x10\n\x08warnings\x18\x03 \x03(\t\x12\x1c\n\x14\x64ropped_document_ids\x18\x04 \x03(\t\x12\x13\n\x0b\x64uration_ms\x18\x05 \x01(\x03\">\n\x0eMetadataFilter\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06values\x18\x02 \x03(\t\x12\x0f\n\x07\x65xclude\x18\x03 \x01(\x08\"\x8c\x02\n\x10RetrievalOptions\x12\r\n\x05top_k\x18\x01 \x01(\x05\x12\x1c\n\x0fscore_threshold\x18\x02 \x01(\x02H\x00\x88\x01\x01\x12(\n\x07\x66ilters\x18\x03 \x03(\x0b\x32\x17.wolf.v1.MetadataFilter\x12!\n\x04mode\x18\x04 \x01(\x0e\x32\x13.wolf.v1.SearchMode\x12\x16\n\x0equery_variants\x18\x05 \x03(\t\x12\x14\n\x0c\x64ocument_ids\x18\x06 \x03(\t\x12\x1a\n\rmmr_diversity\x18\x07 \x01(\x02H\x01\x88\x01\x01\x12\x0e\n\x06rerank\x18\x08 \x01(\x08\x42\x12\n\x10_score_thresholdB\x10\n\x0e_mmr_diversity\"S\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x1e\n\x16parameters_json_schema\x18\x03 \x01(\t\"<\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\"f\n\x08\x43hatTurn\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12%\n\ntool_calls\x18\x03 \x03(\x0b\x32\x11.wolf.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x04 \x01(\t\"\xf8\x01\n\x11GenerationOptions\x12\r\n\x05model\x18\x01 \x01(\t\x12\x15\n\rsystem_prompt\x18\x02 \x01(\t\x12\x0c\n\x04stop\x18\x03 \x03(\t\x12\x12\n\x05top_p\x18\x04 \x01(\x02H\x00\x88\x01\x01\x12\x11\n\x04seed\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x13\n\x0bjson_schema\x18\x06 \x01(\t\x12&\n\x05tools\x18\x07 \x03(\x0b\x32\x17.wolf.v1.ToolDefinition\x12#\n\x08messages\x18\x08 \x03(\x0b\x32\x11.wolf.v1.ChatTurn\x12\x13\n\x0btool_choice\x18\t \x01(\tB\x08\n\x06_top_pB\x07\n\x05_seed\"\x9c\x02\n\x0bWolfRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12&\n\nmodel_type\x18\x02 \x01(\x0e\x32\x12.wolf.v1.ModelType\x12\x0e\n\x06prompt\x18\x03 \x01(\t\x12$\n\x07\x63ontext\x18\x04 \x01(\x0b\x32\x13.wolf.v1.RAGContext\x12*\n\x08metadata\x18\x05 \x01(\x0b\x32\x18.wolf.v1.RequestMetadata\x12\x11\n\ttenant_id\x18\x06 \x01(\t\x12,\n\tretrieval\x18\x07 \x01(\x0b\x32\x19.wolf.v1.RetrievalOptions\x12.\n\ngeneration\x18\x08 \x01(\x0b\x32\x1a.wolf.v1.GenerationOptions\"\xdb\x01\n\x0cWolfResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12&\n\nmodel_type\x18\x02 \x01(\x0e\x32\x12.wolf.v1.ModelType\x12*\n\x0brag_context\x18\x03 \x01(\x0b\x32\x13.wolf.v1.RAGContextH\x00\x12,\n\x0cllm_response\x18\x04 \x01(\x0b\x32\x14.wolf.v1.LLMResponseH\x00\x12+\n\x08metadata\x18\x05 \x01(\x0b\x32\x19.wolf.v1.ResponseMetadataB\x08\n\x06result*9\n\tModelType\x12\x1a\n\x16MODEL_TYPE_UNSPECIFIED\x10\x00\x12\x07\n\x03RAG\x10\x01\x12\x07\n\x03LLM\x10\x02*p\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11SEARCH_MODE_DENSE\x10\x01\x12\x16\n\x12SEARCH_MODE_SPARSE\x10\x02\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14wolf/v1/common.proto\x12\x07wolf.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9b\x01\n\x0fRequestMetadata\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x17\n\nmax_tokens\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x03 \x01(\x02H\x01\x88\x01\x01\x12\x10\n\x08language\x18\x04 \x01(\t\x12\x10\n\x08owner_id\x18\x05 \x01(\tB\r\n\x0b_max_tokensB\x0e\n\x0c_temperature\"\xf6\x01\n\x11RetrievedDocument\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x17\n\x0frelevance_score\x18\x03 \x01(\x02\x12:\n\x08metadata\x18\x04 \x03(\x0b\x32(.wolf.v1.RetrievedDocument.MetadataEntry\x12\x10\n\x08\x63hunk_id\x18\x05 \x01(\t\x12\x13\n\x0b\x63hunk_index\x18\x06 \x01(\x05\x12\x0e\n\x06source\x18\x07 \x01(\t\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x86\x01\n\nRAGContext\x12-\n\tdocuments\x18\x01 \x03(\x0b\x32\x1a.wolf.v1.RetrievedDocument\x12\x17\n\x0fretrieval_score\x18\x02 \x01(\x02\x12\x17\n\x0fscore_threshold\x18\x03 \x01(\x02\x12\x17\n\x0f\x62\x65low_threshold\x18\x04 \x01(\x05\"\xc2\x02\n\x0bLLMResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x13\n\x0btokens_used\x18\x02 \x01(\x05\x12\x12\n\nlatency_ms\x18\x03 \x01(\x03\x12\x11\n\x04\x63ost\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\nmodel_used\x18\x05 \x01(\tH\x01\x88\x01\x01\x12\x15\n\rprompt_tokens\x18\x06 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x07 \x01(\x05\x12\x10\n\x08thinking\x18\x08 \x01(\t\x12\x15\n\rfinish_reason\x18\t \x01(\t\x12\x0c\n\x04json\x18\n \x01(\t\x12%\n\ntool_calls\x18\x0b \x03(\x0b\x32\x11.wolf.v1.ToolCall\x12\x0f\n\x07\x62\x61\x63kend\x18\x0c \x01(\t\x12\x17\n\x0frepair_attempts\x18\r \x01(\x05\x42\x07\n\x05_costB\r\n\x0b_model_used\"\x95\x01\n\x10ResponseMetadata\x12-\n\ttimestamp\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x10\n\x08warnings\x18\x03 \x03(\t\x12\x1c\n\x14\x64ropped_document_ids\x18\x04 \x03(\t\x12\x13\n\x0b\x64uration_ms\x18\x05 \x01(\x03\">\n\x0eMetadataFilter\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0e\n\x06values\x18\x02 \x03(\t\x12\x0f\n\x07\x65xclude\x18\x03 \x01(\x08\"\x8c\x02\n\x10RetrievalOptions\x12\r\n\x05top_k\x18\x01 \x01(\x05\x12\x1c\n\x0fscore_threshold\x18\x02 \x01(\x02H\x00\x88\x01\x01\x12(\n\x07\x66ilters\x18\x03 \x03(\x0b\x32\x17.wolf.v1.MetadataFilter\x12!\n\x04mode\x18\x04 \x01(\x0e\x32\x13.wolf.v1.SearchMode\x12\x16\n\x0equery_variants\x18\x05 \x03(\t\x12\x14\n\x0c\x64ocument_ids\x18\x06 \x03(\t\x12\x1a\n\rmmr_diversity\x18\x07 \x01(\x02H\x01\x88\x01\x01\x12\x0e\n\x06rerank\x18\x08 \x01(\x08\x42\x12\n\x10_score_thresholdB\x10\n\x0e_mmr_diversity\"S\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x1e\n\x16parameters_json_schema\x18\x03 \x01(\t\"<\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\"f\n\x08\x43hatTurn\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12%\n\ntool_calls\x18\x03 \x03(\x0b\x32\x11.wolf.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x04 \x01(\t\"\xf8\x01\n\x11GenerationOptions\x12\r\n\x05model\x18\x01 \x01(\t\x12\x15\n\rsystem_prompt\x18\x02 \x01(\t\x12\x0c\n\x04stop\x18\x03 \x03(\t\x12\x12\n\x05top_p\x18\x04 \x01(\x02H\x00\x88\x01\x01\x12\x11\n\x04seed\x18\x05 \x01(\x05H\x01\x88\x01\x01\x12\x13\n\x0bjson_schema\x18\x06 \x01(\t\x12&\n\x05tools\x18\x07 \x03(\x0b\x32\x17.wolf.v1.ToolDefinition\x12#\n\x08messages\x18\x08 \x03(\x0b\x32\x11.wolf.v1.ChatTurn\x12\x13\n\x0btool_choice\x18\t \x01(\tB\x08\n\x06_top_pB\x07\n\x05_seed\"\x9c\x02\n\x0bWolfRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12&\n\nmodel_type\x18\x02 \x01(\x0e\x32\x12.wolf.v1.ModelType\x12\x0e\n\x06prompt\x18\x03 \x01(\t\x12$\n\x07\x63ontext\x18\x04 \x01(\x0b\x32\x13.wolf.v1.RAGContext\x12*\n\x08metadata\x18\x05 \x01(\x0b\x32\x18.wolf.v1.RequestMetadata\x12\x11\n\ttenant_id\x18\x06 \x01(\t\x12,\n\tretrieval\x18\x07 \x01(\x0b\x32\x19.wolf.v1.RetrievalOptions\x12.\n\ngeneration\x18\x08 \x01(\x0b\x32\x1a.wolf.v1.GenerationOptions\"\xdb\x01\n\x0cWolfResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12&\n\nmodel_type\x18\x02 \x01(\x0e\x32\x12.wolf.v1.ModelType\x12*\n\x0brag_context\x18\x03 \x01(\x0b\x32\x13.wolf.v1.RAGContextH\x00\x12,\n\x0cllm_response\x18\x04 \x01(\x0b\x32\x14.wolf.v1.LLMResponseH\x00\x12+\n\x08metadata\x18\x05 \x01(\x0b\x32\x19.wolf.v1.ResponseMetadataB\x08\n\x06result*9\n\tModelType\x12\x1a\n\x16MODEL_TYPE_UNSPECIFIED\x10\x00\x12\x07\n\x03RAG\x10\x01\x12\x07\n\x03LLM\x10\x02*p\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11SEARCH_MODE_DENSE\x10\x01\x12\x16\n\x12SEARCH_MODE_SPARSE\x10\x02\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,36 +34,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RETRIEVEDDOCUMENT_METADATAENTRY']._loaded_options = None
   _globals['_RETRIEVEDDOCUMENT_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_MODELTYPE']._serialized_start=2382
-  _globals['_MODELTYPE']._serialized_end=2439
-  _globals['_SEARCHMODE']._serialized_start=2441
-  _globals['_SEARCHMODE']._serialized_end=2553
+  _globals['_MODELTYPE']._serialized_start=2433
+  _globals['_MODELTYPE']._serialized_end=2490
+  _globals['_SEARCHMODE']._serialized_start=2492
+  _globals['_SEARCHMODE']._serialized_end=2604
   _globals['_REQUESTMETADATA']._serialized_start=67
   _globals['_REQUESTMETADATA']._serialized_end=222
   _globals['_RETRIEVEDDOCUMENT']._serialized_start=225
   _globals['_RETRIEVEDDOCUMENT']._serialized_end=471
   _globals['_RETRIEVEDDOCUMENT_METADATAENTRY']._serialized_start=424
   _globals['_RETRIEVEDDOCUMENT_METADATAENTRY']._serialized_end=471
-  _globals['_RAGCONTEXT']._serialized_start=473
-  _globals['_RAGCONTEXT']._serialized_end=557
-  _globals['_LLMRESPONSE']._serialized_start=560
-  _globals['_LLMRESPONSE']._serialized_end=882
-  _globals['_RESPONSEMETADATA']._serialized_start=885
-  _globals['_RESPONSEMETADATA']._serialized_end=1034
-  _globals['_METADATAFILTER']._serialized_start=1036
-  _globals['_METADATAFILTER']._serialized_end=1098
-  _globals['_RETRIEVALOPTIONS']._serialized_start=1101
-  _globals['_RETRIEVALOPTIONS']._serialized_end=1369
-  _globals['_TOOLDEFINITION']._serialized_start=1371
-  _globals['_TOOLDEFINITION']._serialized_end=1454
-  _globals['_TOOLCALL']._serialized_start=1456
-  _globals['_TOOLCALL']._serialized_end=1516
-  _globals['_CHATTURN']._serialized_start=1518
-  _globals['_CHATTURN']._serialized_end=1620
-  _globals['_GENERATIONOPTIONS']._serialized_start=1623
-  _globals['_GENERATIONOPTIONS']._serialized_end=1871
-  _globals['_WOLFREQUEST']._serialized_start=1874
-  _globals['_WOLFREQUEST']._serialized_end=2158
-  _globals['_WOLFRESPONSE']._serialized_start=2161
-  _globals['_WOLFRESPONSE']._serialized_end=2380
+  _globals['_RAGCONTEXT']._serialized_start=474
+  _globals['_RAGCONTEXT']._serialized_end=608
+  _globals['_LLMRESPONSE']._serialized_start=611
+  _globals['_LLMRESPONSE']._serialized_end=933
+  _globals['_RESPONSEMETADATA']._serialized_start=936
+  _globals['_RESPONSEMETADATA']._serialized_end=1085
+  _globals['_METADATAFILTER']._serialized_start=1087
+  _globals['_METADATAFILTER']._serialized_end=1149
+  _globals['_RETRIEVALOPTIONS']._serialized_start=1152
+  _globals['_RETRIEVALOPTIONS']._serialized_end=1420
+  _globals['_TOOLDEFINITION']._serialized_start=1422
+  _globals['_TOOLDEFINITION']._serialized_end=1505
+  _globals['_TOOLCALL']._serialized_start=1507
+  _globals['_TOOLCALL']._serialized_end=1567
+  _globals['_CHATTURN']._serialized_start=1569
+  _globals['_CHATTURN']._serialized_end=1671
+  _globals['_GENERATIONOPTIONS']._serialized_start=1674
+  _globals['_GENERATIONOPTIONS']._serialized_end=1922
+  _globals['_WOLFREQUEST']._serialized_start=1925
+  _globals['_WOLFREQUEST']._serialized_end=2209
+  _globals['_WOLFRESPONSE']._serialized_start=2212
+  _globals['_WOLFRESPONSE']._serialized_end=2431
 # @@protoc_insertion_point(module_scope)

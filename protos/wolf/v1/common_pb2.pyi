@@ -70,12 +70,16 @@ class RetrievedDocument(_message.Message):
     def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ...) -> None: ...
 
 class RAGContext(_message.Message):
-    __slots__ = ("documents", "retrieval_score")
+    __slots__ = ("documents", "retrieval_score", "score_threshold", "below_threshold")
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     RETRIEVAL_SCORE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    BELOW_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     documents: _containers.RepeatedCompositeFieldContainer[RetrievedDocument]
     retrieval_score: float
-    def __init__(self, documents: _Optional[_Iterable[_Union[RetrievedDocument, _Mapping]]] = ..., retrieval_score: _Optional[float] = ...) -> None: ...
+    score_threshold: float
+    below_threshold: int
+    def __init__(self, documents: _Optional[_Iterable[_Union[RetrievedDocument, _Mapping]]] = ..., retrieval_score: _Optional[float] = ..., score_threshold: _Optional[float] = ..., below_threshold: _Optional[int] = ...) -> None: ...
 
 class LLMResponse(_message.Message):
     __slots__ = ("text", "tokens_used", "latency_ms", "cost", "model_used", "prompt_tokens", "completion_tokens", "thinking", "finish_reason", "json", "tool_calls", "backend", "repair_attempts")

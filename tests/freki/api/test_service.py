@@ -83,7 +83,8 @@ def test_results_carry_frontmatter_and_section_metadata(freki_stub, corpus) -> N
 
 def test_metadata_filter_restricts_results(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]
     flt = common_pb2.MetadataFilter(key="team", values=["kitchen"])
-    docs = retrieve(freki_stub, "Which TCP port does Geri listen on?", top_k=10, filters=[flt]).rag_context.documents
+    docs = retrieve(freki_stub, "Which TCP port does Geri listen on?", top_k=10, filters=[flt],
+                    score_threshold=0.0).rag_context.documents  # the filter is tested, not relevance
     assert docs and {d.document_id for d in docs} == {"bread.md"}
     excl = common_pb2.MetadataFilter(key="team", values=["kitchen"], exclude=True)
     docs = retrieve(freki_stub, "sourdough starter", top_k=10, filters=[excl]).rag_context.documents
@@ -95,8 +96,23 @@ def test_score_threshold_is_a_minimum(freki_stub, corpus) -> None:  # type: igno
     strict = retrieve(freki_stub, "largest moon of Jupiter", top_k=10, score_threshold=0.45).rag_context.documents
     assert len(strict) < len(loose)
     assert strict and all(d.relevance_score >= 0.45 for d in strict)
-    none = retrieve(freki_stub, "largest moon of Jupiter", top_k=10, score_threshold=0.99).rag_context.documents
-    assert list(none) == []
+    none = retrieve(freki_stub, "largest moon of Jupiter", top_k=10, score_threshold=0.99).rag_context
+    assert list(none.documents) == [] and none.below_threshold == len(loose)
+    assert none.score_threshold == pytest.approx(0.99)
+
+
+@pytest.mark.parametrize(("mode", "threshold"), [
+    (common_pb2.SEARCH_MODE_UNSPECIFIED, 0.2), (common_pb2.SEARCH_MODE_HYBRID, 0.2),
+    (common_pb2.SEARCH_MODE_DENSE, 0.25), (common_pb2.SEARCH_MODE_SPARSE, 0.0)])
+def test_unrelated_questions_find_nothing_and_say_so(freki_stub, corpus, mode, threshold) -> None:  # type: ignore[no-untyped-def]
+    """The default threshold per mode (retrieval.mode_thresholds, scripts/eval_thresholds.py) keeps an
+    unrelated question's matches out, and the reply says how many it removed."""
+    ctx = retrieve(freki_stub, "What is the capital of Mongolia and who founded it?", top_k=3, mode=mode).rag_context
+    assert ctx.score_threshold == pytest.approx(threshold)
+    if threshold:
+        assert list(ctx.documents) == [] and ctx.below_threshold == 3
+    related = retrieve(freki_stub, "Which TCP port does Geri listen on?", top_k=3, mode=mode).rag_context
+    assert related.documents[0].document_id == "geri.md"
 
 
 def test_reindexing_unchanged_content_is_a_noop(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]

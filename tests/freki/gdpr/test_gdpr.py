@@ -39,7 +39,8 @@ class Env:
     def search(self, tenant: str, text: str) -> list[common_pb2.RetrievedDocument]:
         return list(self.stub.RetrieveContext(common_pb2.WolfRequest(
             request_id="q", tenant_id=tenant, model_type=common_pb2.RAG, prompt=text,
-            retrieval=common_pb2.RetrievalOptions(top_k=50)), timeout=30).rag_context.documents)
+            # threshold 0: everything the tenant still has must be reachable, however unrelated
+            retrieval=common_pb2.RetrievalOptions(top_k=50, score_threshold=0.0)), timeout=30).rag_context.documents)
 
     def listed(self, tenant: str, owner: str = "") -> list[str]:
         response = self.stub.ListDocuments(
@@ -109,7 +110,7 @@ def test_erasing_an_owner_leaves_nothing_retrievable_listable_or_exportable(env:
 
     response = env.stub.DeleteOwnerData(freki_pb2.DeleteOwnerDataRequest(
         request_id="erase-alice", tenant_id="t1", owner_id="alice"), timeout=60)
-    assert response.documents_deleted == 2 and response.chunks_deleted > 2
+    assert response.documents_deleted == 2 and response.chunks_deleted >= 2
 
     hits = env.search("t1", "Where does Alice Example live? Birch Lane badge number")
     assert hits and not any(h.document_id.startswith("alice") or "Birch" in h.content for h in hits)

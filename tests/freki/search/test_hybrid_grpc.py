@@ -131,7 +131,7 @@ def test_query_variants_are_merged(server) -> None:  # type: ignore[no-untyped-d
     alone = ids(ask(stub, CODE_QUERY, common_pb2.SEARCH_MODE_HYBRID, top_k=2))
     assert "car-battery" not in alone
     merged = ids(ask(stub, CODE_QUERY, common_pb2.SEARCH_MODE_HYBRID, top_k=4,
-                     query_variants=[PARAPHRASE_QUERY]))
+                     query_variants=[PARAPHRASE_QUERY], score_threshold=0.0))  # merging is tested, not relevance
     assert "valve-e4417" in merged and "car-battery" in merged
 
 
