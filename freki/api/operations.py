@@ -33,6 +33,7 @@ RELOADABLE = frozenset({
     "retrieval.top_k",
     "retrieval.max_top_k",
     "retrieval.score_threshold",
+    "retrieval.mode_thresholds",
     "chunking",  # applied to documents indexed (or changed) after the reload
     "max_prompt_chars",
     "max_document_bytes",
