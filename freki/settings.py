@@ -8,7 +8,7 @@ Precedence: defaults < JSON file (``FREKI_SETTINGS_FILE`` or ``--config``) < env
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import SettingsConfigDict
@@ -43,6 +43,10 @@ class ChunkingSettings(BaseModel):
         return self
 
 
+# What a metadata key may look like (freki.ingest.quotas.METADATA_KEY).
+MetadataKey = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")]
+
+
 class StoreSettings(BaseModel):
     """Where vectors live: the embedded Qdrant engine or a Qdrant server."""
 
@@ -72,6 +76,10 @@ class StoreSettings(BaseModel):
     # Shared collections: a version nobody committed is removed once it is this old (longer than any
     # index call can take).
     orphan_grace_s: float = Field(3600.0, gt=0.0)
+    # Metadata keys to index for fast filtering (a keyword index on the values, float indexes on the numbers
+    # and dates they hold). Filters work on every key without one; an index pays on a Qdrant server with
+    # many points per tenant. Added at start when missing, never dropped.
+    indexed_metadata: list[MetadataKey] = Field(default_factory=list, max_length=64)
 
     @model_validator(mode="after")
     def _shared_needs_remote(self) -> StoreSettings:
@@ -110,6 +118,12 @@ class LimitsSettings(BaseModel):
     metadata_keys: int = Field(64, ge=1)
     metadata_value_chars: int = Field(8192, ge=1)
     metadata_bytes: int = Field(16 * 1024, ge=1)
+    # What one RetrieveContext may ask for: each query variant is one more query embedding and search; filters
+    # and their values, and document ids, become one engine filter.
+    max_query_variants: int = Field(8, ge=0, le=256)
+    max_filters: int = Field(32, ge=1, le=1024)
+    max_filter_values: int = Field(1024, ge=1, le=100_000)
+    max_document_ids: int = Field(1024, ge=1, le=100_000)
 
 
 class GdprSettings(BaseModel):

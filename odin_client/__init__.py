@@ -16,6 +16,7 @@ from odin_client.errors import (
     ServiceUnavailable,
     StreamInterrupted,
 )
+from odin_client.filters import Filter
 from odin_client.results import Answer, Generation, IndexResult, Retrieval, Source, Timings
 from odin_client.retry import RetryPolicy
 from odin_client.settings import OdinSettings
@@ -26,6 +27,7 @@ __all__ = [
     "AsyncOdinClient",
     "ClientClosed",
     "DeadlineExceeded",
+    "Filter",
     "Generation",
     "IndexResult",
     "IndexStatusInfo",

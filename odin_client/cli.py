@@ -17,6 +17,7 @@ from odin_client.chat import run_chat
 from odin_client.client import OdinClient
 from odin_client.documents import DocumentFile, discover
 from odin_client.errors import InvalidRequest, OdinError, ServiceUnavailable
+from odin_client.filters import parse_expressions
 from odin_client.messages import SEARCH_MODES
 from odin_client.render import (
     render_answer,
@@ -56,7 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval = argparse.ArgumentParser(add_help=False)
     retrieval.add_argument("--top-k", type=int, default=0, help="chunks to retrieve (0 = server default)")
     retrieval.add_argument("--filter", action="append", metavar="KEY=VALUE",
-                           help="metadata filter; repeat a key to allow several values")
+                           help="metadata filter: KEY=VALUE (repeat a key to allow several values), KEY!=VALUE, "
+                                "KEY>=N, KEY<DATE...; @content_type, @source, @document_id, @owner_id are "
+                                "Freki's own fields")
+    retrieval.add_argument("--filter-all", action="append", metavar="KEY=VALUE",
+                           help="list metadata that must hold every value given for KEY")
     retrieval.add_argument("--mode", choices=[m for m in SEARCH_MODES if m], default="",
                            help="search mode (default: server's)")
 
@@ -126,7 +131,7 @@ def _ask(client: OdinClient, args: argparse.Namespace) -> int:
             sys.stdout.flush()
 
     answer = client.ask(
-        args.question, top_k=args.top_k, filters=_pairs(args.filter, "--filter"), mode=args.mode,
+        args.question, top_k=args.top_k, filters=parse_expressions(args.filter, args.filter_all), mode=args.mode,
         allow_no_context=args.allow_no_context, model=args.model, max_tokens=args.max_tokens,
         temperature=args.temperature, on_text=on_text if args.stream else None, grounded=not args.free,
         session_id=args.session, owner_id=args.owner,
@@ -141,7 +146,7 @@ def _ask(client: OdinClient, args: argparse.Namespace) -> int:
 
 
 def _retrieve(client: OdinClient, args: argparse.Namespace) -> int:
-    result = client.retrieve(args.query, top_k=args.top_k, filters=_pairs(args.filter, "--filter"),
+    result = client.retrieve(args.query, top_k=args.top_k, filters=parse_expressions(args.filter, args.filter_all),
                              mode=args.mode)
     if args.json:
         _print_json(result.to_dict())
@@ -214,7 +219,7 @@ def _status(client: OdinClient, args: argparse.Namespace) -> int:
 
 
 def _chat(client: OdinClient, args: argparse.Namespace) -> int:
-    options = {"top_k": args.top_k, "filters": _pairs(args.filter, "--filter"), "mode": args.mode,
+    options = {"top_k": args.top_k, "filters": parse_expressions(args.filter, args.filter_all), "mode": args.mode,
                "model": args.model, "max_tokens": args.max_tokens}
     return run_chat(client, session_id=args.session, owner_id=args.owner, ask_options=options, read=input,
                     out=sys.stdout, as_json=args.json)

@@ -14,8 +14,7 @@ from wolf.v1 import common_pb2, freki_pb2
 
 from odin_client.documents import DocumentFile, read_document
 from odin_client.errors import InvalidRequest
-
-Filters = Mapping[str, str | Sequence[str]]
+from odin_client.filters import Filters, metadata_filters
 
 SEARCH_MODES = {
     "": common_pb2.SEARCH_MODE_UNSPECIFIED,
@@ -28,17 +27,6 @@ SEARCH_MODES = {
 def new_request_id() -> str:
     """A request id the services log, so a client error can be found in their logs."""
     return f"odin-{uuid.uuid4().hex[:16]}"
-
-
-def metadata_filters(filters: Filters | None) -> list[common_pb2.MetadataFilter]:
-    """``{"product": "x", "tag": ["a", "b"]}`` → MetadataFilter messages (values ORed, keys ANDed)."""
-    result = []
-    for key, value in (filters or {}).items():
-        values = [value] if isinstance(value, str) else list(value)
-        if not key or not values:
-            raise InvalidRequest(f"filter {key!r} needs a key and at least one value (got {value!r})")
-        result.append(common_pb2.MetadataFilter(key=key, values=values))
-    return result
 
 
 def retrieve_request(

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from wolf.v1 import common_pb2, freki_pb2
 
-from freki.api.validation import tenant_of
+from freki.api.validation import caller_filter, tenant_of
 from freki.ingest.indexing import IndexResult
 from freki.ingest.registry import DocumentRecord
-from freki.search.retrieval import Hit, Query, metadata_filter
+from freki.search.filters import to_condition
+from freki.search.retrieval import Hit, Query
 from freki.settings import FrekiSettings
 from freki.store import StoredPoint
+from freki.store.metadata import display
 from freki.watch.status import FolderStatus
 
 SEARCH_MODES = {
@@ -68,7 +70,7 @@ def query_from_request(request: common_pb2.WolfRequest, settings: FrekiSettings,
         text=request.prompt,
         top_k=opts.top_k or settings.retrieval.top_k,
         score_threshold=threshold,
-        filters=tuple(metadata_filter(f.key, list(f.values), f.exclude) for f in opts.filters),
+        filters=tuple(to_condition(caller_filter(f)) for f in opts.filters),
         document_ids=tuple(opts.document_ids),
         variants=tuple(opts.query_variants),
         mode=mode,
@@ -80,7 +82,8 @@ def query_from_request(request: common_pb2.WolfRequest, settings: FrekiSettings,
 def retrieved_document(hit: Hit) -> common_pb2.RetrievedDocument:
     """A search hit as the RetrievedDocument clients see."""
     payload = hit.payload
-    metadata = {str(k): str(v) for k, v in (payload.get("metadata") or {}).items()}
+    raw = payload.get("metadata") or {}
+    metadata = {str(k): display(v) for k, v in raw.items()}
     metadata.setdefault("source", str(payload.get("source", "")))
     metadata.setdefault("content_type", str(payload.get("source_type", "")))
     return common_pb2.RetrievedDocument(
@@ -88,10 +91,17 @@ def retrieved_document(hit: Hit) -> common_pb2.RetrievedDocument:
         content=hit.content,
         relevance_score=hit.score,
         metadata=metadata,
+        metadata_lists=metadata_lists(raw),
         chunk_id=hit.chunk_id,
         chunk_index=int(payload.get("chunk_index", 0)),
         source=str(payload.get("source", "")),
     )
+
+
+def metadata_lists(metadata: Mapping[str, object]) -> dict[str, common_pb2.MetadataValues]:
+    """The list-valued entries of stored metadata, for the ``metadata_lists`` fields."""
+    return {str(k): common_pb2.MetadataValues(values=[str(x) for x in v])
+            for k, v in metadata.items() if isinstance(v, list)}
 
 
 def rag_context(hits: list[Hit], score_threshold: float = 0.0) -> common_pb2.RAGContext:
@@ -113,7 +123,8 @@ def document_info(record: DocumentRecord) -> freki_pb2.DocumentInfo:
         content_type=record.content_type,
         content_hash=record.content_hash,
         chunk_count=record.chunk_count,
-        metadata=record.metadata,
+        metadata={k: display(v) for k, v in record.metadata.items()},
+        metadata_lists=metadata_lists(record.metadata),
         indexed_at=iso_timestamp(record.indexed_at),
         embedding_model=record.embedding_model,
     )
@@ -148,7 +159,7 @@ def export_records(
                 document_id=record.document_id,
                 chunk_index=int(point.payload.get("chunk_index", 0)),
                 content=str(point.payload.get("content", "")),
-                metadata={str(k): str(v) for k, v in (point.payload.get("metadata") or {}).items()},
+                metadata={str(k): display(v) for k, v in (point.payload.get("metadata") or {}).items()},
                 vector=list(point.dense or []),
             ))
 

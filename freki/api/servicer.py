@@ -67,7 +67,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             source=request.source,
             content_type=request.content_type,
             owner_id=request.owner_id,
-            metadata=dict(request.metadata),
+            metadata=validation.request_metadata(request),
             force_full_reindex=request.force_full_reindex,
         ), deadline)
         return convert.index_response(request.request_id, result)

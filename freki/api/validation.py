@@ -12,7 +12,9 @@ from wolf.v1 import common_pb2, freki_pb2
 
 from freki.ingest.quotas import METADATA_KEY, MetadataLimits, check_metadata
 from freki.ingest.quotas import describe as _describe
+from freki.search.filters import BOUNDS, CallerFilter, to_condition
 from freki.settings import FrekiSettings
+from freki.store.metadata import Metadata
 from wolf_service.errors import InvalidArgument, ResourceExhausted
 from wolf_service.identifiers import MAX_ID_BYTES, id_problem
 
@@ -97,11 +99,23 @@ def validate_retrieve(request: common_pb2.WolfRequest, settings: FrekiSettings) 
         raise InvalidArgument(f"retrieval.score_threshold must be in [0, 1] (got {opts.score_threshold})")
     if opts.HasField("mmr_diversity") and not 0.0 <= opts.mmr_diversity <= 1.0:
         raise InvalidArgument(f"retrieval.mmr_diversity must be in [0, 1] (got {opts.mmr_diversity})")
+    lim = settings.limits
+    for field, count, limit in (("query_variants", len(opts.query_variants), lim.max_query_variants),
+                                ("filters", len(opts.filters), lim.max_filters),
+                                ("document_ids", len(opts.document_ids), lim.max_document_ids)):
+        if count > limit:
+            raise InvalidArgument(
+                f"retrieval.{field} has {count:,} entries; the limit is {limit:,} (limits.max_{field})")
     for i, flt in enumerate(opts.filters):
-        if not _META_KEY_RE.match(flt.key):
+        if len(flt.values) > lim.max_filter_values:
+            raise InvalidArgument(f"retrieval.filters[{i}] ({_describe(flt.key)}) has {len(flt.values):,} values; "
+                                  f"the limit is {lim.max_filter_values:,} (limits.max_filter_values)")
+        if not _META_KEY_RE.match(flt.key) and not flt.key.startswith("@"):
             raise InvalidArgument(f"retrieval.filters[{i}].key {_describe(flt.key)} is not a valid metadata key")
-        if not flt.values:
-            raise InvalidArgument(f"retrieval.filters[{i}] ({flt.key}) needs at least one value")
+        caller = caller_filter(flt)
+        if not flt.values and not caller.bounds:
+            raise InvalidArgument(f"retrieval.filters[{i}] ({flt.key}) needs at least one value or a range bound")
+        to_condition(caller, f"retrieval.filters[{i}]")
     for i, variant in enumerate(opts.query_variants):
         if not variant.strip():
             raise InvalidArgument(f"retrieval.query_variants[{i}] must be non-empty")
@@ -110,6 +124,23 @@ def validate_retrieve(request: common_pb2.WolfRequest, settings: FrekiSettings) 
     for i, doc_id in enumerate(opts.document_ids):
         require_document_id(doc_id, f"retrieval.document_ids[{i}]")
     tenant_of(request.tenant_id, settings)
+
+
+def caller_filter(flt: common_pb2.MetadataFilter) -> CallerFilter:
+    """A MetadataFilter message as the filter it states."""
+    bounds = {name: getattr(flt, name) for name in BOUNDS if flt.HasField(name)}
+    return CallerFilter(flt.key, tuple(flt.values), flt.exclude, flt.match == common_pb2.METADATA_MATCH_ALL,
+                        bounds or None)
+
+
+def request_metadata(request: freki_pb2.IndexDocumentRequest) -> Metadata:
+    """An IndexDocument request's ``metadata`` and ``metadata_lists`` as one mapping."""
+    metadata: Metadata = dict(request.metadata)
+    for key, values in request.metadata_lists.items():
+        if key in metadata:
+            raise InvalidArgument(f"metadata key {_describe(key)} is in both metadata and metadata_lists; give it once")
+        metadata[key] = list(values.values)
+    return metadata
 
 
 def validate_index(request: freki_pb2.IndexDocumentRequest, settings: FrekiSettings) -> None:
@@ -137,7 +168,7 @@ def validate_index(request: freki_pb2.IndexDocumentRequest, settings: FrekiSetti
         raise InvalidArgument(f"source is {len(request.source):,} characters; the limit is 4,096")
     if request.content_type and len(request.content_type) > 256:
         raise InvalidArgument(f"content_type is {len(request.content_type):,} characters; the limit is 256")
-    check_metadata(dict(request.metadata), metadata_limits(settings))
+    check_metadata(request_metadata(request), metadata_limits(settings))
 
 
 def validate_embed(request: freki_pb2.EmbedRequest, settings: FrekiSettings) -> None:

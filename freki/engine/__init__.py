@@ -76,6 +76,9 @@ class FrekiEngine:
             name=settings.store.collection,
             dense_dim=self.embedder.dimension,
             embedding_model=self.embedder.identity.name,
+            keyword_indexes=tuple(f"metadata.{k}" for k in settings.store.indexed_metadata),
+            float_indexes=tuple(f"{field}.{k}" for k in settings.store.indexed_metadata
+                                for field in ("metadata_num", "metadata_date")),
         ))
         self._registry_store = SealedStore(make_store(store_cfg), self.keys, RECORD_SEALED_FIELDS if seal else ())
         self.registry = DocumentRegistry(self._registry_store, f"{settings.store.collection}_documents")

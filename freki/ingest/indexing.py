@@ -34,6 +34,7 @@ from freki.ingest.registry import DocumentRecord, DocumentRegistry, chunk_point_
 from freki.ingest.sandbox import ParserSandbox
 from freki.store import ChunkPoint, SparseVector, StoredPoint, VectorStore
 from freki.store.keys import KeyStore
+from freki.store.metadata import Metadata, typed_fields
 from freki.store.sealed import Generations
 from wolf_service.errors import InvalidArgument
 
@@ -53,7 +54,7 @@ class IndexInput:
     source: str = ""
     content_type: str = ""
     owner_id: str = ""
-    metadata: dict[str, str] = field(default_factory=dict)
+    metadata: Metadata = field(default_factory=dict)
     force_full_reindex: bool = False
 
 
@@ -224,7 +225,7 @@ class Indexer:
         return parse_document(doc.data, source=doc.source, content_type=doc.content_type, limits=self.limits.parse)
 
     def _write(
-        self, doc: IndexInput, content_type: str, metadata: dict[str, str], chunks: list[Chunk],
+        self, doc: IndexInput, content_type: str, metadata: Metadata, chunks: list[Chunk],
         digest: str, existing: DocumentRecord | None, started: float, deadline: Deadline,
     ) -> IndexResult:
         old = document_chunks(self._chunks, doc.tenant_id, doc.document_id, with_vectors=True) if existing else []
@@ -279,7 +280,7 @@ class Indexer:
 
     @staticmethod
     def _payload(
-        doc: IndexInput, owner: str, content_type: str, metadata: dict[str, str], chunk: Chunk, digest: str,
+        doc: IndexInput, owner: str, content_type: str, metadata: Metadata, chunk: Chunk, digest: str,
         now: str, generation: str,
     ) -> dict[str, Any]:
         return {
@@ -295,7 +296,8 @@ class Indexer:
             "token_count": chunk.token_count,
             "content": chunk.text,
             "indexed_at": now,
-            "metadata": {**metadata, **chunk.metadata},
+            "metadata": (merged := {**metadata, **chunk.metadata}),
+            **typed_fields(merged),
         }
 
 

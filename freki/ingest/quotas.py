@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from freki.ingest.parsing.errors import LimitExceeded
+from freki.store.metadata import Metadata
 from wolf_service.errors import InvalidArgument
 
 METADATA_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
@@ -30,8 +31,12 @@ class MetadataLimits:
     max_bytes: int = 16384
 
 
-def check_metadata(metadata: dict[str, str], limits: MetadataLimits, field: str = "metadata") -> None:
-    """Refuse metadata with malformed keys or over a limit (INVALID_ARGUMENT naming the limit)."""
+def check_metadata(metadata: Metadata, limits: MetadataLimits, field: str = "metadata") -> None:
+    """Refuse metadata with malformed keys or over a limit (INVALID_ARGUMENT naming the limit).
+
+    A list value counts each element against ``limits.metadata_value_chars`` and all of them against
+    ``limits.metadata_bytes``.
+    """
     if len(metadata) > limits.max_keys:
         raise InvalidArgument(
             f"{field} has {len(metadata):,} keys; the limit is {limits.max_keys:,} (limits.metadata_keys)"
@@ -43,12 +48,14 @@ def check_metadata(metadata: dict[str, str], limits: MetadataLimits, field: str 
                 f"{field} key {describe(key)} must start with a letter or '_' and contain only "
                 "letters, digits, '_', '.', '-' (max 128)"
             )
-        if len(value) > limits.max_value_chars:
-            raise InvalidArgument(
-                f"{field}[{key!r}] is {len(value):,} characters; the limit is {limits.max_value_chars:,} "
-                "(limits.metadata_value_chars)"
-            )
-        total += len(key.encode("utf-8", "surrogatepass")) + len(value.encode("utf-8", "surrogatepass"))
+        total += len(key.encode("utf-8", "surrogatepass"))
+        for item in value if isinstance(value, list) else [value]:
+            if len(item) > limits.max_value_chars:
+                raise InvalidArgument(
+                    f"{field}[{key!r}] is {len(item):,} characters; the limit is {limits.max_value_chars:,} "
+                    "(limits.metadata_value_chars)"
+                )
+            total += len(item.encode("utf-8", "surrogatepass"))
     if total > limits.max_bytes:
         raise InvalidArgument(
             f"{field} is {total:,} bytes; the limit is {limits.max_bytes:,} (limits.metadata_bytes)"

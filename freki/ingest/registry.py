@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from freki.store import ChunkPoint, CollectionSpec, FieldMatch, VectorStore
+from freki.store.metadata import Metadata, normalise
 
 # Fixed namespace so ids are stable across processes and releases.
 ID_NAMESPACE = uuid.UUID("5b0f3d4e-7c1a-4e55-9a59-8f7f3c2d9b10")
@@ -75,7 +76,7 @@ class DocumentRecord:
     chunk_count: int
     indexed_at: str  # ISO 8601, UTC
     embedding_model: str
-    metadata: dict[str, str] = field(default_factory=dict)
+    metadata: Metadata = field(default_factory=dict)
     # The committed version: its chunks carry the same ``generation``; "" for records older than generations.
     generation: str = ""
 
@@ -84,7 +85,7 @@ class DocumentRecord:
         """Rebuild a record from a stored payload."""
         names = cls.__dataclass_fields__.keys()
         values = {k: payload[k] for k in names if k in payload}
-        values["metadata"] = {str(k): str(v) for k, v in (payload.get("metadata") or {}).items()}
+        values["metadata"] = {str(k): normalise(v) for k, v in (payload.get("metadata") or {}).items()}
         return cls(**values)
 
 

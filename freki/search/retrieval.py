@@ -29,15 +29,6 @@ from freki.search.fusion import Scored
 from freki.search.rerank import Reranker, mmr_order
 from freki.store import FieldMatch, ScoredPoint, SparseVector, VectorStore
 
-# Filter keys that address top-level payload fields; any other key addresses document metadata.
-TOP_LEVEL_KEYS = {
-    "document_id": "document_id",
-    "source": "source",
-    "source_type": "source_type",
-    "content_type": "source_type",
-    "owner_id": "owner_id",
-}
-
 
 @dataclass(frozen=True)
 class Query:
@@ -82,12 +73,6 @@ class RetrievalConfig:
     candidates: int = 100
     rrf_k: int = 60
     rerank_candidates: int = 30
-
-
-def metadata_filter(key: str, values: Sequence[str], exclude: bool = False) -> FieldMatch:
-    """Map a user-facing filter key to the payload field it addresses."""
-    path = TOP_LEVEL_KEYS.get(key, f"metadata.{key}")
-    return FieldMatch(path, tuple(values), exclude)
 
 
 def scope_filter(query: Query) -> list[FieldMatch]:

@@ -54,11 +54,13 @@ class ChunkPoint:
 
 @dataclass(frozen=True)
 class StoredPoint:
-    """A point read back by ``scroll`` or ``retrieve``; ``dense`` is set only when vectors were requested."""
+    """A point read back by ``scroll`` or ``retrieve``; the vectors are set only when they were requested
+    (``sparse`` stays None in a collection without sparse vectors)."""
 
     id: str
     payload: dict[str, Any]
     dense: list[float] | None = None
+    sparse: SparseVector | None = None
 
 
 @dataclass(frozen=True)
@@ -71,16 +73,34 @@ class ScoredPoint:
 
 
 @dataclass(frozen=True)
-class FieldMatch:
-    """Matches points whose payload value at ``key`` equals any of ``values`` (``exclude`` negates).
+class NumericRange:
+    """Bounds of a range condition; ``None`` leaves that side open."""
 
-    ``key`` may be a dotted path into a nested object, e.g. ``"metadata.lang"``. With ``exclude=True`` a point
-    that lacks the key matches too (Qdrant ``must_not`` semantics).
+    gte: float | None = None
+    gt: float | None = None
+    lte: float | None = None
+    lt: float | None = None
+
+
+@dataclass(frozen=True)
+class FieldMatch:
+    """One filter condition on the payload value at ``key`` (a dotted path, e.g. ``"metadata.lang"``).
+
+    * ``values``: the value equals one of them; for a list-valued field, one of its elements does
+      (``match_all``: every one of ``values`` is among its elements).
+    * ``range`` (instead of ``values``): the numeric value, or one element of a numeric list, lies within it.
+    * ``fallback_key``: where the point has no value at ``key`` (missing, null or an empty list), the condition
+      is tested on ``fallback_key`` instead. Caller metadata that shares a name with a system field uses it:
+      the caller's value wins, the system field answers for documents that do not set the key.
+    * ``exclude`` negates the whole condition, so a point lacking the key matches (Qdrant ``must_not``).
     """
 
     key: str
-    values: tuple[MatchValue, ...]
+    values: tuple[MatchValue, ...] = ()
     exclude: bool = False
+    match_all: bool = False
+    range: NumericRange | None = None
+    fallback_key: str | None = None
 
 
 Filter = Sequence[FieldMatch]
@@ -88,12 +108,24 @@ Filter = Sequence[FieldMatch]
 
 @dataclass(frozen=True)
 class CollectionSpec:
-    """What a collection must look like: its name, dense vector size and the model that made the vectors."""
+    """What a collection must look like: its name, dense vector size and the model that made the vectors.
+
+    ``keyword_indexes`` and ``float_indexes`` name payload fields indexed on top of ``INDEXED_KEYWORD_FIELDS``
+    (for fast filters on a server; created when missing, never dropped).
+    """
 
     name: str
     dense_dim: int
     embedding_model: str
     sparse: bool = True
+    keyword_indexes: tuple[str, ...] = ()
+    float_indexes: tuple[str, ...] = ()
+
+
+def payload_indexes(spec: CollectionSpec) -> dict[str, str]:
+    """Every payload index a collection of ``spec`` has: field path -> ``"keyword"`` or ``"float"``."""
+    return {**dict.fromkeys((*INDEXED_KEYWORD_FIELDS, *spec.keyword_indexes), "keyword"),
+            **dict.fromkeys(spec.float_indexes, "float")}
 
 
 @runtime_checkable
@@ -198,7 +230,10 @@ class VectorStore(Protocol):
 def stored_point(record: Any, with_vectors: bool) -> StoredPoint:
     """A record of either engine as a StoredPoint (qdrant-client and qdrant-edge records share
     ``id``, ``payload`` and a named-vector dict ``vector``)."""
-    dense = None
-    if with_vectors and isinstance(record.vector, dict) and DENSE_VECTOR in record.vector:
-        dense = [float(x) for x in cast(list[float], record.vector[DENSE_VECTOR])]
-    return StoredPoint(str(record.id), dict(record.payload or {}), dense)
+    dense = sparse = None
+    vectors = record.vector if with_vectors and isinstance(record.vector, dict) else {}
+    if DENSE_VECTOR in vectors:
+        dense = [float(x) for x in cast(list[float], vectors[DENSE_VECTOR])]
+    if (found := vectors.get(SPARSE_VECTOR)) is not None:
+        sparse = SparseVector([int(i) for i in found.indices], [float(v) for v in found.values])
+    return StoredPoint(str(record.id), dict(record.payload or {}), dense, sparse)

@@ -26,13 +26,13 @@ import qdrant_edge as qe
 
 from freki.store.base import (
     DENSE_VECTOR,
-    INDEXED_KEYWORD_FIELDS,
     SPARSE_VECTOR,
     ChunkPoint,
     CollectionSpec,
     ScoredPoint,
     SparseVector,
     StoredPoint,
+    payload_indexes,
     stored_point,
 )
 from freki.store.edge_layout import CollectionPaths, acquire_lock, read_registry, release_lock, write_registry
@@ -43,6 +43,7 @@ from freki.store.guarded import Conditions, GuardedStore, PayloadUpdates
 from freki.store.validation import check_recorded_spec
 
 log = logging.getLogger(__name__)
+_SCHEMA = {"keyword": qe.PayloadSchemaType.Keyword, "float": qe.PayloadSchemaType.Float}
 
 
 def _ids(ids: list[str]) -> list[qe.PointId]:
@@ -93,7 +94,7 @@ class EdgeStore(GuardedStore):
         try:
             self._shard = self._open_shard(paths, spec)
             try:
-                self._ensure_indexes(self._shard)
+                self._ensure_indexes(self._shard, spec)
                 # A purge killed half-way leaves its padding point behind.
                 self._shard.update(qe.UpdateOperation.delete_points(_ids([PURGE_PADDING_ID])))
             except Exception as exc:
@@ -142,13 +143,12 @@ class EdgeStore(GuardedStore):
         )
 
     @staticmethod
-    def _ensure_indexes(shard: qe.EdgeShard) -> None:
-        # Checked on every open, not only at creation, so a crash between creating the shard and its indexes
-        # heals itself.
+    def _ensure_indexes(shard: qe.EdgeShard, spec: CollectionSpec) -> None:
+        # Checked on every open, so a crash between creating the shard and its indexes heals itself.
         existing = set(shard.info().payload_schema)
-        for name in INDEXED_KEYWORD_FIELDS:
+        for name, kind in payload_indexes(spec).items():
             if name not in existing:
-                shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+                shard.update(qe.UpdateOperation.create_field_index(name, _SCHEMA[kind]))
         shard.flush()
 
     def _engine_optimize(self) -> None:
@@ -306,7 +306,7 @@ class EdgeStore(GuardedStore):
             limit=limit,
             filter=edge_filter(conditions),
             with_payload=True,
-            with_vector=[DENSE_VECTOR] if with_vectors else False,
+            with_vector=with_vectors,
         )
         try:
             records, next_offset = self._require_shard().scroll(request)
@@ -317,7 +317,7 @@ class EdgeStore(GuardedStore):
     def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
         try:
             records = self._require_shard().retrieve(
-                _ids(ids), with_payload=True, with_vector=[DENSE_VECTOR] if with_vectors else False
+                _ids(ids), with_payload=True, with_vector=with_vectors
             )
         except Exception as exc:
             raise _engine_error(exc, "retrieve points") from exc

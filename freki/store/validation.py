@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import numpy
 
-from freki.store.base import ChunkPoint, CollectionSpec, FieldMatch, SparseVector
+from freki.store.base import ChunkPoint, CollectionSpec, FieldMatch, NumericRange, SparseVector
 from freki.store.errors import EmbeddingModelMismatch, InvalidStoreInput
 
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
@@ -106,7 +106,7 @@ def _check_scalar(value: Any, where: str) -> None:
 
 
 def check_payload(payload: dict[str, Any], what: str = "payload") -> dict[str, Any]:
-    """Check a payload: str keys; values scalar, a list of scalars, or a dict of str -> scalar."""
+    """Check a payload: str keys; values scalar, a list of scalars, or a dict of str -> scalar or list of scalars."""
     if not isinstance(payload, dict):
         raise InvalidStoreInput(f"{what} must be a dict (got {type(payload).__name__})")
     for key, value in payload.items():
@@ -116,7 +116,11 @@ def check_payload(payload: dict[str, Any], what: str = "payload") -> dict[str, A
             for sub_key, sub_value in value.items():
                 if not isinstance(sub_key, str) or not sub_key:
                     raise InvalidStoreInput(f"{what} key {key!r} has a non-string or empty key {sub_key!r}")
-                _check_scalar(sub_value, f"value {key}.{sub_key}")
+                if isinstance(sub_value, list | tuple):
+                    for item in sub_value:
+                        _check_scalar(item, f"list {key}.{sub_key} item")
+                else:
+                    _check_scalar(sub_value, f"value {key}.{sub_key}")
         elif isinstance(value, list | tuple):
             for item in value:
                 _check_scalar(item, f"list {key!r} item")
@@ -148,6 +152,26 @@ def check_points(points: Sequence[ChunkPoint], spec: CollectionSpec) -> list[Chu
     return checked
 
 
+def _check_field_path(key: object, what: str) -> str:
+    if not isinstance(key, str) or not key or key.startswith(".") or key.endswith("."):
+        raise InvalidStoreInput(f"{what} must be a non-empty (dotted) field path (got {key!r})")
+    return key
+
+
+def _check_range(cond: FieldMatch) -> NumericRange:
+    bounds = cond.range
+    if not isinstance(bounds, NumericRange):
+        raise InvalidStoreInput(f"filter on {cond.key!r} has range {bounds!r}; expected a NumericRange")
+    given = [b for b in (bounds.gte, bounds.gt, bounds.lte, bounds.lt) if b is not None]
+    if not given:
+        raise InvalidStoreInput(f"range filter on {cond.key!r} has no bound")
+    if any(isinstance(b, bool) or not isinstance(b, int | float) or not math.isfinite(b) for b in given):
+        raise InvalidStoreInput(f"range filter on {cond.key!r} has a bound that is not a finite number")
+    if cond.values:
+        raise InvalidStoreInput(f"filter on {cond.key!r} has both values and a range; give one")
+    return bounds
+
+
 def check_filter(filter: Sequence[FieldMatch]) -> tuple[FieldMatch, ...]:
     """Validate a filter and return it as a tuple."""
     if isinstance(filter, FieldMatch):
@@ -156,9 +180,12 @@ def check_filter(filter: Sequence[FieldMatch]) -> tuple[FieldMatch, ...]:
     for cond in filter:
         if not isinstance(cond, FieldMatch):
             raise InvalidStoreInput(f"filter items must be FieldMatch (got {type(cond).__name__})")
-        if not isinstance(cond.key, str) or not cond.key or cond.key.startswith(".") or cond.key.endswith("."):
-            raise InvalidStoreInput(f"filter key must be a non-empty (dotted) field path (got {cond.key!r})")
-        if not cond.values:
+        _check_field_path(cond.key, "filter key")
+        if cond.fallback_key is not None:
+            _check_field_path(cond.fallback_key, f"fallback key of the filter on {cond.key!r}")
+        if cond.range is not None:
+            _check_range(cond)
+        elif not cond.values:
             raise InvalidStoreInput(f"filter on {cond.key!r} has no values; give at least one value to match")
         for value in cond.values:
             if not isinstance(value, str | int) or (
@@ -167,7 +194,9 @@ def check_filter(filter: Sequence[FieldMatch]) -> tuple[FieldMatch, ...]:
                 raise InvalidStoreInput(
                     f"filter on {cond.key!r} has value {value!r}; only str, int and bool values can be matched"
                 )
-        checked.append(FieldMatch(cond.key, tuple(cond.values), bool(cond.exclude)))
+        checked.append(FieldMatch(
+            cond.key, tuple(cond.values), bool(cond.exclude), bool(cond.match_all), cond.range, cond.fallback_key,
+        ))
     return tuple(checked)
 
 

@@ -59,7 +59,7 @@ def catch_up(
         if source.is_file() and not source.is_symlink() and folder.wants(source):
             continue
         report.missing += 1
-        sha = record.metadata.get(META_FILE_SHA, "")
+        sha = str(record.metadata.get(META_FILE_SHA, ""))
         if sha and len(missing) < max_rename_candidates and sha not in missing:
             missing[sha] = source
             missing_ids[source] = record.document_id

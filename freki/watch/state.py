@@ -86,5 +86,5 @@ class WatchState:
 
 def erasure_marks(records: Iterable[DocumentRecord]) -> list[tuple[str, str]]:
     """(tenant, file SHA-256) of the records that came from a watched folder."""
-    return [(r.tenant_id, r.metadata[META_FILE_SHA]) for r in records
+    return [(r.tenant_id, str(r.metadata[META_FILE_SHA])) for r in records
             if r.metadata.get(META_FOLDER) and r.metadata.get(META_FILE_SHA)]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from wolf.v1 import common_pb2
 
 from odin_client.cli import main
 from tests.odin.servicers import free_port
@@ -29,6 +30,23 @@ def test_ask_json_parses_and_carries_answer_sources_timings(freki, geri, capsys)
     req = freki[0].rec.calls[0].request
     assert req.retrieval.top_k == 3
     assert [(f.key, list(f.values)) for f in req.retrieval.filters] == [("product", ["skadi", "other"])]
+
+
+def test_filter_expressions_become_lists_ranges_and_negations(freki, geri, capsys):
+    assert main(["retrieve", "q", "--filter", "topics=health", "--filter", "topics=diet", "--filter", "year>=2020",
+                 "--filter", "year<2024", "--filter", "lang!=de", "--filter-all", "tags=a", "--filter-all", "tags=b",
+                 "--filter", "@content_type=markdown", "--json", *_targets(freki, geri)]) == 0
+    sent = [(f.key, list(f.values), f.exclude, f.match, f.gte if f.HasField("gte") else None,
+             f.lt if f.HasField("lt") else None) for f in freki[0].rec.calls[0].request.retrieval.filters]
+    all_ = common_pb2.METADATA_MATCH_ALL
+    any_ = common_pb2.METADATA_MATCH_ANY
+    assert sent == [
+        ("topics", ["health", "diet"], False, any_, None, None),
+        ("year", [], False, any_, "2020", "2024"),
+        ("lang", ["de"], True, any_, None, None),
+        ("@content_type", ["markdown"], False, any_, None, None),
+        ("tags", ["a", "b"], False, all_, None, None),
+    ]
 
 
 def test_ask_human_output_with_stream(freki, geri, capsys):
@@ -82,7 +100,9 @@ def test_invalid_argument_exits_2(freki, geri, capsys):
 def test_usage_errors_exit_2(capsys):
     assert main(["ask"]) == 2
     assert main(["ask", "q", "--filter", "novalue"]) == 2
-    assert "--filter expects key=value" in capsys.readouterr().err
+    assert "--filter expects KEY=VALUE" in capsys.readouterr().err
+    assert main(["ask", "q", "--filter-all", "year>=2020"]) == 2
+    assert "--filter-all takes KEY=VALUE only" in capsys.readouterr().err
     assert main(["index", "/does/not/exist", "--freki", f"127.0.0.1:{free_port()}"]) == 2
 
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+# A metadata value is a string or a list of strings (freki.store.metadata stores and filters them).
+MetaValue = str | list[str]
+Metadata = dict[str, MetaValue]
 
 
 @dataclass(frozen=True)
@@ -27,12 +32,12 @@ class ParsedDocument:
     text: str
     title: str
     content_type: str
-    metadata: dict[str, str] = field(default_factory=dict)
+    metadata: Metadata = field(default_factory=dict)
     sections: list[Section] = field(default_factory=list)
 
 
 def build_document(
-    sections: list[Section], *, title: str, content_type: str, metadata: dict[str, str]
+    sections: list[Section], *, title: str, content_type: str, metadata: Mapping[str, MetaValue]
 ) -> ParsedDocument:
     """Assemble a ParsedDocument, dropping sections without text and deriving the full text."""
     kept = [s for s in sections if s.text.strip()]
@@ -40,7 +45,7 @@ def build_document(
         text="\n\n".join(s.text for s in kept),
         title=title,
         content_type=content_type,
-        metadata=metadata,
+        metadata=dict(metadata),
         sections=kept,
     )
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from freki.ingest.parsing.document import Metadata
 from freki.ingest.parsing.errors import CorruptDocument, LimitExceeded, RefusedStructure, describe_source
 from freki.ingest.parsing.guards import ParseLimits
 
@@ -68,7 +69,7 @@ class _LimitedLoader(yaml.SafeLoader):
 
 def split_frontmatter(
     text: str, *, source: str = "", limits: ParseLimits | None = None
-) -> tuple[dict[str, str], str, int]:
+) -> tuple[Metadata, str, int]:
     """Separate a leading ``---`` YAML block from the body.
 
     Returns:
@@ -110,7 +111,7 @@ def split_frontmatter(
             f"YAML frontmatter in {name} must be a mapping of keys to values (got {type(loaded).__name__})",
             source=source,
         )
-    metadata: dict[str, str] = {}
+    metadata: Metadata = {}
     _flatten(loaded, "", metadata)
     return metadata, "\n".join(lines[end + 1 :]), end + 1
 
@@ -121,13 +122,13 @@ def metadata_key(raw: str) -> str:
     return key if key[0].isalpha() or key[0] == "_" else f"_{key}"[:128]
 
 
-def _flatten(value: dict[Any, Any], prefix: str, out: dict[str, str]) -> None:
+def _flatten(value: dict[Any, Any], prefix: str, out: Metadata) -> None:
     for key, item in value.items():
         name = metadata_key(f"{prefix}{key}")
         if isinstance(item, dict):
             _flatten(item, f"{name}.", out)
         elif isinstance(item, list | tuple | set):
-            out[name] = ", ".join(_scalar(x) for x in item)
+            out[name] = [_scalar(x) for x in item if x is not None]  # kept a list: filters match elements
         elif item is not None:
             out[name] = _scalar(item)
 

@@ -121,4 +121,5 @@ def parse_markdown(data: str | bytes, *, source: str = "", limits: ParseLimits |
     walker.walk(_parser().parse(body))
     sections = builder.finish()
     title = metadata.get("title") or (builder.first_heading[1] if builder.first_heading else "")
+    title = ", ".join(title) if isinstance(title, list) else title
     return build_document(sections, title=title, content_type="markdown", metadata=metadata)

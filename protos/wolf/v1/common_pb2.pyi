@@ -22,6 +22,11 @@ class SearchMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SEARCH_MODE_DENSE: _ClassVar[SearchMode]
     SEARCH_MODE_SPARSE: _ClassVar[SearchMode]
     SEARCH_MODE_HYBRID: _ClassVar[SearchMode]
+
+class MetadataMatch(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    METADATA_MATCH_ANY: _ClassVar[MetadataMatch]
+    METADATA_MATCH_ALL: _ClassVar[MetadataMatch]
 MODEL_TYPE_UNSPECIFIED: ModelType
 RAG: ModelType
 LLM: ModelType
@@ -29,6 +34,8 @@ SEARCH_MODE_UNSPECIFIED: SearchMode
 SEARCH_MODE_DENSE: SearchMode
 SEARCH_MODE_SPARSE: SearchMode
 SEARCH_MODE_HYBRID: SearchMode
+METADATA_MATCH_ANY: MetadataMatch
+METADATA_MATCH_ALL: MetadataMatch
 
 class RequestMetadata(_message.Message):
     __slots__ = ("session_id", "max_tokens", "temperature", "language", "owner_id")
@@ -45,7 +52,7 @@ class RequestMetadata(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., language: _Optional[str] = ..., owner_id: _Optional[str] = ...) -> None: ...
 
 class RetrievedDocument(_message.Message):
-    __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source")
+    __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source", "metadata_lists")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -53,6 +60,13 @@ class RetrievedDocument(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class MetadataListsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: MetadataValues
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[MetadataValues, _Mapping]] = ...) -> None: ...
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     RELEVANCE_SCORE_FIELD_NUMBER: _ClassVar[int]
@@ -60,6 +74,7 @@ class RetrievedDocument(_message.Message):
     CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
     CHUNK_INDEX_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_LISTS_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     content: str
     relevance_score: float
@@ -67,7 +82,14 @@ class RetrievedDocument(_message.Message):
     chunk_id: str
     chunk_index: int
     source: str
-    def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ...) -> None: ...
+    metadata_lists: _containers.MessageMap[str, MetadataValues]
+    def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, MetadataValues]] = ...) -> None: ...
+
+class MetadataValues(_message.Message):
+    __slots__ = ("values",)
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, values: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RAGContext(_message.Message):
     __slots__ = ("documents", "retrieval_score", "score_threshold", "below_threshold")
@@ -126,14 +148,24 @@ class ResponseMetadata(_message.Message):
     def __init__(self, timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., error: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ..., dropped_document_ids: _Optional[_Iterable[str]] = ..., duration_ms: _Optional[int] = ...) -> None: ...
 
 class MetadataFilter(_message.Message):
-    __slots__ = ("key", "values", "exclude")
+    __slots__ = ("key", "values", "exclude", "match", "gte", "gt", "lte", "lt")
     KEY_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
     EXCLUDE_FIELD_NUMBER: _ClassVar[int]
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    GTE_FIELD_NUMBER: _ClassVar[int]
+    GT_FIELD_NUMBER: _ClassVar[int]
+    LTE_FIELD_NUMBER: _ClassVar[int]
+    LT_FIELD_NUMBER: _ClassVar[int]
     key: str
     values: _containers.RepeatedScalarFieldContainer[str]
     exclude: bool
-    def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., exclude: _Optional[bool] = ...) -> None: ...
+    match: MetadataMatch
+    gte: str
+    gt: str
+    lte: str
+    lt: str
+    def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., exclude: _Optional[bool] = ..., match: _Optional[_Union[MetadataMatch, str]] = ..., gte: _Optional[str] = ..., gt: _Optional[str] = ..., lte: _Optional[str] = ..., lt: _Optional[str] = ...) -> None: ...
 
 class RetrievalOptions(_message.Message):
     __slots__ = ("top_k", "score_threshold", "filters", "mode", "query_variants", "document_ids", "mmr_diversity", "rerank")

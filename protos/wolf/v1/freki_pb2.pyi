@@ -37,7 +37,7 @@ class IndexDocumentsResult(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., document_id: _Optional[str] = ..., response: _Optional[_Union[IndexDocumentResponse, _Mapping]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ...) -> None: ...
 
 class IndexDocumentRequest(_message.Message):
-    __slots__ = ("request_id", "tenant_id", "document_id", "source", "content", "content_type", "metadata", "content_bytes", "owner_id", "force_full_reindex")
+    __slots__ = ("request_id", "tenant_id", "document_id", "source", "content", "content_type", "metadata", "content_bytes", "owner_id", "force_full_reindex", "metadata_lists")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +45,13 @@ class IndexDocumentRequest(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class MetadataListsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _common_pb2.MetadataValues
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_common_pb2.MetadataValues, _Mapping]] = ...) -> None: ...
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +62,7 @@ class IndexDocumentRequest(_message.Message):
     CONTENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     OWNER_ID_FIELD_NUMBER: _ClassVar[int]
     FORCE_FULL_REINDEX_FIELD_NUMBER: _ClassVar[int]
+    METADATA_LISTS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     tenant_id: str
     document_id: str
@@ -65,7 +73,8 @@ class IndexDocumentRequest(_message.Message):
     content_bytes: bytes
     owner_id: str
     force_full_reindex: bool
-    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ..., source: _Optional[str] = ..., content: _Optional[str] = ..., content_type: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., content_bytes: _Optional[bytes] = ..., owner_id: _Optional[str] = ..., force_full_reindex: _Optional[bool] = ...) -> None: ...
+    metadata_lists: _containers.MessageMap[str, _common_pb2.MetadataValues]
+    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ..., source: _Optional[str] = ..., content: _Optional[str] = ..., content_type: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., content_bytes: _Optional[bytes] = ..., owner_id: _Optional[str] = ..., force_full_reindex: _Optional[bool] = ..., metadata_lists: _Optional[_Mapping[str, _common_pb2.MetadataValues]] = ...) -> None: ...
 
 class IndexDocumentResponse(_message.Message):
     __slots__ = ("request_id", "document_id", "chunk_count", "chunks_embedded", "chunks_unchanged", "chunks_deleted", "duration_ms", "changed", "outcome", "full_reindex", "content_hash")
@@ -122,7 +131,7 @@ class GetDocumentRequest(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ...) -> None: ...
 
 class DocumentInfo(_message.Message):
-    __slots__ = ("document_id", "tenant_id", "owner_id", "source", "content_type", "content_hash", "chunk_count", "metadata", "indexed_at", "embedding_model")
+    __slots__ = ("document_id", "tenant_id", "owner_id", "source", "content_type", "content_hash", "chunk_count", "metadata", "indexed_at", "embedding_model", "metadata_lists")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -130,6 +139,13 @@ class DocumentInfo(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class MetadataListsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _common_pb2.MetadataValues
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_common_pb2.MetadataValues, _Mapping]] = ...) -> None: ...
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     OWNER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -140,6 +156,7 @@ class DocumentInfo(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     INDEXED_AT_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
+    METADATA_LISTS_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     tenant_id: str
     owner_id: str
@@ -150,7 +167,8 @@ class DocumentInfo(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     indexed_at: _timestamp_pb2.Timestamp
     embedding_model: str
-    def __init__(self, document_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., source: _Optional[str] = ..., content_type: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_count: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., indexed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., embedding_model: _Optional[str] = ...) -> None: ...
+    metadata_lists: _containers.MessageMap[str, _common_pb2.MetadataValues]
+    def __init__(self, document_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., source: _Optional[str] = ..., content_type: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_count: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., indexed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., embedding_model: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, _common_pb2.MetadataValues]] = ...) -> None: ...
 
 class ListDocumentsRequest(_message.Message):
     __slots__ = ("tenant_id", "page_size", "page_token", "owner_id")

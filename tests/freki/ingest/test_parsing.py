@@ -196,7 +196,7 @@ def test_markdown_frontmatter_becomes_metadata() -> None:
     doc = parse_document(MARKDOWN, source="guide.md")
     assert doc.metadata == {
         "title": "Install Guide",
-        "tags": "linux, setup",
+        "tags": ["linux", "setup"],  # a list stays a list: filters match its elements
         "version": "2",
         "published": "2024-05-01",
         "draft": "false",

@@ -43,8 +43,23 @@ def make_points(n: int, seed: int = 7, document_id: str | None = None, tenant: s
             "chunk_index": i,
             "is_public": i % 3 == 0,
             "score_hint": i / 10,
-            "metadata": {"lang": LANGS[i % 3], "title": f"T{i}"},
+            "metadata": _metadata(i),
+            "metadata_num": {"page": float(i % 7), "ratings": [float(i % 5), float(i % 11)]},
         }
         pid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         points.append(ChunkPoint(pid, random_dense(rng), random_sparse(rng), payload))
     return points
+
+
+def _metadata(i: int) -> dict[str, object]:
+    """Scalar and list metadata; every fifth point also sets its own ``source_type`` (shadowing the system one)."""
+    meta: dict[str, object] = {"lang": LANGS[i % 3], "title": f"T{i}", "topics": [TOPICS[j] for j in TOPIC_SETS[i % 4]]}
+    if i % 5 == 0:
+        meta["source_type"] = "docs"
+    if i % 6 == 0:
+        meta["topics"] = []
+    return meta
+
+
+TOPICS = ("health", "diet", "care")
+TOPIC_SETS = ((0, 1), (1,), (0, 2), (0, 1, 2))

@@ -14,6 +14,7 @@ from freki.store import (
     EdgeStore,
     EmbeddingModelMismatch,
     FieldMatch,
+    NumericRange,
     PointNotFound,
     RemoteStore,
     ScoredPoint,
@@ -39,6 +40,17 @@ FILTERS: list[list[FieldMatch]] = [
     [FieldMatch("owner_id", ("owner-1", 7))],  # mixed types: an OR of exact matches
     [FieldMatch("metadata.missing", ("x",), exclude=True)],
     [FieldMatch("tenant_id", ("nobody",))],
+    [FieldMatch("metadata.topics", ("health",))],  # an element of a list
+    [FieldMatch("metadata.topics", ("care", "diet"))],  # any of them
+    [FieldMatch("metadata.topics", ("health", "diet"), match_all=True)],
+    [FieldMatch("metadata.topics", ("health",), exclude=True)],
+    [FieldMatch("metadata_num.page", (), range=NumericRange(gte=2, lt=5))],
+    [FieldMatch("metadata_num.page", (), range=NumericRange(gt=2), exclude=True)],
+    [FieldMatch("metadata_num.ratings", (), range=NumericRange(lte=0.5))],  # any element in range
+    [FieldMatch("chunk_index", (), range=NumericRange(gte=10.5, lte=20))],  # int payload, float bound
+    [FieldMatch("metadata.source_type", ("docs",), fallback_key="source_type")],
+    [FieldMatch("metadata.source_type", ("pdf",), fallback_key="source_type")],
+    [FieldMatch("metadata.source_type", ("pdf",), fallback_key="source_type", exclude=True)],
 ]
 
 
@@ -94,7 +106,11 @@ def test_ids_are_returned_in_canonical_form(pair: Pair) -> None:
     assert [p.id for p in edge] == [p.id for p in remote] == [point.id]
 
 
-@pytest.mark.parametrize("flt", FILTERS, ids=lambda f: " & ".join(f"{c.key}{'!=' if c.exclude else '='}" for c in f))
+def _filter_id(flt: list[FieldMatch]) -> str:
+    return " & ".join(f"{c.key}{'!=' if c.exclude else '='}{c.values}{c.range or ''}" for c in flt)
+
+
+@pytest.mark.parametrize("flt", FILTERS, ids=_filter_id)
 def test_count_and_scroll_agree_for_filter(loaded: tuple[Pair, list[ChunkPoint]], flt: list[FieldMatch]) -> None:
     pair, points = loaded
     edge_n, remote_n = both(pair, "count", flt)
@@ -104,14 +120,33 @@ def test_count_and_scroll_agree_for_filter(loaded: tuple[Pair, list[ChunkPoint]]
     assert edge_page[1] is None and remote_page[1] is None
 
 
+def _value(payload: dict[str, Any], key: str) -> Any:
+    value: Any = payload
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _holds(value: Any, cond: FieldMatch) -> bool:
+    items = value if isinstance(value, list) else [] if value is None else [value]
+    if cond.range is not None:
+        r = cond.range
+        return any(
+            (r.gte is None or x >= r.gte) and (r.gt is None or x > r.gt)
+            and (r.lte is None or x <= r.lte) and (r.lt is None or x < r.lt)
+            for x in items
+        )
+    present = [any(type(x) is type(v) and x == v for x in items) for v in cond.values]
+    return all(present) if cond.match_all else any(present)
+
+
 def matches(payload: dict[str, Any], flt: list[FieldMatch]) -> bool:
     """Reference semantics of a filter, to check the engines against something independent."""
     for cond in flt:
-        value: Any = payload
-        for part in cond.key.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        hit = value is not None and any(type(value) is type(v) and value == v for v in cond.values)
-        if hit == cond.exclude:
+        value = _value(payload, cond.key)
+        if cond.fallback_key is not None and value in (None, []):
+            value = _value(payload, cond.fallback_key)
+        if _holds(value, cond) == cond.exclude:
             return False
     return True
 

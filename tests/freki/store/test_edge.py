@@ -219,3 +219,22 @@ def test_search_threads_reach_the_engine_and_leave_rankings_alone(tmp_path: Path
         assert [[(h.id, h.score) for h in store.search_dense(q, [], 10)] for q in queries] == expected
     # Recorded on every open, so the setting of the running server is the one in force.
     assert json.loads(recorded.read_text())["max_search_threads"] == 1
+
+
+def test_configured_payload_indexes_are_added_on_open_and_filters_agree(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from freki.store import NumericRange
+
+    points = make_points(40)
+    flt = [FieldMatch("metadata.topics", ("diet",)), FieldMatch("metadata_num.page", (), range=NumericRange(lte=3))]
+    with EdgeStore(tmp_path, flush_writes=False) as plain:
+        plain.ensure_collection(spec())
+        plain.upsert(points)
+        expected = plain.count(flt)
+    indexed = replace(spec(), keyword_indexes=("metadata.topics",), float_indexes=("metadata_num.page",))
+    with EdgeStore(tmp_path, flush_writes=False) as store:  # an existing collection gains them on the next open
+        store.ensure_collection(indexed)
+        schema = store._require_shard().info().payload_schema
+        assert {"metadata.topics", "metadata_num.page", "tenant_id"} <= set(schema)
+        assert expected > 0 and store.count(flt) == expected
