@@ -1,4 +1,9 @@
-"""``freki`` command line: ``freki serve [--config FILE] [--host H] [--port N] [--data-dir DIR]``."""
+"""``freki`` command line.
+
+``freki serve [--config FILE] [--host H] [--port N] [--data-dir DIR]`` runs the server;
+``freki migrate [--config FILE] (--to-url URL | --to-data-dir DIR) [--to-collection NAME] [--resume]`` copies
+the index of a stopped Freki into another store (embedded engine <-> Qdrant server) without re-embedding.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from freki.settings import FrekiSettings
@@ -23,12 +29,62 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--data-dir")
     serve.add_argument("--log-level", help="overrides log.level (DEBUG, INFO, WARNING, ERROR)")
+    migrate = sub.add_parser("migrate", help="copy the index into another store (no re-embedding)")
+    migrate.add_argument("--config", help="settings of the source Freki (FREKI_SETTINGS_FILE also works)")
+    to = migrate.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-url", help="target Qdrant server URL (or a directory: qdrant-client local mode)")
+    to.add_argument("--to-data-dir", help="target data_dir for the embedded engine")
+    migrate.add_argument("--to-api-key", help="API key of the target Qdrant server")
+    migrate.add_argument("--to-collection", help="target collection name (default: the source's)")
+    migrate.add_argument("--resume", action="store_true", help="finish an interrupted copy into a non-empty target")
+    migrate.add_argument("--batch", type=int, default=256, help="points per write (default 256)")
     return parser
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from freki.engine.migration import migrate
+    from freki.settings import StoreSettings
+    from freki.store.errors import StoreError
+    from wolf_service.settings import SettingsError
+
+    try:
+        source = FrekiSettings.load(args.config)
+        store: dict[str, Any] = {"collection": args.to_collection or source.store.collection, "shared": False}
+        store |= {"backend": "remote", "url": args.to_url, "api_key": args.to_api_key} if args.to_url else {
+            "backend": "edge"}
+        target = source.model_copy(update={
+            "store": StoreSettings.model_validate(source.store.model_dump() | store),
+            "data_dir": Path(args.to_data_dir) if args.to_data_dir else source.data_dir,
+        })
+    except (SettingsError, ValidationError) as exc:
+        print(f"freki migrate: {exc}", file=sys.stderr)
+        return 2
+    if args.batch < 1:
+        print("freki migrate: --batch must be positive", file=sys.stderr)
+        return 2
+
+    def progress(name: str, copied: int) -> None:
+        print(f"\r{name}: {copied:,} points", end="", file=sys.stderr, flush=True)
+
+    try:
+        reports = migrate(source, target, resume=args.resume, batch=args.batch, progress=progress)
+    except StoreError as exc:
+        print(f"\nfreki migrate: {exc}", file=sys.stderr)
+        return 1
+    print(file=sys.stderr)
+    for report in reports:
+        rate = report.points / report.seconds if report.seconds else 0.0
+        print(f"{report.collection}: {report.points:,} points copied in {report.seconds:.1f} s ({rate:,.0f}/s)")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``freki`` console script."""
     args = _parser().parse_args(argv)
+    if args.command == "migrate":
+        return _migrate(args)
     overrides: dict[str, Any] = {
         k: v for k, v in (("host", args.host), ("port", args.port), ("data_dir", args.data_dir)) if v is not None
     }

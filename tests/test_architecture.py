@@ -29,7 +29,7 @@ FREKI_ALLOWED: dict[str, set[str]] = {
     "freki.watch": _ENGINE_DEPS | {"freki.engine"},
     "freki.gdpr": _ENGINE_DEPS | {"freki.engine", "freki.watch"},
     "freki.api": _ENGINE_DEPS | {"freki.engine", "freki.watch", "freki.gdpr"},
-    "freki.cli": {"freki.settings", "freki.api"},
+    "freki.cli": {"freki.settings", "freki.api", "freki.engine", "freki.store"},
 }
 # Geri: backends sit below the generation pipeline and the gRPC face.
 GERI_ALLOWED: dict[str, set[str]] = {

@@ -11,7 +11,7 @@ from freki.api import operations
 from freki.api.servicer import FrekiServicer
 from freki.engine import FrekiEngine
 from freki.settings import FrekiSettings
-from freki.store.errors import EmbeddingModelMismatch, StoreUnavailable
+from freki.store.errors import EmbeddingModelMismatch, KeyStoreMismatch, StoreUnavailable
 from freki.watch.watcher import Watcher
 from wolf_service.logs import configure_logging
 from wolf_service.reload import SettingsSource
@@ -66,7 +66,7 @@ def serve(settings: FrekiSettings, reload_from: SettingsSource | None = None) ->
     configure_logging(settings.log)
     try:
         handle, engine = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
-    except (StoreUnavailable, EmbeddingModelMismatch) as exc:
+    except (StoreUnavailable, EmbeddingModelMismatch, KeyStoreMismatch) as exc:
         # A data dir held by another Freki, a store that cannot be reached, a collection built with another
         # embedding model: the CLI says so in one line (wolf_service.startup), not with a traceback.
         raise StartupError(str(exc)) from None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from freki.ingest.commit import document_filter
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, generation_age_s
 from freki.store import FieldMatch, VectorStore
+from freki.store.errors import KeyStoreMismatch
 from freki.store.keys import KeyStore
 from freki.store.sealed import GENERATION, SEALED
 
@@ -77,23 +78,41 @@ def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore,
             committed.pop(generation)
     stray = [k for k in keys.ids() if abandoned(k)]
     report.counts["orphan_keys"] += keys.destroy(stray)
+    if shared_grace_s is None:  # every record sealed under a destroyed key is gone now (replicas may still erase)
+        keys.forget_destroyed()
     report.counts = Counter({k: v for k, v in report.counts.items() if v})
     (log.warning if report.counts else log.info)("consistency pass: %s", report.describe())
     return report
 
 
 def _drop_unreadable_records(registry: DocumentRegistry, keys: KeyStore, report: RepairReport) -> None:
-    """Remove records sealed under a key that no longer exists (a crash inside an erasure)."""
+    """Remove records sealed under a key this key store destroyed (a crash inside an erasure).
+
+    A record sealed under a key the store never held means the key store is the wrong one (``gdpr.keys_path``
+    moved, a migrated index started without its keys): refuse to start rather than drop every document.
+    """
     raw = getattr(registry.store, "inner", registry.store)
+    unreadable: list[tuple[str, str, str]] = []
     offset: str | None = None
     while True:
         points, offset = raw.scroll([], limit=512, offset=offset)
         for point in points:
             payload = point.payload
             if SEALED in payload and keys.get(str(payload.get(GENERATION, ""))) is None:
-                tenant, document = str(payload.get("tenant_id", "")), str(payload.get("document_id", ""))
-                registry.delete(tenant, document)
-                report.counts["unreadable_records"] += 1
-                report.removed_documents.append((tenant, document))
+                unreadable.append((str(payload.get(GENERATION, "")), str(payload.get("tenant_id", "")),
+                                   str(payload.get("document_id", ""))))
         if offset is None:
-            return
+            break
+    erased = keys.destroyed(g for g, _, _ in unreadable)
+    unknown = [(t, d) for g, t, d in unreadable if g not in erased]
+    if unknown:
+        tenant, document = unknown[0]
+        raise KeyStoreMismatch(
+            f"{len(unknown):,} document records are sealed with keys key store {keys.path} never held (e.g. "
+            f"{document[:80]!r} of tenant {tenant[:80]!r}): is gdpr.keys_path the key store this index was "
+            "written with? Freki does not start rather than drop those documents"
+        )
+    for _, tenant, document in unreadable:
+        registry.delete(tenant, document)
+        report.counts["unreadable_records"] += 1
+        report.removed_documents.append((tenant, document))

@@ -43,3 +43,7 @@ class StoreUnavailable(StoreError):
     """The engine cannot be reached: Qdrant server down, or the data dir is locked by another process."""
 
     grpc_code = grpc.StatusCode.UNAVAILABLE
+
+
+class KeyStoreMismatch(StoreError):
+    """Sealed data refers to keys the configured key store never held (a wrong or lost ``gdpr.keys_path``)."""

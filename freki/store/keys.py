@@ -51,6 +51,9 @@ class KeyStore:
             "CREATE TABLE IF NOT EXISTS keys (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, owner TEXT NOT NULL, "
             "document TEXT NOT NULL, key BLOB NOT NULL)"
         )
+        # Ids of destroyed keys (no key material): data sealed under one of them was erased on purpose, data
+        # sealed under an id never seen here belongs to another key store (freki.ingest.repair).
+        self._db.execute("CREATE TABLE IF NOT EXISTS destroyed (id TEXT PRIMARY KEY)")
         self._db.execute("CREATE INDEX IF NOT EXISTS keys_owner ON keys (tenant, owner)")
         self._db.execute("CREATE INDEX IF NOT EXISTS keys_document ON keys (tenant, document)")
 
@@ -96,6 +99,18 @@ class KeyStore:
         """Destroy every key of one document."""
         return self._delete("tenant = ? AND document = ?", [tenant, document], fixed=True)
 
+    def destroyed(self, key_ids: Iterable[str]) -> set[str]:
+        """Which of ``key_ids`` this store held and destroyed."""
+        ids = list(dict.fromkeys(key_ids))
+        with self._lock:
+            return {row[0] for i in range(0, len(ids), 500) for row in self._db.execute(
+                f"SELECT id FROM destroyed WHERE id IN ({', '.join('?' * len(ids[i:i + 500]))})", ids[i:i + 500])}
+
+    def forget_destroyed(self) -> None:
+        """Drop the destroyed-key ids once no data refers to them (after the start-up consistency pass)."""
+        with self._lock:
+            self._db.execute("DELETE FROM destroyed")
+
     def ids(self) -> list[str]:
         """Every key id (for the start-up consistency pass)."""
         with self._lock:
@@ -114,7 +129,14 @@ class KeyStore:
             for batch in batches:
                 clause = where if fixed else where.format(", ".join("?" * len(batch)))
                 gone = [r[0] for r in self._db.execute(f"SELECT id FROM keys WHERE {clause}", batch)]
-                self._db.execute(f"DELETE FROM keys WHERE {clause}", batch)
+                self._db.execute("BEGIN")
+                try:
+                    self._db.execute(f"DELETE FROM keys WHERE {clause}", batch)
+                    self._db.executemany("INSERT OR IGNORE INTO destroyed VALUES (?)", [(k,) for k in gone])
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
                 for key_id in gone:
                     self._cache.pop(key_id, None)
                 removed += len(gone)

@@ -1,18 +1,17 @@
 """``RemoteStore``: a Qdrant server through qdrant-client (or qdrant-client's local mode, used by the tests).
 
-The collection's embedding model and dense size are kept in Qdrant's collection metadata. A write batch
-goes to the server as one ``batch_update_points`` request with ``wait=True``; an in-process readers-writer
-lock keeps this process's readers from seeing half of it.
-
-Limits: the server applies the operations of a batch one after another, so *other* processes (e.g. a second
-Freki replica on the same Qdrant) can observe intermediate states; and a batch that fails part-way on the
-server is not rolled back (input is validated up front, so that takes a server-side failure). ``optimize``
-is a no-op: a Qdrant server builds its indexes in the background.
+The collection's embedding model and dense size are kept in Qdrant's collection metadata. A write batch is
+one ``batch_update_points`` request with ``wait=True``; a readers-writer lock keeps this process's readers
+from seeing half of it. Limits: the server applies a batch's operations one after another, so *other*
+processes (a second Freki replica) can observe intermediate states, and a batch that fails part-way on the
+server is not rolled back (input is validated up front). ``optimize`` is a no-op: a server builds its
+indexes in the background.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 from collections.abc import Iterator
@@ -22,15 +21,16 @@ import grpc
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+from freki.store import local_clients
 from freki.store.base import (
     DENSE_VECTOR,
-    INDEXED_KEYWORD_FIELDS,
     SPARSE_VECTOR,
     ChunkPoint,
     CollectionSpec,
     ScoredPoint,
     SparseVector,
     StoredPoint,
+    payload_indexes,
     stored_point,
 )
 from freki.store.errors import StoreError, StoreUnavailable
@@ -73,26 +73,26 @@ class RemoteStore(GuardedStore):
             raise StoreError("RemoteStore needs exactly one of url, location=':memory:' or path")
         self.target = url or location or path or ""
         self.rrf_k = rrf_k
-        self._local = url is None
+        self._local, self._path = url is None, path
         try:
-            self._client = QdrantClient(
-                url=url,
-                api_key=api_key,
-                timeout=max(1, math.ceil(timeout_s)),
-                prefer_grpc=prefer_grpc,
-                location=location,
-                path=path,
+            make = functools.partial(
+                QdrantClient, url=url, api_key=api_key, timeout=max(1, math.ceil(timeout_s)),
+                prefer_grpc=prefer_grpc, location=location, path=path,
                 # on-disk local mode keeps a sqlite handle; our locks serialise its use across threads
                 force_disable_check_same_thread=path is not None,
                 # the version probe is a blocking request at construction; connect lazily instead
                 check_compatibility=False,
             )
+            # qdrant-client's local mode is plain Python state, not built for concurrent calls: serialise them.
+            self._local_mutex: contextlib.AbstractContextManager[Any] = (
+                threading.Lock() if self._local else contextlib.nullcontext()
+            )
+            if path is None:
+                self._client = make()
+            else:  # one client per directory in a process (local_clients)
+                self._client, self._local_mutex = local_clients.acquire(path, make)
         except Exception as exc:
             raise StoreUnavailable(f"cannot open Qdrant at {self.target}: {exc}") from exc
-        # qdrant-client's local mode is plain Python state, not built for concurrent calls: serialise them.
-        self._local_mutex: contextlib.AbstractContextManager[Any] = (
-            threading.Lock() if self._local else contextlib.nullcontext()
-        )
         self._name = ""
 
     @contextlib.contextmanager
@@ -131,19 +131,20 @@ class RemoteStore(GuardedStore):
                 except UnexpectedResponse as exc:
                     if exc.status_code != 409:  # 409: another replica created it first; verify theirs below
                         raise
-            check_recorded_spec(self._recorded(spec.name), spec, where)
-            self._ensure_indexes(spec.name)
+            check_recorded_spec(self.recorded(spec.name), spec, where)
+            self._ensure_indexes(spec)
         self._name = spec.name
 
-    def _ensure_indexes(self, name: str) -> None:
+    def _ensure_indexes(self, spec: CollectionSpec) -> None:
         # Checked on every open so a crash between creating the collection and its indexes heals itself.
         # Local mode ignores payload indexes (and warns about them); a server needs them for fast filters.
         if self._local:
             return
-        existing = set(self._client.get_collection(name).payload_schema or {})
-        for field in INDEXED_KEYWORD_FIELDS:
+        existing = set(self._client.get_collection(spec.name).payload_schema or {})
+        schema = {"keyword": models.PayloadSchemaType.KEYWORD, "float": models.PayloadSchemaType.FLOAT}
+        for field, kind in payload_indexes(spec).items():
             if field not in existing:
-                self._client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD, wait=True)
+                self._client.create_payload_index(spec.name, field, schema[kind], wait=True)
 
     def _create(self, spec: CollectionSpec) -> None:
         sparse = {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)} if spec.sparse else None
@@ -159,7 +160,12 @@ class RemoteStore(GuardedStore):
             },
         )
 
-    def _recorded(self, name: str) -> dict[str, object]:
+    def has_collection(self, name: str) -> bool:
+        with self._calling(f"look up collection {name!r}"):
+            return bool(self._client.collection_exists(name))
+
+    def recorded(self, name: str) -> dict[str, object]:
+        """What the server recorded of collection ``name``: model, dense size, sparse flag."""
         config = self._client.get_collection(name).config
         meta = dict(config.metadata or {})
         vectors = config.params.vectors
@@ -196,6 +202,9 @@ class RemoteStore(GuardedStore):
                 return counts
 
     def _engine_close(self) -> None:
+        if self._path is not None:
+            local_clients.release(self._path)
+            return
         with self._calling("close the client"):
             self._client.close()
 
@@ -301,14 +310,14 @@ class RemoteStore(GuardedStore):
                 limit=limit,
                 offset=offset,
                 with_payload=True,
-                with_vectors=[DENSE_VECTOR] if with_vectors else False,
+                with_vectors=with_vectors,
             )
         return [stored_point(r, with_vectors) for r in records], (str(next_offset) if next_offset is not None else None)
 
     def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
         with self._calling("retrieve points"):
             records = self._client.retrieve(
-                self._name, ids, with_payload=True, with_vectors=[DENSE_VECTOR] if with_vectors else False
+                self._name, ids, with_payload=True, with_vectors=with_vectors
             )
         return [stored_point(r, with_vectors) for r in records]
 

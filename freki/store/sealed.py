@@ -189,7 +189,7 @@ class SealedStore:
         for point in points:
             payload = self.open(point.id, point.payload, hidden)
             if payload is not None:
-                out.append(StoredPoint(point.id, payload, point.dense))
+                out.append(StoredPoint(point.id, payload, point.dense, point.sparse))
         return self._committed_only(out)
 
     def _committed_only(self, points: list[_P]) -> list[_P]:
