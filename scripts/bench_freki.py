@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import functools
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -62,8 +63,12 @@ from freki.embed.encoders import BatchedEncoder, Encoder, OnnxEncoder, TorchEnco
 from freki.embed.onnx_export import default_cache_dir, export_onnx  # noqa: E402
 from freki.embed.runners import TorchBf16Runner  # noqa: E402
 from freki.embed.sparse import SparseEncoder  # noqa: E402
+from freki.ingest.indexing import CHUNK_SEALED_FIELDS  # noqa: E402
+from freki.ingest.registry import DocumentRecord, DocumentRegistry  # noqa: E402
 from freki.settings import FrekiSettings  # noqa: E402
 from freki.store import ChunkPoint, CollectionSpec, EdgeStore, StoredPoint  # noqa: E402
+from freki.store.keys import KeyStore  # noqa: E402
+from freki.store.sealed import SealedStore  # noqa: E402
 
 BENCH_CACHE = CACHE.parent / "freki-bench"
 
@@ -164,8 +169,9 @@ def bench_encoders(texts: list[str], queries: list[str]) -> None:
 
 
 def seed_points(seed_dir: Path, collection: str = "freki_chunks") -> list[StoredPoint]:
-    """Every chunk (with its vector) of an indexed Freki data dir."""
-    store = EdgeStore(seed_dir / "qdrant")
+    """Every chunk (with its vectors, payload unsealed) of an indexed Freki data dir."""
+    keys = KeyStore(seed_dir / "keys.sqlite")
+    store = SealedStore(EdgeStore(seed_dir / "qdrant"), keys, CHUNK_SEALED_FIELDS)
     try:
         identity = shared_embedder(eval_settings(Path("."))).identity
         store.ensure_collection(CollectionSpec(collection, identity.dimension, identity.name))
@@ -175,9 +181,12 @@ def seed_points(seed_dir: Path, collection: str = "freki_chunks") -> list[Stored
             page, offset = store.scroll([], limit=1000, offset=offset, with_vectors=True)
             points.extend(page)
             if offset is None:
+                if not points or "content" not in points[0].payload:
+                    sys.exit(f"the seed index {seed_dir} yields no readable chunks")
                 return points
     finally:
         store.close()
+        keys.close()
 
 
 def synthesise(size: int, seed: list[StoredPoint], identity: ModelIdentity) -> Path:
@@ -185,25 +194,33 @@ def synthesise(size: int, seed: list[StoredPoint], identity: ModelIdentity) -> P
 
     Copy i of a seed chunk keeps its text (so its BM25 vector is real) and gets the seed vector
     plus Gaussian noise, renormalised (cosine to the seed ~0.9): realistic neighbourhood density
-    for HNSW without embedding 100k texts. Cached under .cache/freki-bench.
+    for HNSW without embedding 100k texts. Each synthetic document is committed (its own generation and
+    registry record), or Freki's start-up consistency pass would remove its chunks as orphans. Payloads are
+    stored unsealed (readers accept both). Cached under .cache/freki-bench.
     """
-    target = BENCH_CACHE / f"synth-{size}-{len(seed)}"
+    target = BENCH_CACHE / f"synth-v2-{size}-{len(seed)}"
     marker = target / "complete"
     if marker.exists():
         return target
+    shutil.rmtree(target, ignore_errors=True)
     store = EdgeStore(target / "qdrant")
     store.ensure_collection(CollectionSpec("freki_chunks", identity.dimension, identity.name))
+    registry = DocumentRegistry(EdgeStore(target / "qdrant"), "freki_chunks_documents")
     rng = np.random.default_rng(0)
     sparse = SparseEncoder()
     base = np.asarray([p.dense for p in seed], dtype=np.float32)
     batch: list[ChunkPoint] = []
+    documents: dict[str, tuple[dict[str, object], int]] = {}  # document id -> (a payload, chunks)
     for i in range(size):
         src = seed[i % len(seed)]
         vec = base[i % len(seed)]
         if i >= len(seed):
             vec = vec + rng.normal(0, 0.022, vec.shape).astype(np.float32)
             vec /= np.linalg.norm(vec)
-        payload = dict(src.payload, document_id=f"{src.payload.get('document_id')}~{i // len(seed)}")
+        doc_id = f"{src.payload.get('document_id')}~{i // len(seed)}"
+        generation = uuid.uuid5(uuid.NAMESPACE_URL, f"synth-doc/{doc_id}").hex
+        payload = dict(src.payload, document_id=doc_id, generation=generation)
+        documents[doc_id] = (payload, documents.get(doc_id, (payload, 0))[1] + 1)
         batch.append(ChunkPoint(str(uuid.uuid5(uuid.NAMESPACE_URL, f"synth/{i}")), vec.tolist(),
                                 sparse.encode_passage(str(src.payload.get("content", ""))), payload))
         if len(batch) == 2000:
@@ -211,6 +228,15 @@ def synthesise(size: int, seed: list[StoredPoint], identity: ModelIdentity) -> P
             batch = []
     if batch:
         store.upsert(batch)
+    for doc_id, (payload, chunks) in documents.items():
+        registry.put(DocumentRecord(
+            tenant_id=str(payload["tenant_id"]), document_id=doc_id, owner_id=str(payload.get("owner_id", "")),
+            source=str(payload.get("source", "")), content_type=str(payload.get("source_type", "text")),
+            content_hash=str(payload.get("doc_hash", "")), chunk_count=chunks,
+            indexed_at=str(payload.get("indexed_at", "")), embedding_model=identity.name,
+            generation=str(payload["generation"]),
+        ))
+    registry.store.close()
     print(f"  building HNSW for {size} points (blocks a few minutes at 100k)...", flush=True)
     store.optimize()
     store.close()

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "protos")]
@@ -188,9 +189,9 @@ def compare(label: str, settings: GeriSettings, direct: Callable[[list[ChatMessa
 @contextlib.contextmanager
 def real_servers() -> Iterator[tuple[str, str, str]]:
     """transformers serve + ollama-proxy-plus on free ports: (OpenAI base URL, Ollama host, model)."""
-    from tests.geri.fixtures import (HF_DIR_NAME, OLLAMA_MODEL, VENV_BIN, _stop, _wait_http,  # noqa: I001
-                                     export_hf_checkpoint, free_port, start_ollama_proxy)
     import subprocess
+
+    from tests.geri.fixtures import HF_DIR_NAME, VENV_BIN, export_hf_checkpoint, free_port
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-geri-"))
     checkpoint = export_hf_checkpoint(Path(tempfile.gettempdir()) / "wolfpack-geri-hf" / HF_DIR_NAME)
@@ -199,6 +200,14 @@ def real_servers() -> Iterator[tuple[str, str, str]]:
     serve = subprocess.Popen([str(VENV_BIN / "transformers"), "serve", "--host", "127.0.0.1", "--port", str(port),
                               "--device", "cpu", HF_DIR_NAME], cwd=checkpoint.parent, env=env,
                              stdout=(workdir / "serve.log").open("wb"), stderr=subprocess.STDOUT)
+    yield from _with_proxy(serve, port, proxy_port, workdir)
+
+
+def _with_proxy(serve: Any, port: int, proxy_port: int, workdir: Path) -> Iterator[tuple[str, str, str]]:
+    """Wait for an OpenAI-compatible server on ``port``, put ollama-proxy-plus in front, yield (OpenAI base URL,
+    Ollama URL, model), and stop both afterwards."""
+    from tests.geri.fixtures import OLLAMA_MODEL, _stop, _wait_http, start_ollama_proxy
+
     proxy = None
     try:
         _wait_http(f"http://127.0.0.1:{port}/health", serve, 180, workdir / "serve.log")
@@ -217,7 +226,7 @@ def llama_servers() -> Iterator[tuple[str, str, str]]:
     import subprocess
 
     from geri.backends.embedded import default_model_path
-    from tests.geri.fixtures import HF_DIR_NAME, OLLAMA_MODEL, _stop, _wait_http, free_port, start_ollama_proxy
+    from tests.geri.fixtures import HF_DIR_NAME, free_port
 
     llama = Path(os.environ.get("LLAMA_SERVER", ROOT / ".tools" / "llama-server" / "llama-server"))
     if not llama.exists():
@@ -227,15 +236,7 @@ def llama_servers() -> Iterator[tuple[str, str, str]]:
     serve = subprocess.Popen([str(llama), "-m", str(default_model_path()), "--host", "127.0.0.1", "--port", str(port),
                               "-t", "1", "--alias", HF_DIR_NAME, "-c", "4096"],
                              stdout=(workdir / "serve.log").open("wb"), stderr=subprocess.STDOUT)
-    proxy = None
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/health", serve, 180, workdir / "serve.log")
-        proxy = start_ollama_proxy(f"http://127.0.0.1:{port}/v1", proxy_port, workdir / "proxy.log")
-        yield f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{proxy_port}", OLLAMA_MODEL
-    finally:
-        if proxy is not None:
-            _stop(proxy)
-        _stop(serve)
+    yield from _with_proxy(serve, port, proxy_port, workdir)
 
 
 def bench_constrained(max_tokens: int) -> None:

@@ -98,15 +98,20 @@ async def load(targets: list[str], texts: list[str], clients: int) -> float:
 
 def size_figures(size: int, seed, identity, queries: list[str]) -> None:  # type: ignore[no-untyped-def]
     import grpc
-    from wolf.v1 import freki_pb2_grpc
+    from wolf.v1 import freki_pb2, freki_pb2_grpc
 
-    fresh = not (BENCH_CACHE / f"synth-{size}-{len(seed)}" / "complete").exists()
+    fresh = not (BENCH_CACHE / f"synth-v2-{size}-{len(seed)}" / "complete").exists()
     started = time.perf_counter()
     data_dir = synthesise(size, seed, identity)
     build = f"{time.perf_counter() - started:.0f} s" if fresh else "cached"
     with serve(data_dir) as (target, pid), grpc.insecure_channel(target) as channel:
         stub = freki_pb2_grpc.FrekiServiceStub(channel)
         stub.RetrieveContext(retrieve_request("warm up", "hybrid", 5), timeout=60)
+        serving = stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest(), timeout=60).chunk_count
+        found = stub.RetrieveContext(retrieve_request(queries[0], "hybrid", 5, score_threshold=0.0),
+                                     timeout=60).rag_context.documents
+        if serving != size or not found:  # never time an index that is not the one described
+            sys.exit(f"the served index holds {serving:,} chunks, not {size:,} (or answers nothing)")
         at_rest = rss_mib(pid)
         figures = {}
         for mode in ("hybrid", "dense"):
