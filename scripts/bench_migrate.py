@@ -31,7 +31,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=256)
     args = parser.parse_args()
     for size in args.sizes:
-        found = sorted(CACHE.glob(f"synth-{size}-*"))
+        found = sorted(CACHE.glob(f"synth-v2-{size}-*"))
         if not found:
             print(f"{size}: no cached collection; run scripts/bench_scale.py --sizes {size} first")
             continue
@@ -44,6 +44,9 @@ def main() -> int:
                 try:
                     spec = recorded_spec(source, "freki_chunks")
                     assert spec is not None
+                    source.ensure_collection(spec)
+                    if source.count([]) != size:
+                        sys.exit(f"{found[0]} holds {source.count([]):,} chunks, not {size:,}: rebuild it")
                     report = copy_collection(source, target, spec, batch=args.batch)
                 finally:
                     source.close()

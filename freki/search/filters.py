@@ -50,7 +50,7 @@ def to_condition(flt: CallerFilter, where: str = "filter") -> FieldMatch:
     if flt.key.startswith("@"):
         if flt.key not in SYSTEM_FIELDS:
             raise InvalidArgument(
-                f"{where}.key {flt.key!r} is not a system field; those are {', '.join(sorted(SYSTEM_FIELDS))}"
+                f"{where}.key {flt.key[:40]!r} is not a system field; those are {', '.join(sorted(SYSTEM_FIELDS))}"
             )
         if flt.bounds:
             raise InvalidArgument(f"{where} ({flt.key}) is a text field; it takes values, not range bounds")
