@@ -138,6 +138,10 @@ class GdprSettings(BaseModel):
     keys_path: Path | None = None
     # Edge only: DeleteDocument / DeleteOwnerData also purge the engine's files before they return.
     purge_on_erase: bool = True
+    # The start-up pass refuses to start when document records are sealed under keys the key store never held
+    # (a wrong keys_path would otherwise cost every document). True drops such records instead: only for an
+    # erasure interrupted before Freki remembered destroyed keys, once keys_path is known to be right.
+    drop_records_without_keys: bool = False
 
 
 class ModeThresholds(BaseModel):

@@ -90,7 +90,8 @@ class FrekiEngine:
         self._purge_marker = Path(settings.data_dir) / ".purge-pending"
         self._purge_lock, self._purge_guard = threading.Lock(), threading.Lock()
         self._purge_requests = self._purged_upto = 0
-        self.repair_report: RepairReport = repair(self.chunks, self.registry, self.keys, grace)
+        self.repair_report: RepairReport = repair(self.chunks, self.registry, self.keys, grace,
+                                                  settings.gdpr.drop_records_without_keys)
         if self._purge_marker.exists():  # an erasure was interrupted before its purge finished
             self.purge()
         cfg = settings.chunking

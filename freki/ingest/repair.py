@@ -40,7 +40,7 @@ class RepairReport:
 
 
 def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore,
-           shared_grace_s: float | None = None) -> RepairReport:
+           shared_grace_s: float | None = None, drop_unknown_keys: bool = False) -> RepairReport:
     """Run the pass (before the server takes requests); see the module docstring.
 
     ``shared_grace_s``: other replicas write the collection (``store.shared``). Then an uncommitted
@@ -48,7 +48,7 @@ def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore,
     progress), and a document with missing chunks is reported, not removed (it may be mid-commit elsewhere).
     """
     report = RepairReport()
-    _drop_unreadable_records(registry, keys, report)
+    _drop_unreadable_records(registry, keys, report, drop_unknown_keys)
     committed: dict[str, DocumentRecord] = {r.generation: r for r in registry.everything() if r.generation}
     counts = chunks.value_counts(GENERATION)
 
@@ -85,7 +85,8 @@ def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore,
     return report
 
 
-def _drop_unreadable_records(registry: DocumentRegistry, keys: KeyStore, report: RepairReport) -> None:
+def _drop_unreadable_records(registry: DocumentRegistry, keys: KeyStore, report: RepairReport,
+                             drop_unknown: bool = False) -> None:
     """Remove records sealed under a key this key store destroyed (a crash inside an erasure).
 
     A record sealed under a key the store never held means the key store is the wrong one (``gdpr.keys_path``
@@ -105,12 +106,12 @@ def _drop_unreadable_records(registry: DocumentRegistry, keys: KeyStore, report:
             break
     erased = keys.destroyed(g for g, _, _ in unreadable)
     unknown = [(t, d) for g, t, d in unreadable if g not in erased]
-    if unknown:
+    if unknown and not drop_unknown:
         tenant, document = unknown[0]
         raise KeyStoreMismatch(
             f"{len(unknown):,} document records are sealed with keys key store {keys.path} never held (e.g. "
             f"{document[:80]!r} of tenant {tenant[:80]!r}): is gdpr.keys_path the key store this index was "
-            "written with? Freki does not start rather than drop those documents"
+            "written with? Freki does not start rather than drop those documents (gdpr.drop_records_without_keys)"
         )
     for _, tenant, document in unreadable:
         registry.delete(tenant, document)

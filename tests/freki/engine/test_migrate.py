@@ -152,6 +152,13 @@ def test_the_wrong_key_store_stops_the_start_and_loses_nothing(tmp_path: Path, e
         assert again.retrieve(Query("default", "sourdough starter", top_k=1, score_threshold=0.0, mode="hybrid"))
     finally:
         again.close()
+    # the operator's way out, once the key store is known to be right: drop what no key opens
+    dropped = FrekiEngine(freki_settings(tmp_path / "a", gdpr={"keys_path": str(tmp_path / "other.sqlite"),
+                                                                "drop_records_without_keys": True}), embedder=embedder)
+    try:
+        assert dropped.repair_report.removed_documents == [("default", "bread.md")]
+    finally:
+        dropped.close()
 
 
 def test_a_record_whose_key_was_destroyed_is_still_cleaned_up(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
