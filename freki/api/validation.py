@@ -110,6 +110,9 @@ def validate_retrieve(request: common_pb2.WolfRequest, settings: FrekiSettings) 
         if len(flt.values) > lim.max_filter_values:
             raise InvalidArgument(f"retrieval.filters[{i}] ({_describe(flt.key)}) has {len(flt.values):,} values; "
                                   f"the limit is {lim.max_filter_values:,} (limits.max_filter_values)")
+        if any(len(v) > lim.metadata_value_chars for v in flt.values):  # no stored value is longer: never matches
+            raise InvalidArgument(f"retrieval.filters[{i}] ({_describe(flt.key)}) has a value over "
+                                  f"{lim.metadata_value_chars:,} characters (limits.metadata_value_chars)")
         if not _META_KEY_RE.match(flt.key) and not flt.key.startswith("@"):
             raise InvalidArgument(f"retrieval.filters[{i}].key {_describe(flt.key)} is not a valid metadata key")
         caller = caller_filter(flt)

@@ -34,8 +34,8 @@ class MetadataLimits:
 def check_metadata(metadata: Metadata, limits: MetadataLimits, field: str = "metadata") -> None:
     """Refuse metadata with malformed keys or over a limit (INVALID_ARGUMENT naming the limit).
 
-    A list value counts each element against ``limits.metadata_value_chars`` and all of them against
-    ``limits.metadata_bytes``.
+    A list value counts each element against ``limits.metadata_value_chars`` and all of them, one byte more
+    each (so a million empty strings are no way around it), against ``limits.metadata_bytes``.
     """
     if len(metadata) > limits.max_keys:
         raise InvalidArgument(
@@ -55,7 +55,7 @@ def check_metadata(metadata: Metadata, limits: MetadataLimits, field: str = "met
                     f"{field}[{key!r}] is {len(item):,} characters; the limit is {limits.max_value_chars:,} "
                     "(limits.metadata_value_chars)"
                 )
-            total += len(item.encode("utf-8", "surrogatepass"))
+            total += len(item.encode("utf-8", "surrogatepass")) + (1 if isinstance(value, list) else 0)
     if total > limits.max_bytes:
         raise InvalidArgument(
             f"{field} is {total:,} bytes; the limit is {limits.max_bytes:,} (limits.metadata_bytes)"

@@ -144,11 +144,11 @@ def test_a_key_in_both_metadata_maps_is_refused(dogs) -> None:  # type: ignore[n
 
 
 def test_list_metadata_counts_against_the_size_limit(dogs) -> None:  # type: ignore[no-untyped-def]
-    big = common_pb2.MetadataValues(values=["x" * 1000] * 40)
-    with pytest.raises(grpc.RpcError) as err:
-        _index(dogs, "big.txt", "text", metadata_lists={"tags": big})
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "limits.metadata_bytes" in (
-        err.value.details() or "")
+    for big in (common_pb2.MetadataValues(values=["x" * 1000] * 40), common_pb2.MetadataValues(values=[""] * 20_000)):
+        with pytest.raises(grpc.RpcError) as err:
+            _index(dogs, "big.txt", "text", metadata_lists={"tags": big})
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "limits.metadata_bytes" in (
+            err.value.details() or "")
 
 
 @pytest.mark.parametrize(("options", "limit"), [
@@ -156,6 +156,7 @@ def test_list_metadata_counts_against_the_size_limit(dogs) -> None:  # type: ign
     ({"filters": [_flt(f"k{i}", "x") for i in range(33)]}, "limits.max_filters"),
     ({"filters": [_flt("topics", *[str(i) for i in range(1025)])]}, "limits.max_filter_values"),
     ({"document_ids": [f"d{i}" for i in range(1025)]}, "limits.max_document_ids"),
+    ({"filters": [_flt("topics", "x" * 8193)]}, "limits.metadata_value_chars"),
 ])
 def test_oversized_queries_are_refused_naming_the_limit(dogs, options, limit) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(grpc.RpcError) as err:
