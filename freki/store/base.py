@@ -196,9 +196,11 @@ class VectorStore(Protocol):
         ...
 
     def scroll(
-        self, filter: Filter, limit: int, offset: str | None = None, with_vectors: bool = False
+        self, filter: Filter, limit: int, offset: str | None = None, with_vectors: bool = False,
+        with_sparse: bool = False,
     ) -> tuple[list[StoredPoint], str | None]:
-        """One page of matching points in id order, plus the offset of the next page (None at the end)."""
+        """One page of matching points in id order, plus the offset of the next page (None at the end).
+        ``with_vectors``: the dense vector; ``with_sparse``: the sparse one too (and the dense)."""
         ...
 
     def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
@@ -225,6 +227,12 @@ class VectorStore(Protocol):
     def close(self) -> None:
         """Release the engine after in-flight calls finish; later calls raise ``CollectionNotReady``."""
         ...
+
+
+def vector_selector(with_vectors: bool, with_sparse: bool = False) -> bool | list[str]:
+    """Which vectors to ask either engine for: only the dense one unless the sparse one is wanted too (reads on
+    the query path need the dense vector alone), every named vector (the sparse one may not exist) if it is."""
+    return True if with_sparse else [DENSE_VECTOR] if with_vectors else False
 
 
 def stored_point(record: Any, with_vectors: bool) -> StoredPoint:

@@ -34,6 +34,7 @@ from freki.store.base import (
     StoredPoint,
     payload_indexes,
     stored_point,
+    vector_selector,
 )
 from freki.store.edge_layout import CollectionPaths, acquire_lock, read_registry, release_lock, write_registry
 from freki.store.edge_purge import PURGE_PADDING_ID, purge_shard
@@ -299,26 +300,21 @@ class EdgeStore(GuardedStore):
         return self._query(request, "run a hybrid search")
 
     def _engine_scroll(
-        self, conditions: Conditions, limit: int, offset: str | None, with_vectors: bool
+        self, conditions: Conditions, limit: int, offset: str | None, with_vectors: bool, with_sparse: bool
     ) -> tuple[list[StoredPoint], str | None]:
-        request = qe.ScrollRequest(
-            offset=offset,
-            limit=limit,
-            filter=edge_filter(conditions),
-            with_payload=True,
-            with_vector=with_vectors,
-        )
+        request = qe.ScrollRequest(offset=offset, limit=limit, filter=edge_filter(conditions), with_payload=True,
+                                   with_vector=vector_selector(with_vectors, with_sparse))
         try:
             records, next_offset = self._require_shard().scroll(request)
         except Exception as exc:
             raise _engine_error(exc, "scroll points") from exc
-        return [stored_point(r, with_vectors) for r in records], (str(next_offset) if next_offset is not None else None)
+        return [stored_point(r, with_vectors or with_sparse) for r in records], (
+            str(next_offset) if next_offset is not None else None)
 
     def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
         try:
-            records = self._require_shard().retrieve(
-                _ids(ids), with_payload=True, with_vector=with_vectors
-            )
+            records = self._require_shard().retrieve(_ids(ids), with_payload=True,
+                                                     with_vector=vector_selector(with_vectors))
         except Exception as exc:
             raise _engine_error(exc, "retrieve points") from exc
         return [stored_point(r, with_vectors) for r in records]

@@ -220,14 +220,15 @@ class GuardedStore(ABC):
             )
 
     def scroll(
-        self, filter: Sequence[FieldMatch], limit: int, offset: str | None = None, with_vectors: bool = False
+        self, filter: Sequence[FieldMatch], limit: int, offset: str | None = None, with_vectors: bool = False,
+        with_sparse: bool = False,
     ) -> tuple[list[StoredPoint], str | None]:
         """One page of matching points in id order and the offset of the next page (None when done)."""
         self._require_open()
         conditions, limit = check_filter(filter), check_limit(limit)
         start = canonical_id(offset) if offset is not None else None
         with self._reading():
-            return self._engine_scroll(conditions, limit, start, with_vectors)
+            return self._engine_scroll(conditions, limit, start, with_vectors, with_sparse)
 
     def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
         """Existing points among ``ids``, in the order asked for."""
@@ -307,7 +308,7 @@ class GuardedStore(ABC):
 
     @abstractmethod
     def _engine_scroll(self, conditions: Conditions, limit: int, offset: str | None,
-                       with_vectors: bool) -> tuple[list[StoredPoint], str | None]: ...
+                       with_vectors: bool, with_sparse: bool) -> tuple[list[StoredPoint], str | None]: ...
 
     @abstractmethod
     def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]: ...

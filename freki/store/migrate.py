@@ -70,7 +70,7 @@ def copy_collection(
         )
     copied, offset = 0, None
     while True:
-        page, offset = source.scroll([], batch, offset, with_vectors=True)
+        page, offset = source.scroll([], batch, offset, with_vectors=True, with_sparse=True)
         if page:
             target.upsert([ChunkPoint(p.id, p.dense or [], p.sparse, p.payload) for p in page])
             copied += len(page)

@@ -32,6 +32,7 @@ from freki.store.base import (
     StoredPoint,
     payload_indexes,
     stored_point,
+    vector_selector,
 )
 from freki.store.errors import StoreError, StoreUnavailable
 from freki.store.filters import remote_filter
@@ -301,7 +302,7 @@ class RemoteStore(GuardedStore):
         )
 
     def _engine_scroll(
-        self, conditions: Conditions, limit: int, offset: str | None, with_vectors: bool
+        self, conditions: Conditions, limit: int, offset: str | None, with_vectors: bool, with_sparse: bool
     ) -> tuple[list[StoredPoint], str | None]:
         with self._calling("scroll points"):
             records, next_offset = self._client.scroll(
@@ -310,15 +311,15 @@ class RemoteStore(GuardedStore):
                 limit=limit,
                 offset=offset,
                 with_payload=True,
-                with_vectors=with_vectors,
+                with_vectors=vector_selector(with_vectors, with_sparse),
             )
-        return [stored_point(r, with_vectors) for r in records], (str(next_offset) if next_offset is not None else None)
+        return [stored_point(r, with_vectors or with_sparse) for r in records], (
+            str(next_offset) if next_offset is not None else None)
 
     def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
         with self._calling("retrieve points"):
-            records = self._client.retrieve(
-                self._name, ids, with_payload=True, with_vectors=with_vectors
-            )
+            records = self._client.retrieve(self._name, ids, with_payload=True,
+                                            with_vectors=vector_selector(with_vectors))
         return [stored_point(r, with_vectors) for r in records]
 
     def _engine_count(self, conditions: Conditions) -> int:

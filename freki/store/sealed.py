@@ -232,9 +232,11 @@ class SealedStore:
 
     def scroll(
         self, filter: Sequence[FieldMatch], limit: int, offset: str | None = None, with_vectors: bool = False,
+        with_sparse: bool = False,
     ) -> tuple[list[StoredPoint], str | None]:
         with self.generations.reading() as hidden:
-            points, next_offset = self.inner.scroll(self._visible(filter, hidden), limit, offset, with_vectors)
+            points, next_offset = self.inner.scroll(self._visible(filter, hidden), limit, offset, with_vectors,
+                                                    with_sparse)
             return self._stored(points, hidden), next_offset
 
     def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:

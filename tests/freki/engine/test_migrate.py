@@ -90,7 +90,8 @@ def test_a_non_empty_target_needs_resume_and_the_model_must_match(tmp_path: Path
             with pytest.raises(Exception, match="already holds 30 points; pass resume"):
                 copy_collection(source, target, spec())
             assert copy_collection(source, target, spec(), resume=True).points == 30
-            copied = {p.id: p for p in target.scroll([], 100, with_vectors=True)[0]}
+            assert all(p.sparse is None for p in target.scroll([], 100, with_vectors=True)[0])  # dense unless asked
+            copied = {p.id: p for p in target.scroll([], 100, with_vectors=True, with_sparse=True)[0]}
             for p in points:
                 got = copied[p.id]
                 assert got.payload == p.payload and got.sparse is not None and p.sparse is not None
