@@ -67,15 +67,19 @@ def request_id_of(request: Any, context: grpc.ServicerContext) -> str:
     return f"gen-{uuid.uuid4().hex[:12]}"
 
 
-def _abort_for(exc: BaseException, rpc: str, request: Any, context: grpc.ServicerContext) -> None:
+def status_for(exc: BaseException, rpc: str, request_id: str) -> tuple[grpc.StatusCode, str]:
+    """The status code and details a client gets for ``exc``, logged: domain errors keep their message
+    (bounded); anything else is INTERNAL with a generic message, its traceback in the log only."""
     code = status_code_of(exc)
-    rid = request_id_of(request, context)
     if code == grpc.StatusCode.INTERNAL:
-        log.exception("internal error in %s (request_id=%s)", rpc, rid, exc_info=exc)
-        context.abort(code, f"internal error (request_id={rid}); see server log")
-    else:
-        log.info("%s failed with %s (request_id=%s): %s", rpc, code.name, rid, bounded(str(exc), 500))
-        context.abort(code, bounded(str(exc)))
+        log.exception("internal error in %s (request_id=%s)", rpc, request_id, exc_info=exc)
+        return code, f"internal error (request_id={request_id}); see server log"
+    log.info("%s failed with %s (request_id=%s): %s", rpc, code.name, request_id, bounded(str(exc), 500))
+    return code, bounded(str(exc))
+
+
+def _abort_for(exc: BaseException, rpc: str, request: Any, context: grpc.ServicerContext) -> None:
+    context.abort(*status_for(exc, rpc, request_id_of(request, context)))
 
 
 def _is_abort(exc: BaseException, context: grpc.ServicerContext) -> bool:

@@ -10,18 +10,13 @@ deadline, shutdown) or the client's messages are malformed.
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
-import grpc
 from wolf.v1 import freki_pb2
 
-from wolf_service.error_mapping import bounded
-from wolf_service.errors import status_code_of
-
-log = logging.getLogger("freki.service")
+from wolf_service.error_mapping import status_for
 
 IndexOne = Callable[[freki_pb2.IndexDocumentRequest], freki_pb2.IndexDocumentResponse]
 
@@ -48,15 +43,8 @@ def _result(request: freki_pb2.IndexDocumentRequest,
     document_id = request.document_id or request.source
     try:
         response = future.result()
-    except Exception as exc:  # mapped as the unary RPC's interceptor maps it (wolf_service.error_mapping)
-        code = status_code_of(exc)
-        if code == grpc.StatusCode.INTERNAL:
-            log.exception("internal error indexing %r in IndexDocuments (request_id=%s)", document_id[:200],
-                          request.request_id)
-            message = f"internal error (request_id={request.request_id}); see server log"
-        else:
-            message = bounded(str(exc))
-            log.info("IndexDocuments: %r refused with %s: %s", document_id[:200], code.name, bounded(message, 500))
+    except Exception as exc:  # mapped as the unary RPC's interceptor maps it
+        code, message = status_for(exc, f"IndexDocuments ({document_id[:200]!r})", request.request_id)
         return freki_pb2.IndexDocumentsResult(request_id=request.request_id, document_id=document_id,
                                               error_code=code.name, error_message=message)
     return freki_pb2.IndexDocumentsResult(request_id=request.request_id, document_id=response.document_id,
