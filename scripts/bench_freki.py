@@ -189,6 +189,11 @@ def seed_points(seed_dir: Path, collection: str = "freki_chunks") -> list[Stored
         keys.close()
 
 
+def synth_dir(size: int, seeds: int | str) -> Path:
+    """Where ``synthesise`` keeps a collection of ``size`` chunks made from ``seeds`` real ones ("*": any)."""
+    return BENCH_CACHE / f"synth-v2-{size}-{seeds}"
+
+
 def synthesise(size: int, seed: list[StoredPoint], identity: ModelIdentity) -> Path:
     """A Freki data dir with ``size`` chunks: the real seed chunks, then perturbed copies.
 
@@ -198,7 +203,7 @@ def synthesise(size: int, seed: list[StoredPoint], identity: ModelIdentity) -> P
     registry record), or Freki's start-up consistency pass would remove its chunks as orphans. Payloads are
     stored unsealed (readers accept both). Cached under .cache/freki-bench.
     """
-    target = BENCH_CACHE / f"synth-v2-{size}-{len(seed)}"
+    target = synth_dir(size, len(seed))
     marker = target / "complete"
     if marker.exists():
         return target

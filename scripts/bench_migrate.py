@@ -17,11 +17,12 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_freki import synth_dir  # noqa: E402
 
 from freki.store import EdgeStore, RemoteStore  # noqa: E402
 from freki.store.migrate import copy_collection, recorded_spec  # noqa: E402
-
-CACHE = Path(__file__).resolve().parents[1] / ".cache" / "freki-bench"
 
 
 def main() -> int:
@@ -31,7 +32,8 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=256)
     args = parser.parse_args()
     for size in args.sizes:
-        found = sorted(CACHE.glob(f"synth-v2-{size}-*"))
+        pattern = synth_dir(size, "*")
+        found = sorted(pattern.parent.glob(pattern.name))
         if not found:
             print(f"{size}: no cached collection; run scripts/bench_scale.py --sizes {size} first")
             continue

@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_freki import BENCH_CACHE, seed_points, synthesise  # noqa: E402
+from bench_freki import seed_points, synth_dir, synthesise  # noqa: E402
 from demo import free_port, start_service, stop_service, wait_serving  # noqa: E402
 from evalsets import scifact  # noqa: E402
 from evalsets.harness import CACHE, eval_settings, retrieve_request, shared_embedder  # noqa: E402
@@ -100,7 +100,7 @@ def size_figures(size: int, seed, identity, queries: list[str]) -> None:  # type
     import grpc
     from wolf.v1 import freki_pb2, freki_pb2_grpc
 
-    fresh = not (BENCH_CACHE / f"synth-v2-{size}-{len(seed)}" / "complete").exists()
+    fresh = not (synth_dir(size, len(seed)) / "complete").exists()
     started = time.perf_counter()
     data_dir = synthesise(size, seed, identity)
     build = f"{time.perf_counter() - started:.0f} s" if fresh else "cached"
