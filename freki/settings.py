@@ -263,9 +263,13 @@ class FrekiSettings(FileSettings):
     embedding_backend: Literal["onnx", "torch"] = "onnx"
     # Where the ONNX export is cached; None = $XDG_CACHE_HOME/freki (~/.cache/freki).
     embedding_cache_dir: Path | None = None
-    # With the ONNX backend, run indexing batches (>= 256 padded tokens) in bf16 when the CPU has native
-    # bf16 and the result passes the same cosine >= 0.99 probe (measured 0.99997, 1.3-2x faster).
-    # Queries stay fp32. No effect without native bf16 or with the torch backend.
+    # With the ONNX backend, what embeds indexing batches (>= 256 padded tokens; queries always run fp32 ONNX):
+    # "auto" times the candidates at first start on this machine and keeps the fastest (remembered in
+    # embedding_cache_dir; freki/embed/bulk_choice.py), "onnx", "torch-fp32" (traced torch on one thread per
+    # core) or "bf16" (traced torch under bf16 autocast; pays only with native bf16: AVX512-BF16 or AMX).
+    # Every candidate must pass the cosine >= 0.99 probe against torch fp32. No effect with the torch backend.
+    embedding_bulk_runner: Literal["auto", "onnx", "torch-fp32", "bf16"] = "auto"
+    # false leaves bf16 out of "auto" (fp32 everywhere).
     embedding_bulk_bf16: bool = True
 
     chunking: ChunkingSettings = ChunkingSettings()

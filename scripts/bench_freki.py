@@ -61,7 +61,7 @@ from evalsets.harness import (  # noqa: E402
 from freki.embed.embedder import ModelIdentity, resolve_model_path  # noqa: E402
 from freki.embed.encoders import BatchedEncoder, Encoder, OnnxEncoder, TorchEncoder  # noqa: E402
 from freki.embed.onnx_export import default_cache_dir, export_onnx  # noqa: E402
-from freki.embed.runners import TorchBf16Runner  # noqa: E402
+from freki.embed.runners import TorchRunner  # noqa: E402
 from freki.embed.sparse import SparseEncoder  # noqa: E402
 from freki.ingest.indexing import CHUNK_SEALED_FIELDS  # noqa: E402
 from freki.ingest.registry import DocumentRecord, DocumentRegistry  # noqa: E402
@@ -132,9 +132,11 @@ def raw_encoders() -> dict[str, Encoder]:
     path = resolve_model_path("all-MiniLM-L6-v2")
     model = SentenceTransformer(path, device="cpu")
     onnx = OnnxEncoder(export_onnx(model, path, default_cache_dir()), model.tokenizer, max_length=256)
-    # Every batch on the bf16 runner Freki uses for indexing batches (when the CPU has native bf16).
-    bf16 = BatchedEncoder(model.tokenizer, 256, TorchBf16Runner(model))
-    return {"torch (model.encode)": TorchEncoder(model), "onnx": onnx, "bf16 (traced, workers)": bf16}
+    # Every batch on each runner Freki may pick for indexing batches (freki/embed/bulk_choice.py).
+    fp32 = BatchedEncoder(model.tokenizer, 256, TorchRunner(model))
+    bf16 = BatchedEncoder(model.tokenizer, 256, TorchRunner(model, bf16=True))
+    return {"torch (model.encode)": TorchEncoder(model), "onnx": onnx, "torch-fp32 (traced, workers)": fp32,
+            "bf16 (traced, workers)": bf16}
 
 
 def bench_encoders(texts: list[str], queries: list[str]) -> None:

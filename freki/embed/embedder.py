@@ -59,7 +59,7 @@ class Embedder:
     def __init__(
         self, model: str = "all-MiniLM-L6-v2", *, device: str = "cpu", batch_size: int = 32,
         query_cache_size: int = 4096, backend: Literal["onnx", "torch"] = "onnx",
-        cache_dir: Path | None = None, bulk_bf16: bool = True,
+        cache_dir: Path | None = None, bulk_bf16: bool = True, bulk_runner: str = "auto",
     ) -> None:
         # Never let a run-time hub lookup hang or leak: models come from installed packages or paths.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -93,6 +93,7 @@ class Embedder:
         self._encoder: Encoder = build_encoder(
             self._model, backend=backend, device=device, model_path=path,
             cache_dir=cache_dir or default_cache_dir(), max_length=self.max_seq_length, bulk_bf16=bulk_bf16,
+            bulk=bulk_runner,
         )
         self._tokenizer_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -107,7 +108,8 @@ class Embedder:
 
     @property
     def backend(self) -> str:
-        """Which engine runs the model: "onnx", "onnx+bf16" (bf16 for indexing batches) or "torch"."""
+        """Which engine runs the model: "onnx", "onnx+torch-fp32" / "onnx+bf16" (that runner for indexing batches)
+        or "torch"."""
         return self._encoder.name
 
     @property

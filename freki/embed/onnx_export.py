@@ -34,7 +34,7 @@ def default_cache_dir() -> Path:
 
 def export_onnx(model: SentenceTransformer, model_path: str, cache_dir: Path) -> Path:
     """Path of the model's ONNX export in ``cache_dir``, exporting it first if missing."""
-    target = Path(cache_dir) / "onnx" / f"{_cache_key(model_path)}.onnx"
+    target = Path(cache_dir) / "onnx" / f"{cache_key(model_path)}.onnx"
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -51,7 +51,7 @@ def export_onnx(model: SentenceTransformer, model_path: str, cache_dir: Path) ->
     return target
 
 
-def _cache_key(model_path: str) -> str:
+def cache_key(model_path: str) -> str:
     """Changes when the model's files, torch (the exporter) or EXPORT_FORMAT change."""
     import torch
 

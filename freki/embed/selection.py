@@ -1,7 +1,8 @@
-"""Which encoder a server runs, chosen once at start: ONNX Runtime (default on CPU) or torch, plus bf16 for bulk.
+"""Which encoder a server runs, chosen once at start: ONNX Runtime (default on CPU) or torch, and the fastest
+runner for indexing batches on this machine.
 
 Both compute the same sentence-transformers pipeline (transformer, pooling, normalisation).
-On this project's 2-core reference box ONNX Runtime is about 2x faster for indexing batches and
+On the 2-core AMX box ONNX Runtime is about 2x faster than eager torch for indexing batches and
 about 3x faster for a single query than torch, with vectors equal to torch's to 1e-5 (measured by
 the encoders section of ``scripts/bench_freki.py``).
 
@@ -12,13 +13,15 @@ engines and the ONNX encoder is only used when each probe's cosine to torch is a
 ``MIN_PROBE_COSINE``. Otherwise, or when export fails (read-only directory, a model the exporter
 cannot trace), Freki logs why and stays on torch: slower, never different.
 
-Indexing batches (chunks and sentences, many texts at once) run in bf16 instead when the CPU has
-native bf16 instructions (AVX512-BF16 or AMX): torch autocast, so matrix products take bf16 inputs
-and accumulate in fp32 while normalisation and softmax stay fp32. On the reference box that is
-1.3-2.0x faster than fp32 ONNX for batches of 256 tokens and more, with a cosine to fp32 of 0.99997,
-and slower below that size, so a batch is routed by its size (``BULK_MIN_TOKENS``): a lone query
-always runs in fp32 ONNX. The bf16 path is checked with the same probes and dropped, with a log
-line, when it disagrees or the CPU lacks bf16 (emulated bf16 is slower than fp32).
+Indexing batches (many texts at once, ``BULK_MIN_TOKENS`` padded tokens or more) may run on another
+runner (``freki.embed.runners.TorchRunner``): the model traced to TorchScript, in fp32 or under bf16
+autocast (matrix products take bf16 inputs and accumulate in fp32; normalisation and softmax stay
+fp32), each batch cut into row slices on one worker per core. Which one pays depends on the CPU: on an
+AVX2-only AMD EPYC the fp32 trace is 1.45x faster than ONNX Runtime for indexing batches, on a CPU
+with native bf16 (AVX512-BF16 or AMX) bf16 is 1.3-2.0x faster than fp32 ONNX Runtime (cosine to fp32
+0.99997), and emulated bf16 is slower than fp32. So ``embedding_bulk_runner: auto`` times every
+candidate that passes the probe check on this machine and keeps the fastest (``freki.embed.bulk_choice``).
+A lone query always runs in fp32 ONNX.
 
 int8 quantisation (onnxruntime dynamic, per channel) was measured and rejected: 1.5x faster than
 fp32 ONNX but cosine to fp32 down to 0.988 on short sentences, below the 0.99 equivalence bar.
@@ -34,9 +37,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from freki.embed.encoders import BULK_MIN_TOKENS, BatchedEncoder, Encoder, TorchEncoder
+from freki.embed import bulk_choice
+from freki.embed.encoders import BatchedEncoder, Encoder, TorchEncoder
 from freki.embed.onnx_export import export_onnx
-from freki.embed.runners import BatchRunner, OnnxRunner, TorchBf16Runner
+from freki.embed.runners import BatchRunner, OnnxRunner, TorchRunner
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -56,12 +60,13 @@ PROBE_TEXTS = (
 
 def build_encoder(
     model: SentenceTransformer, *, backend: str, device: str, model_path: str, cache_dir: Path,
-    max_length: int, bulk_bf16: bool = True,
+    max_length: int, bulk_bf16: bool = True, bulk: str = "auto",
 ) -> Encoder:
     """The encoder to use: ONNX when asked for, on CPU, exportable and equivalent; else torch.
 
-    With ``bulk_bf16`` the ONNX encoder hands large batches to a bf16 runner when the CPU has
-    native bf16 and the runner passes the probe check.
+    Indexing batches go to the bulk runner ``bulk`` names (``"onnx"``, ``"torch-fp32"``, ``"bf16"``) or,
+    with ``"auto"``, to the fastest of those that build, pass the probe check and (bf16) have native
+    instructions, timed on this machine (``freki.embed.bulk_choice``). ``bulk_bf16=False`` leaves bf16 out.
     """
     torch_encoder = TorchEncoder(model)
     if backend == "torch":
@@ -69,20 +74,46 @@ def build_encoder(
     if device != "cpu":
         log.info("embedding on %s: using torch (the ONNX path is CPU-only)", device)
         return torch_encoder
-    # torch's probe vectors, computed once for both checks (~130 ms) and only when a check runs.
+    # torch's probe vectors, computed once for every check (~130 ms) and only when a check runs.
     reference = functools.cache(lambda: probe_vectors(torch_encoder))
     onnx = _checked_runner(lambda: OnnxRunner(export_onnx(model, model_path, cache_dir)), reference, model,
                            max_length, what="ONNX embedding", instead="using torch")
     if onnx is None:
         return torch_encoder
-    bulk = None
-    if bulk_bf16 and not native_bf16():
-        log.info("no native bf16 on this CPU: indexing batches run in fp32")
+    wanted = _bulk_candidates(bulk, bulk_bf16)
+    remembered = bulk_choice.recall(cache_dir, model_path, wanted) if bulk == "auto" and len(wanted) > 1 else None
+    wanted = [remembered] if remembered else wanted
+    runners: dict[str, BatchRunner] = {"onnx": onnx}
+    for name in wanted:
+        if name == "onnx":
+            continue
+        runner = _checked_runner(functools.partial(TorchRunner, model, bf16=name == "bf16"), reference, model,
+                                 max_length, what=f"{name} embedding for indexing batches",
+                                 instead="indexing batches run without it")
+        if runner is not None:
+            runners[name] = runner
+    if len(runners) > 1 and bulk == "auto" and not remembered:
+        chosen = bulk_choice.measure(runners, model.tokenizer, cache_dir, model_path)
+    else:  # configured, remembered, or the only candidate left
+        chosen = wanted[0] if wanted[0] in runners else "onnx"
+        if bulk != "auto":
+            log.info("indexing batches run on %s (embedding_bulk_runner)", chosen)
+    return BatchedEncoder(model.tokenizer, max_length, onnx, bulk=None if chosen == "onnx" else runners[chosen])
+
+
+def _bulk_candidates(bulk: str, bulk_bf16: bool) -> list[str]:
+    """The bulk runners worth building for the ``bulk`` setting on this CPU."""
+    if bulk != "auto":
+        if bulk == "bf16" and not native_bf16():
+            log.warning("embedding_bulk_runner is bf16 but this CPU has no native bf16 (emulated bf16 is slower "
+                        "than fp32); using it anyway as configured")
+        return [bulk]
+    names = ["onnx", "torch-fp32"]
+    if bulk_bf16 and native_bf16():
+        names.append("bf16")
     elif bulk_bf16:
-        bulk = _checked_runner(lambda: TorchBf16Runner(model), reference, model, max_length,
-                               what=f"bf16 embedding (batches of >= {BULK_MIN_TOKENS} tokens)",
-                               instead="indexing batches run in fp32")
-    return BatchedEncoder(model.tokenizer, max_length, onnx, bulk=bulk)
+        log.info("no native bf16 on this CPU: indexing batches run in fp32")
+    return names
 
 
 def _checked_runner(make: Callable[[], BatchRunner], reference: Callable[[], np.ndarray],

@@ -19,7 +19,7 @@ def build_embedder(settings: FrekiSettings) -> Embedder:
         settings.embedding_model, device=settings.embedding_device,
         batch_size=settings.embedding_batch_size, query_cache_size=settings.retrieval.query_cache_size,
         backend=settings.embedding_backend, cache_dir=settings.embedding_cache_dir,
-        bulk_bf16=settings.embedding_bulk_bf16,
+        bulk_bf16=settings.embedding_bulk_bf16, bulk_runner=settings.embedding_bulk_runner,
     )
 
 

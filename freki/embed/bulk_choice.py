@@ -1,0 +1,114 @@
+"""Which runner embeds indexing batches fastest on this machine: a short self-benchmark, remembered on disk.
+
+No fixed choice is right everywhere. Measured on 300 SciFact abstracts: on an AVX2-only AMD EPYC
+(2 vCPU) the traced torch fp32 runner took 12.0 s, ONNX Runtime fp32 17.4 s; on a CPU with native bf16
+(AVX512-BF16 / AMX), bf16 is 1.3-2x faster than fp32 ONNX Runtime. So at start every candidate that passed
+the probe check runs the same two padded batches (sentence-sized and chunk-sized), best of ``ROUNDS``, and
+the fastest wins; the log line gives the timings. The result is remembered under the cache directory per
+CPU model, core count, library versions and model, so later starts on the same machine skip the timing
+(and the building of the runners that lost). ``embedding_bulk_runner`` overrides the choice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from freki.embed.runners import BatchRunner
+
+log = logging.getLogger("freki.encoders")
+
+# Bump when the benchmark changes, so choices made by an older one are measured again.
+BENCH_VERSION = 1
+ROUNDS = 2
+# Rows x word-pieces of the timed batches: sentences for boundaries, chunks near the model window.
+SHAPES = ((32, 32), (8, 128))
+_TEXT = ("Mean pooling averages the token embeddings, weighted by the attention mask, before the vector is "
+         "normalised to unit length so that cosine similarity is a dot product. ") * 12
+
+
+def recall(cache_dir: Path, model_path: str, candidates: list[str]) -> str | None:
+    """The choice remembered for this machine and model, if it is one of ``candidates``."""
+    try:
+        remembered = json.loads(_path(cache_dir, model_path).read_text()).get("chosen")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if remembered in candidates:
+        log.info("indexing batches run on %s (measured on this machine before; %s)", remembered,
+                 _path(cache_dir, model_path))
+        return str(remembered)
+    return None
+
+
+def measure(runners: dict[str, BatchRunner], tokenizer: Any, cache_dir: Path, model_path: str) -> str:
+    """Time each runner on the same batches, log the figures, remember and return the fastest's name."""
+    feeds = [_feed(tokenizer, rows, width) for rows, width in SHAPES]
+    timings: dict[str, float] = {}
+    for name, runner in runners.items():
+        runner.run(feeds[:1])  # warm-up: first-run allocations and thread pools
+        best = float("inf")
+        for _ in range(ROUNDS):
+            started = time.perf_counter()
+            runner.run(feeds)
+            best = min(best, time.perf_counter() - started)
+        timings[name] = best
+    chosen = min(timings, key=lambda name: timings[name])
+    figures = ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in timings.items())
+    log.info("indexing batches run on %s: fastest on this machine (%s; set embedding_bulk_runner to override)",
+             chosen, figures)
+    record = {"chosen": chosen, "ms": {name: round(seconds * 1000, 1) for name, seconds in timings.items()}}
+    _remember(_path(cache_dir, model_path), record)
+    return chosen
+
+
+def _feed(tokenizer: Any, rows: int, width: int) -> dict[str, np.ndarray]:
+    encoded = tokenizer([_TEXT] * rows, truncation=True, max_length=width, padding="max_length", return_tensors="np")
+    return {name: np.asarray(encoded[name], dtype=np.int64) for name in tokenizer.model_input_names}
+
+
+def _path(cache_dir: Path, model_path: str) -> Path:
+    import onnxruntime
+    import torch
+
+    from freki.embed.onnx_export import cache_key
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    machine = f"{BENCH_VERSION}|{_cpu_model()}|{cores}|{torch.__version__}|{onnxruntime.__version__}"
+    digest = hashlib.sha256(machine.encode()).hexdigest()[:16]
+    return Path(cache_dir) / "bulk-runner" / f"{cache_key(model_path)}-{digest}.json"
+
+
+def _cpu_model() -> str:
+    """The CPU's model name and flags (Linux), else what the platform says."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    keep = ("model name", "flags")
+    return "|".join(line for line in info.splitlines()[:40] if line.startswith(keep))
+
+
+def _remember(path: Path, record: dict[str, Any]) -> None:
+    """Write atomically; a cache that cannot be written only means measuring again next start."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as out:
+                json.dump(record, out)
+            os.chmod(tmp, 0o644)  # the cache may be shared by service users
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError as exc:
+        log.info("cannot remember the indexing runner choice in %s (%s); it is measured at each start", path, exc)
