@@ -98,6 +98,7 @@ class FrekiEngine:
         self.chunking = ChunkingConfig(
             max_tokens=cfg.max_tokens, min_tokens=cfg.min_tokens,
             overlap_tokens=cfg.overlap_tokens, similarity_threshold=cfg.similarity_threshold,
+            boundary_signal=cfg.boundary_signal,
         )
         counter = TokenCountCache(get_token_counter().count)
         rs = settings.retrieval
@@ -196,7 +197,7 @@ class FrekiEngine:
         for doc_id in ids:
             points = self.chunks_of(tenant, doc_id)
             vectors = embed_in_slices(self.embedder.embed, [str(p.payload.get("content", "")) for p in points])
-            sparse = self.indexer.sparse_encode([str(p.payload.get("content", "")) for p in points])
+            sparse = self.indexer.sparse_of_points(points)
             self.chunks.upsert([
                 ChunkPoint(id=p.id, dense=v.tolist(), sparse=s, payload=p.payload)
                 for p, v, s in zip(points, vectors, sparse, strict=True)

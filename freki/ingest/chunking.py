@@ -10,7 +10,8 @@ Decisions (the "why" behind the shape of this module):
 * Sections (headings, PDF pages) are hard boundaries; chunks never span two.
 * Boundaries are chosen so that an edit only moves boundaries near it (needed for incremental
   re-indexing). Every gap between sentences gets a break score from local evidence only: paragraph and
-  line breaks, and how dissimilar the next sentence is to the few sentences before it. A gap is an
+  line breaks, and how dissimilar the text after the gap is to the few sentences before it
+  (`freki.ingest.boundaries`: shared stemmed terms by default, sentence embeddings on request). A gap is an
   *anchor* — always a boundary — when it is eligible (a paragraph end, or similarity below
   `similarity_threshold`) and its score is the strict maximum of all gaps within `min_tokens` on either
   side. That decision does not depend on where earlier chunks started, so anchors after an edit are the
@@ -19,10 +20,12 @@ Decisions (the "why" behind the shape of this module):
   least `min_tokens`. Similarity is measured against a trailing window of the group rather than the whole
   group for the same reason: a whole-group centroid depends on where the group started.
 * Overlap: a chunk after the first in its section starts with whole trailing sentences of the previous
-  chunk's new text, at most `overlap_tokens`. `min_tokens` applies to the new text.
+  chunk's new text, at most `overlap_tokens`. `min_tokens` applies to the new text. The overlap is
+  context for the dense vector only: `Chunk.new_text` (without it) is what BM25 indexes, so no term
+  counts in two chunks.
 * A section that fits one chunk (`max_tokens` and the model window) is one chunk, whatever its size: no
-  sentence embedding pass, no overlap. A section too small to hold two chunks of `min_tokens` is never
-  embedded either (nothing to decide).
+  boundary scoring, no overlap. A section too small to hold two chunks of `min_tokens` is never scored
+  either (nothing to decide).
 """
 
 from __future__ import annotations
@@ -34,13 +37,13 @@ from typing import Protocol
 
 import numpy as np
 
+from freki.ingest.boundaries import score_gaps
 from freki.ingest.limits import ChunkingConfig, EffectiveLimits
 from freki.ingest.parsing import LimitExceeded, ParsedDocument, Section
 from freki.ingest.segmenting import SectionPlan, find_anchors, partition_span
 from freki.ingest.sentences import SPACE, Unit, join_units, section_units
 
-# Sentences compared with the next one when scoring a gap; small keeps the score local.
-CONTEXT_SENTENCES = 3
+
 @dataclass(frozen=True)
 class Chunk:
     """A piece of a document ready to embed; `hash` (sha256 of text) identifies unchanged chunks."""
@@ -50,6 +53,14 @@ class Chunk:
     token_count: int
     hash: str
     metadata: dict[str, str]
+    # Leading characters repeated from the previous chunk: the dense vector sees them (context), the
+    # lexical index does not (a term in the overlap would count in two chunks).
+    overlap_chars: int = 0
+
+    @property
+    def new_text(self) -> str:
+        """The chunk's text without the overlap: what BM25 indexes."""
+        return self.text[self.overlap_chars :]
 
 
 class CountsTokens(Protocol):
@@ -100,9 +111,10 @@ class SemanticChunker:
             min_tokens=min(config.min_tokens, core_max // 2),
             overlap_tokens=overlap,
             window_limit=window_limit,
-            similarity_threshold=config.similarity_threshold,
+            similarity_threshold=config.threshold,
             core_max_tokens=core_max,
             core_max_window=room * core_max // max_tokens,
+            boundary_signal=config.boundary_signal,
         )
 
     def chunk(self, doc: ParsedDocument, max_chunks: int | None = None) -> list[Chunk]:
@@ -120,11 +132,13 @@ class SemanticChunker:
                     f"document {doc.title[:80]!r} makes at least {at_least:,} chunks; the limit is {max_chunks:,} "
                     "(limits.max_chunks_per_document)", setting="limits.max_chunks_per_document",
                 )
-        self._score_gaps([p for p in plans if p.needs_similarity])
+        limits = self.effective
+        score_gaps([p for p in plans if p.needs_similarity], limits.boundary_signal, self._embed,
+                   limits.similarity_threshold)
         chunks: list[Chunk] = []
         for plan in plans:
-            for text in self._section_texts(plan):
-                chunks.append(_make_chunk(text, len(chunks), self._counter.count(text), plan.section))
+            for text, overlap_chars in self._section_texts(plan):
+                chunks.append(_make_chunk(text, overlap_chars, len(chunks), self._counter.count(text), plan.section))
         return chunks
 
     def _plan(self, section: Section) -> SectionPlan:
@@ -141,23 +155,8 @@ class SemanticChunker:
                                  and len(units) > 1)
         return plan
 
-    def _score_gaps(self, plans: list[SectionPlan]) -> None:
-        texts = sorted({u.text for plan in plans for u in plan.units})
-        if not texts:
-            return
-        vectors = np.asarray(self._embed(texts), dtype=np.float32)
-        row = {text: vectors[i] for i, text in enumerate(texts)}
-        for plan in plans:
-            matrix = np.stack([row[u.text] for u in plan.units])
-            sims = [1.0]
-            for gap in range(1, len(plan.units)):
-                context = matrix[max(0, gap - CONTEXT_SENTENCES) : gap].sum(axis=0)
-                norm = float(np.linalg.norm(context)) or 1.0
-                # Rounded so float noise from batching cannot flip a comparison between two gaps.
-                sims.append(round(float(matrix[gap] @ context) / norm, 3))
-            plan.similarity = sims
-
-    def _section_texts(self, plan: SectionPlan) -> list[str]:
+    def _section_texts(self, plan: SectionPlan) -> list[tuple[str, int]]:
+        """Each chunk's text and how many of its leading characters are overlap."""
         limits = self.effective
         if not plan.units:
             return []
@@ -170,7 +169,7 @@ class SemanticChunker:
             for start, end in zip(bounds, bounds[1:], strict=False):
                 cores.extend(partition_span(plan, start, end, limits))
         cores = _merge_small_tail(plan, cores, limits)
-        texts: list[str] = []
+        texts: list[tuple[str, int]] = []
         for number, (start, end) in enumerate(cores):
             first = start
             if number and limits.overlap_tokens:
@@ -192,19 +191,20 @@ class SemanticChunker:
             first = candidate
         return first
 
-    def _fit(self, units: list[Unit], overlap: int) -> list[str]:
-        """Join units into chunk text, verified with the real counters (estimates are sums)."""
+    def _fit(self, units: list[Unit], overlap: int) -> list[tuple[str, int]]:
+        """Join units into chunk text, verified with the real counters (estimates are sums); with each
+        text, the characters of its first ``overlap`` units and the separator after them."""
         units = [Unit(units[0].text, ""), *units[1:]] if units else units
         while True:
             text = join_units(units)
             if self._within_limits(text):
-                return [text]
+                return [(text, len(text) - len(join_units([Unit(units[overlap].text, ""), *units[overlap + 1:]])))]
             if overlap:
                 units = [Unit(units[1].text, ""), *units[2:]]
                 overlap -= 1
                 continue
             if len(units) == 1:
-                return [text]  # cannot happen: oversize units were split to fit
+                return [(text, 0)]  # cannot happen: oversize units were split to fit
             # Estimates were too low (rare tokenizer merges): split in two and retry each half.
             half = len(units) // 2
             return self._fit(units[:half], 0) + self._fit(units[half:], 0)
@@ -273,11 +273,12 @@ def _merge_small_tail(
     return cores
 
 
-def _make_chunk(text: str, index: int, token_count: int, section: Section) -> Chunk:
+def _make_chunk(text: str, overlap_chars: int, index: int, token_count: int, section: Section) -> Chunk:
     metadata: dict[str, str] = {}
     if section.heading_path:
         metadata["section"] = " > ".join(section.heading_path)
     if section.page is not None:
         metadata["page"] = str(section.page)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return Chunk(text=text, index=index, token_count=token_count, hash=digest, metadata=metadata)
+    return Chunk(text=text, index=index, token_count=token_count, hash=digest, metadata=metadata,
+                 overlap_chars=overlap_chars)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -170,6 +171,17 @@ def test_new_texts_cover_the_document_in_order(long_chunks: tuple[ParsedDocument
     assert " ".join(" ".join(pieces).split()) == " ".join(doc.text.split())
 
 
+def test_new_text_is_the_chunk_without_its_overlap(long_chunks: tuple[ParsedDocument, list[Chunk]]) -> None:
+    """What the chunker says is overlap (kept out of BM25) is exactly the repeated sentences."""
+    _, chunks = long_chunks
+    assert chunks[0].overlap_chars == 0 and chunks[0].new_text == chunks[0].text
+    for previous, current in zip(chunks, chunks[1:], strict=False):
+        overlap, new_text = split_overlap(previous, current)
+        assert current.new_text == new_text, current.text
+        assert current.text[: current.overlap_chars].strip() == overlap
+    assert sum(1 for c in chunks if c.overlap_chars) >= (len(chunks) - 1) * 0.8
+
+
 def test_chunk_identity_fields(long_chunks: tuple[ParsedDocument, list[Chunk]]) -> None:
     _, chunks = long_chunks
     assert [c.index for c in chunks] == list(range(len(chunks)))
@@ -234,10 +246,12 @@ def test_pages_are_boundaries_and_recorded() -> None:
     ]
 
 
-def test_topic_shift_becomes_a_boundary() -> None:
+@pytest.mark.parametrize("signal", ["lexical", "embedding"])
+def test_topic_shift_becomes_a_boundary(signal: str) -> None:
     first = " ".join(f"Alpha fact {i} concerns {' '.join(FILLER[:8])}." for i in range(8))
     second = " ".join(f"Bravo fact {i} concerns {' '.join(FILLER[4:])}." for i in range(8))
-    config = ChunkingConfig(max_tokens=150, min_tokens=40, overlap_tokens=0)  # the paragraph needs two chunks
+    # The paragraph needs two chunks.
+    config = ChunkingConfig(max_tokens=150, min_tokens=40, overlap_tokens=0, boundary_signal=signal)
     chunks = make_chunker(config).chunk(doc_of(f"{first} {second}"))  # one paragraph: only similarity tells
     assert [c.text for c in chunks] == [first, second]
 
@@ -260,11 +274,32 @@ def test_small_sections_are_not_embedded() -> None:
     assert [c.text for c in chunks] == ["Alpha one. Bravo two. Charlie three."]
 
 
-def test_large_sections_are_embedded_once_per_document() -> None:
+def test_large_sections_are_embedded_once_per_document_with_the_embedding_signal() -> None:
     embed = CountingEmbed()
-    make_chunker(CONFIG, embed=embed).chunk(doc_of(generated_text(10)))
+    make_chunker(replace(CONFIG, boundary_signal="embedding"), embed=embed).chunk(doc_of(generated_text(10)))
     assert len(embed.calls) == 1
     assert len(embed.calls[0]) == len(set(embed.calls[0]))  # each distinct sentence once
+
+
+def test_lexical_boundaries_embed_nothing() -> None:
+    embed = CountingEmbed()
+    chunks = make_chunker(CONFIG, embed=embed).chunk(doc_of(generated_text(10)))
+    assert len(chunks) > 3 and embed.calls == []
+
+
+@pytest.mark.parametrize(("config", "threshold"), [
+    (ChunkingConfig(), 0.44), (ChunkingConfig(boundary_signal="embedding"), 0.7),
+    (ChunkingConfig(boundary_signal="embedding", similarity_threshold=0.5), 0.5),
+])
+def test_each_signal_has_its_own_default_threshold(config: ChunkingConfig, threshold: float) -> None:
+    effective = make_chunker(config).effective
+    assert (effective.boundary_signal, effective.similarity_threshold) == (config.boundary_signal, threshold)
+    assert config.boundary_signal in effective.describe()
+
+
+def test_an_unknown_signal_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"boundary_signal must be one of lexical, embedding \(got 'words'\)"):
+        ChunkingConfig(boundary_signal="words")
 
 
 def test_empty_document_has_no_chunks() -> None:

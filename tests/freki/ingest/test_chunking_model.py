@@ -133,10 +133,11 @@ def test_markdown_with_long_sections_fits_the_window(model: Model) -> None:
     assert all(model.window_tokens(c.text) <= 256 for c in chunks)
 
 
-def test_topic_shift_becomes_a_boundary(model: Model) -> None:
+@pytest.mark.parametrize("signal", ["lexical", "embedding"])
+def test_topic_shift_becomes_a_boundary(model: Model, signal: str) -> None:
     rng = random.Random(11)
     parts = [" ".join(sentence(rng, topic) for _ in range(9)) for topic in ("cooking", "astronomy", "finance")]
-    config = ChunkingConfig(max_tokens=1000, min_tokens=60, overlap_tokens=0)
+    config = ChunkingConfig(max_tokens=1000, min_tokens=60, overlap_tokens=0, boundary_signal=signal)
     chunks = model.chunker(config).chunk(parse_document(" ".join(parts), source="one-paragraph.txt"))
     # One paragraph: no structural hint, only similarity can place the boundaries.
     assert [c.text for c in chunks] == parts
