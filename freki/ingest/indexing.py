@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -169,6 +169,10 @@ class Indexer:
         """Sparse (lexical) vectors for texts, or Nones when no sparse encoder is configured."""
         return list(self._sparse(texts)) if self._sparse else [None] * len(texts)
 
+    def sparse_of_points(self, points: Sequence[StoredPoint]) -> list[SparseVector | None]:
+        """``sparse_encode`` of stored chunks' texts, each without its overlap (as when it was indexed)."""
+        return self.sparse_encode([lexical_text(p.payload) for p in points])
+
     def document_lock(self, tenant: str, document_id: str) -> Any:
         """The lock ``index`` holds for a document (a context manager); hold it to change the document otherwise."""
         return self._locks.hold((tenant, document_id))
@@ -245,7 +249,7 @@ class Indexer:
 
         vectors = embed_in_slices(embed, [chunks[i].text for i in embed_positions])
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}
-        sparse = self.sparse_encode([c.text for c in chunks])
+        sparse = self.sparse_encode([c.new_text for c in chunks])  # overlap is BM25-indexed once
         deadline.check("embedding chunks")
         generation = new_generation()
         now = datetime.now(UTC).isoformat()
@@ -295,10 +299,18 @@ class Indexer:
             "doc_hash": digest,
             "token_count": chunk.token_count,
             "content": chunk.text,
+            "overlap_chars": chunk.overlap_chars,
             "indexed_at": now,
             "metadata": (merged := {**metadata, **chunk.metadata}),
             **typed_fields(merged),
         }
+
+
+def lexical_text(payload: Mapping[str, Any]) -> str:
+    """A stored chunk's text without the leading overlap from the previous chunk (none before this field)."""
+    content = str(payload.get("content", ""))
+    overlap = payload.get("overlap_chars", 0)
+    return content[overlap:] if isinstance(overlap, int) and 0 < overlap < len(content) else content
 
 
 def _ms(started: float) -> int:

@@ -44,7 +44,7 @@ def move_document(engine: FrekiEngine, tenant: str, old_id: str, new_id: str, *,
             return 0
         points = engine.chunks_of(tenant, old_id, with_vectors=True)
         previous = engine.registry.get(tenant, new_id)
-        sparse = engine.indexer.sparse_encode([str(p.payload.get("content", "")) for p in points])  # cheap
+        sparse = engine.indexer.sparse_of_points(points)  # cheap
         generation = new_generation()
         upserts: list[ChunkPoint] = []
         for index, (point, sparse_vector) in enumerate(zip(points, sparse, strict=True)):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from freki.engine import FrekiEngine
-from freki.ingest.indexing import IndexInput
+from freki.ingest.indexing import IndexInput, document_filter
 from freki.settings import FrekiSettings
-from freki.store import FieldMatch
+from freki.store import FieldMatch, SparseVector
 from tests.freki.watch.conftest import paragraphs
 
 pytestmark = pytest.mark.integration
@@ -146,3 +146,30 @@ def test_readers_never_see_a_half_updated_document(engine: FrekiEngine) -> None:
         for r in readers:
             r.join()
     assert seen[0] > 50 and not bad, f"{len(bad)} of {seen[0]} reads saw a mix of versions"
+
+
+def sparse_by_chunk(engine: FrekiEngine, document_id: str) -> list[tuple[dict, object]]:  # type: ignore[type-arg]
+    page, _ = engine.chunks.scroll(document_filter(T, document_id), limit=512, with_sparse=True)
+    return [(p.payload, p.sparse) for p in sorted(page, key=lambda p: int(p.payload["chunk_index"]))]
+
+
+def same_vector(stored: object, expected: SparseVector) -> bool:
+    """Equal up to the store's float32 weights."""
+    assert isinstance(stored, SparseVector)
+    return stored.indices == expected.indices and np.allclose(stored.values, expected.values, rtol=1e-6)
+
+
+def test_overlap_is_indexed_once_by_bm25_and_stays_so_after_a_full_reindex(engine: FrekiEngine) -> None:
+    """003: overlap not indexed twice. The dense vector sees the overlap (context), BM25 does not."""
+    engine.index(doc("overlapping", paragraphs("wolverine", 12)))
+    chunks = sparse_by_chunk(engine, "overlapping")
+    overlapping = [(payload, sparse) for payload, sparse in chunks if payload["overlap_chars"]]
+    assert len(chunks) >= 3 and len(overlapping) >= len(chunks) // 2, [p["overlap_chars"] for p, _ in chunks]
+    assert chunks[0][0]["overlap_chars"] == 0
+    for payload, sparse in overlapping:
+        content, overlap = str(payload["content"]), int(payload["overlap_chars"])
+        assert same_vector(sparse, engine.sparse.encode_passage(content[overlap:]))
+        assert not same_vector(sparse, engine.sparse.encode_passage(content))
+    engine.full_reindex(T, "overlapping")
+    assert all(same_vector(after, before)  # type: ignore[arg-type]
+               for (_, after), (_, before) in zip(sparse_by_chunk(engine, "overlapping"), chunks, strict=True))
