@@ -88,13 +88,16 @@ def _path(cache_dir: Path, model_path: str) -> Path:
 
 
 def _cpu_model() -> str:
-    """The CPU's model name and flags (Linux), else what the platform says."""
+    """The first CPU's model and instruction-set lines (Linux: x86 "model name"/"flags", ARM "CPU part"/
+    "Features"), else what the platform says."""
     try:
         info = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return platform.processor() or platform.machine()
-    keep = ("model name", "flags")
-    return "|".join(line for line in info.splitlines()[:40] if line.startswith(keep))
+        info = ""
+    first = info.split("\n\n", 1)[0]
+    keep = ("model name", "flags", "CPU implementer", "CPU part", "Features")
+    lines = [line for line in first.splitlines() if line.startswith(keep)]
+    return "|".join(lines) or f"{platform.machine()}|{platform.processor()}"
 
 
 def _remember(path: Path, record: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 from freki.embed.sparse import tokenize
 from freki.ingest.segmenting import SectionPlan
 
-# Sentences compared with the next one when scoring a gap; small keeps the score local.
+# Sentences on each side of a gap that its score looks at; small keeps the score local.
 CONTEXT_SENTENCES = 3
 
 

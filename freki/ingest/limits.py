@@ -4,13 +4,11 @@ fitting them to the embedding model's window (``EffectiveLimits``, see ``freki.i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 # Part of `EffectiveLimits` so a stored chunking fingerprint changes when the boundary rules do.
 ALGORITHM = "anchored-semantic-v1"
 
 # What measures topic shift between sentences (``freki.ingest.boundaries``).
-BoundarySignal = Literal["lexical", "embedding"]
 BOUNDARY_SIGNALS: tuple[str, ...] = ("lexical", "embedding")
 # The similarity below which a gap may become an anchor, per signal, when the config sets none.
 # The scales differ (sentences share few exact terms): on 2,328 gaps of SciFact-train abstracts, embedding
