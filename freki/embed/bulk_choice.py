@@ -40,13 +40,13 @@ _TEXT = ("Mean pooling averages the token embeddings, weighted by the attention 
 
 def recall(cache_dir: Path, model_path: str, candidates: list[str]) -> str | None:
     """The choice remembered for this machine and model, if it is one of ``candidates``."""
+    path = _path(cache_dir, model_path)
     try:
-        remembered = json.loads(_path(cache_dir, model_path).read_text()).get("chosen")
+        remembered = json.loads(path.read_text()).get("chosen")
     except (OSError, ValueError, AttributeError):
         return None
     if remembered in candidates:
-        log.info("indexing batches run on %s (measured on this machine before; %s)", remembered,
-                 _path(cache_dir, model_path))
+        log.info("indexing batches run on %s (measured on this machine before; %s)", remembered, path)
         return str(remembered)
     return None
 
