@@ -205,6 +205,28 @@ class RetrievalSettings(BaseModel):
     query_batch_max: int = Field(64, ge=1, le=4096)
 
 
+class GraphSettings(BaseModel):
+    """Knowledge graph (docs/retrieval.md "Knowledge graph"): links, graph expansion, explain, feedback."""
+
+    max_links_per_document: int = Field(1_000, ge=0, le=100_000)  # links kept of one document (in order)
+    # Graph expansion when a request leaves RetrievalOptions.graph_expand unset; the top `seeds` hits'
+    # linked documents (<= max_neighbours) join as candidates and every candidate is scored as
+    # semantic_weight * relevance * type weight + edge_weight * edge bonus + centrality_weight * centrality.
+    expand: bool = False
+    seeds: int = Field(5, ge=1, le=100)
+    max_neighbours: int = Field(20, ge=1, le=1000)
+    semantic_weight: float = Field(1.0, ge=0.0, le=10.0)
+    edge_weight: float = Field(0.3, ge=0.0, le=10.0)
+    centrality_weight: float = Field(0.05, ge=0.0, le=10.0)
+    # Weight per frontmatter `type` (Mindnet's retriever_weight; 1.0 when absent) and per edge kind.
+    type_weights: dict[str, float] = Field(default_factory=dict)
+    kind_weights: dict[str, float] = Field(default_factory=lambda: {"references": 1.0})
+    default_kind_weight: float = Field(1.0, ge=0.0, le=10.0)
+    # RecordFeedback: longest comment, and the size at which a tenant's log refuses more (RESOURCE_EXHAUSTED).
+    feedback_comment_max_chars: int = Field(2_000, ge=0, le=100_000)
+    feedback_log_max_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+
+
 # Editors' temporary and backup files, hidden files and folders (".git"), partial downloads.
 DEFAULT_WATCH_EXCLUDES = filetypes.DEFAULT_EXCLUDES  # shared with `odin index`
 
@@ -284,6 +306,7 @@ class FrekiSettings(FileSettings):
     retrieval: RetrievalSettings = RetrievalSettings()
     limits: LimitsSettings = LimitsSettings()
     gdpr: GdprSettings = GdprSettings()
+    graph: GraphSettings = GraphSettings()
 
     # Requests above these limits are refused with INVALID_ARGUMENT.
     max_prompt_chars: int = Field(1_000_000, ge=1)

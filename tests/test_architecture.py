@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("freki", "geri", "odin_client", "wolf_service")
 
 # Freki, lowest layer first. A unit may import itself, the units listed for it, and wolf_service.
-_ENGINE_DEPS = {"freki.store", "freki.ingest.parsing", "freki.embed", "freki.ingest", "freki.search", "freki.settings"}
+_ENGINE_DEPS = {"freki.store", "freki.ingest.parsing", "freki.embed", "freki.ingest", "freki.search", "freki.settings",
+                "freki.graph"}
 FREKI_ALLOWED: dict[str, set[str]] = {
     "freki.store": set(),
     "freki.ingest.parsing": set(),
@@ -25,6 +26,7 @@ FREKI_ALLOWED: dict[str, set[str]] = {
     "freki.ingest": {"freki.ingest.parsing", "freki.embed", "freki.store"},
     "freki.search": {"freki.embed", "freki.store"},
     "freki.settings": set(),
+    "freki.graph": {"freki.ingest.parsing", "freki.embed", "freki.search", "freki.store"},
     "freki.engine": _ENGINE_DEPS,
     "freki.watch": _ENGINE_DEPS | {"freki.engine"},
     "freki.gdpr": _ENGINE_DEPS | {"freki.engine", "freki.watch"},

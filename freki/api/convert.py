@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from wolf.v1 import common_pb2, freki_pb2
 
+from freki.api import graph
 from freki.api.validation import caller_filter, tenant_of
 from freki.ingest.indexing import IndexResult
 from freki.ingest.registry import DocumentRecord
@@ -76,6 +78,8 @@ def query_from_request(request: common_pb2.WolfRequest, settings: FrekiSettings,
         mode=mode,
         mmr_diversity=opts.mmr_diversity if opts.HasField("mmr_diversity") else None,
         rerank=opts.rerank,
+        graph_expand=opts.graph_expand if opts.HasField("graph_expand") else settings.graph.expand,
+        explain=opts.explain,
     )
 
 
@@ -95,6 +99,7 @@ def retrieved_document(hit: Hit) -> common_pb2.RetrievedDocument:
         chunk_id=hit.chunk_id,
         chunk_index=int(payload.get("chunk_index", 0)),
         source=str(payload.get("source", "")),
+        explanation=graph.explanation(hit.explanation) if hit.explanation is not None else None,
     )
 
 
@@ -110,7 +115,8 @@ def rag_context(hits: list[Hit], score_threshold: float = 0.0) -> common_pb2.RAG
     docs = [retrieved_document(h) for h in hits]
     mean = sum(h.score for h in hits) / len(hits) if hits else 0.0
     return common_pb2.RAGContext(documents=docs, retrieval_score=mean, score_threshold=score_threshold,
-                                 below_threshold=int(getattr(hits, "below_threshold", 0)))
+                                 below_threshold=int(getattr(hits, "below_threshold", 0)),
+                                 query_id=str(uuid.uuid4()))
 
 
 def document_info(record: DocumentRecord) -> freki_pb2.DocumentInfo:

@@ -152,6 +152,10 @@ def install_metrics(metrics: ServiceMetrics, engine: FrekiEngine,
     metrics.observe_responses("FrekiService/IndexDocuments",
                               lambda result: on_indexed(result.response) if result.HasField("response") else None)
     metrics.observe_responses("FrekiService/FullReindex", on_reindexed)
+    feedback = Counter("freki_feedback_recorded", "RecordFeedback ratings written to the feedback log",
+                       ["rating"], registry=metrics.registry)
+    metrics.observe_responses("FrekiService/RecordFeedback",
+                              lambda response: feedback.labels(str(response.rating)).inc())
     metrics.add_collector(EngineCollector(engine, metrics, watch_pending))
 
 

@@ -16,7 +16,7 @@ import grpc
 from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 
 from freki import gdpr
-from freki.api import convert, validation
+from freki.api import convert, graph, validation
 from freki.api.batch import index_stream
 from freki.engine import FrekiEngine
 from freki.ingest.deadline import Deadline
@@ -177,6 +177,16 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         yield from convert.export_records(
             self.engine.export_owner(self._tenant(request.tenant_id), owner, with_vectors=request.include_vectors)
         )
+
+    def ListLinks(
+        self, request: freki_pb2.LinkListRequest, context: grpc.ServicerContext
+    ) -> freki_pb2.LinkListResponse:
+        return graph.list_links(self.engine, self._tenant(request.tenant_id), request)
+
+    def RecordFeedback(
+        self, request: freki_pb2.FeedbackRequest, context: grpc.ServicerContext
+    ) -> freki_pb2.FeedbackResponse:
+        return graph.record_feedback(self.engine, self._tenant(request.tenant_id), request, self.settings)
 
 
 def call_deadline(context: grpc.ServicerContext) -> Deadline:

@@ -15,6 +15,8 @@ from pathlib import Path
 from freki.embed.embedder import Embedder
 from freki.embed.sparse import Bm25Params, SparseEncoder
 from freki.engine.config import build_embedder, ingest_limits, master_key, sandbox_config, store_config
+from freki.engine.graph import EngineGraph
+from freki.graph.store import LinkStore
 from freki.ingest.caches import TokenCountCache, embed_in_slices
 from freki.ingest.chunking import SemanticChunker
 from freki.ingest.deadline import NO_DEADLINE, Deadline
@@ -82,6 +84,8 @@ class FrekiEngine:
         ))
         self._registry_store = SealedStore(make_store(store_cfg), self.keys, RECORD_SEALED_FIELDS if seal else ())
         self.registry = DocumentRegistry(self._registry_store, f"{settings.store.collection}_documents")
+        self._links_store = make_store(store_cfg)  # the knowledge graph's links (freki.graph.store)
+        links = LinkStore(self._links_store, f"{settings.store.collection}_links", self.registry.committed)
         if grace is not None:
             self.chunks.committed = self.registry.committed
         self._stopping = threading.Event()
@@ -115,6 +119,7 @@ class FrekiEngine:
         log.info("chunking: configured %s, effective %s (model window %d word-pieces)",
                  self.chunking, effective, self.embedder.max_seq_length)
         self.sandbox = ParserSandbox(sandbox_config(settings))
+        self.graph = EngineGraph(settings, links, self.chunks, self.embedder.embed_query, self.sparse)
         self.results = ResultCache(0 if settings.store.shared else rs.result_cache_bytes)
         self.indexer = Indexer(
             embedder=self.embedder,
@@ -125,11 +130,12 @@ class FrekiEngine:
             keys=self.keys,
             sparse_encode=self.sparse,
             full_reindex_ratio=settings.full_reindex_ratio,
-            chunking_fingerprint=f"{effective!r} sparse={self.sparse.fingerprint}",
+            chunking_fingerprint=f"{effective!r} sparse={self.sparse.fingerprint} links=1",
             sandbox=self.sandbox,
             limits=ingest_limits(settings),
             shared_grace_s=grace,
             on_change=self.results.invalidate,
+            companion=self.graph.links,
         )
         self.maintenance = Maintenance(self.purge, settings.store.maintenance_interval_s)
         self.retriever = Retriever(
@@ -156,7 +162,8 @@ class FrekiEngine:
 
     def retrieve(self, query: Query) -> Hits:
         """Search within the query's tenant (answered from the result cache when it can be)."""
-        return self.results.lookup(query.tenant_id, repr(query), lambda: self.retriever.retrieve(query),
+        return self.results.lookup(query.tenant_id, repr(query),
+                                   lambda: self.graph.after_retrieval(query, self.retriever.retrieve(query)),
                                    lambda hit: hit_bytes(hit.payload))
 
     def get_document(self, tenant: str, document_id: str) -> DocumentRecord:
@@ -222,6 +229,7 @@ class FrekiEngine:
                 fault_point("erase.records_deleted")
                 chunks = self.chunks.delete_where(
                     [FieldMatch("tenant_id", (tenant,)), FieldMatch("owner_id", (owner_id,))])
+                self.graph.links.delete_owner(tenant, owner_id)
                 self.keys.destroy_owner(tenant, owner_id)
             finally:
                 for record in records:
@@ -248,7 +256,7 @@ class FrekiEngine:
             registry = threading.Thread(target=self._registry_store.purge, name="freki-purge-registry")
             registry.start()
             try:
-                done = self.chunks.purge()
+                done = self.chunks.purge() and self._links_store.purge()
             finally:
                 registry.join()
             self._purged_upto = covers
@@ -295,6 +303,7 @@ class FrekiEngine:
         self.maintenance.stop()
         self.chunks.close()
         self._registry_store.close()
+        self._links_store.close()
         self.keys.close()
 
 

@@ -69,7 +69,7 @@ def parse_limits(settings: FrekiSettings) -> ParseLimits:
         max_text_chars=lim.max_text_chars, zip_max_members=lim.zip_max_members,
         zip_max_inflated_bytes=lim.zip_max_inflated_bytes, zip_max_ratio=lim.zip_max_ratio,
         yaml_max_bytes=lim.yaml_max_bytes, yaml_max_depth=lim.yaml_max_depth, yaml_max_keys=lim.yaml_max_keys,
-        html_max_depth=lim.html_max_depth,
+        html_max_depth=lim.html_max_depth, max_links=settings.graph.max_links_per_document,
     )
 
 

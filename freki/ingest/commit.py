@@ -17,8 +17,10 @@ places a crash test kills the process.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
+from freki.ingest.parsing.links import Link
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, generation_age_s
 from freki.store import ChunkPoint, FieldMatch, VectorStore
 from freki.store.keys import KeyStore
@@ -33,12 +35,23 @@ def document_filter(tenant: str, document_id: str) -> list[FieldMatch]:
     return [FieldMatch("tenant_id", (tenant,)), FieldMatch("document_id", (document_id,))]
 
 
+class Companion(Protocol):
+    """What else a document version writes (its links: ``freki.graph.store.LinkStore``), tagged with its
+    generation: written before the commit, the other generations retired after it, discarded with it."""
+
+    def write(self, tenant: str, document_id: str, owner_id: str, generation: str, source: str,
+              metadata: Mapping[str, object], links: Sequence[Link]) -> None: ...
+    def retire(self, tenant: str, document_id: str, generation: str) -> None: ...
+    def discard(self, tenant: str, document_id: str, generation: str) -> None: ...
+    def delete(self, tenant: str, document_id: str) -> None: ...
+
+
 class Committer:
     """Writes, commits, retires and discards generations of documents."""
 
     def __init__(self, chunks: VectorStore, registry: DocumentRegistry, generations: Generations,
                  keys: KeyStore, *, shared_grace_s: float | None = None,
-                 on_change: Callable[[str], None] | None = None) -> None:
+                 on_change: Callable[[str], None] | None = None, companion: Companion | None = None) -> None:
         """``shared_grace_s``: the collection is shared with other replicas (``store.shared``); a version
         nobody committed is someone else's work in progress until it is this old. ``on_change(tenant)``:
         called once a tenant's visible documents changed (caches drop its results)."""
@@ -48,9 +61,10 @@ class Committer:
         self.keys = keys
         self.shared_grace_s = shared_grace_s
         self.on_change = on_change or (lambda tenant: None)
+        self.companion = companion
 
     def commit(self, points: Sequence[ChunkPoint], record: DocumentRecord, previous: DocumentRecord | None,
-               *, stage: str) -> int:
+               *, stage: str, links: Sequence[Link] = ()) -> int:
         """Write ``points`` (all of ``record.generation``), commit ``record``, retire ``previous``.
 
         Returns the number of old chunks deleted. If anything fails before the commit, what was written of
@@ -59,6 +73,9 @@ class Committer:
         generation = record.generation
         self.generations.hide(generation)
         try:
+            if self.companion is not None:
+                self.companion.write(record.tenant_id, record.document_id, record.owner_id, generation,
+                                     record.source, record.metadata, links)
             self.chunks.apply(upserts=points, delete_ids=[], payload_updates=[])
             fault_point(f"{stage}.chunks_written")
             self.registry.put(record)
@@ -87,6 +104,8 @@ class Committer:
                     self.keys.destroy([old])
             else:
                 deleted = self._retire_shared(record, old, stage)
+            if self.companion is not None:
+                self.companion.retire(record.tenant_id, record.document_id, generation)
         finally:
             if old:
                 self.generations.show(old)
@@ -119,6 +138,8 @@ class Committer:
         """Remove a generation that was never committed (its chunks and key)."""
         self.chunks.delete_where([*document_filter(tenant, document_id), FieldMatch(GENERATION, (generation,))])
         self.keys.destroy([generation])
+        if self.companion is not None:
+            self.companion.discard(tenant, document_id, generation)
 
     def delete(self, tenant: str, document_id: str) -> int:
         """Delete every chunk of a document, its record and its keys — whether or not the registry knows it.
@@ -134,6 +155,8 @@ class Committer:
             fault_point("delete.record_deleted")
             deleted = self.chunks.delete_where(document_filter(tenant, document_id))
             fault_point("delete.chunks_deleted")
+            if self.companion is not None:
+                self.companion.delete(tenant, document_id)
             self.keys.destroy_document(tenant, document_id)
         finally:
             if generation:

@@ -26,7 +26,7 @@ import numpy as np
 from freki.embed.embedder import Embedder
 from freki.ingest.caches import SentenceVectorCache, embed_in_slices
 from freki.ingest.chunking import Chunk, SemanticChunker
-from freki.ingest.commit import Committer, document_filter  # noqa: F401 - re-exported
+from freki.ingest.commit import Committer, Companion, document_filter  # noqa: F401 - re-exported
 from freki.ingest.deadline import NO_DEADLINE, Deadline
 from freki.ingest.parsing import ParsedDocument, ParseLimits, parse_document
 from freki.ingest.quotas import MetadataLimits, check_chunk_count, check_metadata
@@ -150,6 +150,7 @@ class Indexer:
         limits: IngestLimits | None = None,
         shared_grace_s: float | None = None,
         on_change: Callable[[str], None] | None = None,
+        companion: Companion | None = None,
     ) -> None:
         self._embedder = embedder
         self._make_chunker = make_chunker
@@ -162,7 +163,7 @@ class Indexer:
         self.sandbox = sandbox
         self.limits = limits or IngestLimits()
         self.committer = Committer(chunks, registry, generations, keys, shared_grace_s=shared_grace_s,
-                                   on_change=on_change)
+                                   on_change=on_change, companion=companion)
         self._locks = _LockTable()
 
     def sparse_encode(self, texts: Sequence[str]) -> list[SparseVector | None]:
@@ -221,7 +222,7 @@ class Indexer:
                 raise InvalidArgument(
                     f"document {doc.document_id[:80]!r} ({doc.source[:200] or 'no source'}) has no text to index"
                 )
-            return self._write(doc, parsed.content_type, metadata, chunks, digest, existing, started, deadline)
+            return self._write(doc, parsed, metadata, chunks, digest, existing, started, deadline)
 
     def _parse(self, doc: IndexInput, deadline: Deadline) -> ParsedDocument:
         if self.sandbox is not None:
@@ -229,7 +230,7 @@ class Indexer:
         return parse_document(doc.data, source=doc.source, content_type=doc.content_type, limits=self.limits.parse)
 
     def _write(
-        self, doc: IndexInput, content_type: str, metadata: Metadata, chunks: list[Chunk],
+        self, doc: IndexInput, parsed: ParsedDocument, metadata: Metadata, chunks: list[Chunk],
         digest: str, existing: DocumentRecord | None, started: float, deadline: Deadline,
     ) -> IndexResult:
         old = document_chunks(self._chunks, doc.tenant_id, doc.document_id, with_vectors=True) if existing else []
@@ -251,7 +252,7 @@ class Indexer:
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}
         sparse = self.sparse_encode([c.new_text for c in chunks])  # overlap is BM25-indexed once
         deadline.check("embedding chunks")
-        generation = new_generation()
+        generation, content_type = new_generation(), parsed.content_type
         now = datetime.now(UTC).isoformat()
         owner = doc.owner_id or doc.tenant_id
         points = [
@@ -268,7 +269,8 @@ class Indexer:
             content_type=content_type, content_hash=digest, chunk_count=len(chunks), indexed_at=now,
             embedding_model=self._embedder.identity.name, metadata=metadata, generation=generation,
         )
-        self.committer.commit(points, record, existing, stage="update" if existing else "create")
+        self.committer.commit(points, record, existing, stage="update" if existing else "create",
+                              links=parsed.links)
         new_hashes = {c.hash for c in chunks}
         return IndexResult(
             document_id=doc.document_id,

@@ -28,6 +28,7 @@ from pathlib import Path
 from freki.ingest.deadline import NO_DEADLINE, Deadline
 from freki.ingest.parsing import ParsedDocument, ParseLimits, Section
 from freki.ingest.parsing.errors import WIRE_ERRORS, CorruptDocument, LimitExceeded, describe_source
+from freki.ingest.parsing.links import Link
 from freki.ingest.parsing.worker import HEADER, read_frame, write_frame
 from freki.store.metadata import normalise
 
@@ -211,7 +212,8 @@ def _document_or_raise(answer: dict[str, object], source: str, config: SandboxCo
     sections = [Section(text=s["text"], heading=s["heading"], heading_path=tuple(s["heading_path"]), page=s["page"])
                 for s in raw["sections"]]
     return ParsedDocument(text=raw["text"], title=raw["title"], content_type=raw["content_type"],
-                          metadata={str(k): normalise(v) for k, v in raw["metadata"].items()}, sections=sections)
+                          metadata={str(k): normalise(v) for k, v in raw["metadata"].items()}, sections=sections,
+                          links=[Link(**link) for link in raw.get("links", [])])
 
 
 __all__ = ["HEADER", "ParserSandbox", "SandboxConfig"]

@@ -44,6 +44,10 @@ class Query:
     mode: str = "dense"
     mmr_diversity: float | None = None
     rerank: bool = False
+    # Knowledge graph (freki.graph, applied by the engine after retrieval): expand the top hits' linked
+    # documents, and explain each hit's score.
+    graph_expand: bool = False
+    explain: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class Hit:
     chunk_id: str
     score: float
     payload: dict[str, Any] = field(default_factory=dict)
+    # Set with Query.explain (a freki.graph.explain.Explanation).
+    explanation: Any = field(default=None, compare=False)
 
     @property
     def document_id(self) -> str:

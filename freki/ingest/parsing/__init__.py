@@ -5,6 +5,7 @@ Pipeline position: parse → chunk → embed → store → retrieve. `parse_docu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import PurePath
 
 from freki.ingest.parsing.detect import SUPPORTED, detect_content_type
@@ -90,11 +91,5 @@ def parse_document(
         document = parse_text(data, source=source)
     check_text_chars(document.text, limits, source=source)
     if not document.title and source:
-        return ParsedDocument(
-            text=document.text,
-            title=PurePath(source).stem,
-            content_type=document.content_type,
-            metadata=document.metadata,
-            sections=document.sections,
-        )
+        return replace(document, title=PurePath(source).stem)
     return document

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from freki.ingest.parsing.links import Link
+
 # A metadata value is a string or a list of strings (freki.store.metadata stores and filters them).
 MetaValue = str | list[str]
 Metadata = dict[str, MetaValue]
@@ -34,10 +36,13 @@ class ParsedDocument:
     content_type: str
     metadata: Metadata = field(default_factory=dict)
     sections: list[Section] = field(default_factory=list)
+    # Typed links to other documents (Markdown only: freki.ingest.parsing.links).
+    links: list[Link] = field(default_factory=list)
 
 
 def build_document(
-    sections: list[Section], *, title: str, content_type: str, metadata: Mapping[str, MetaValue]
+    sections: list[Section], *, title: str, content_type: str, metadata: Mapping[str, MetaValue],
+    links: list[Link] | None = None,
 ) -> ParsedDocument:
     """Assemble a ParsedDocument, dropping sections without text and deriving the full text."""
     kept = [s for s in sections if s.text.strip()]
@@ -47,6 +52,7 @@ def build_document(
         content_type=content_type,
         metadata=dict(metadata),
         sections=kept,
+        links=links or [],
     )
 
 

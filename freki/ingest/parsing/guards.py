@@ -29,6 +29,7 @@ class ParseLimits:
     yaml_max_depth: int = 16
     yaml_max_keys: int = 1_000
     html_max_depth: int = 512
+    max_links: int = 1_000
 
 
 # A member's compression ratio is judged only past this size: tiny members (styles, rels) compress far.

@@ -19,6 +19,7 @@ from markdown_it.token import Token
 from freki.ingest.parsing.document import ParsedDocument, SectionBuilder, build_document
 from freki.ingest.parsing.frontmatter import split_frontmatter
 from freki.ingest.parsing.guards import ParseLimits
+from freki.ingest.parsing.links import extract_links
 from freki.ingest.parsing.text import clean_inline, decode_text, lines_to_paragraphs
 
 _TAGS = re.compile(r"<!--.*?-->|</?[A-Za-z][^>]*>", re.DOTALL)
@@ -118,8 +119,10 @@ def parse_markdown(data: str | bytes, *, source: str = "", limits: ParseLimits |
     metadata, body, _ = split_frontmatter(decode_text(data, source=source), source=source, limits=limits)
     builder = SectionBuilder()
     walker = _Walker(builder)
-    walker.walk(_parser().parse(body))
+    tokens = _parser().parse(body)
+    walker.walk(tokens)
     sections = builder.finish()
     title = metadata.get("title") or (builder.first_heading[1] if builder.first_heading else "")
     title = ", ".join(title) if isinstance(title, list) else title
-    return build_document(sections, title=title, content_type="markdown", metadata=metadata)
+    links = extract_links(tokens, (limits or ParseLimits()).max_links)
+    return build_document(sections, title=title, content_type="markdown", metadata=metadata, links=links)

@@ -52,7 +52,7 @@ class RequestMetadata(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., language: _Optional[str] = ..., owner_id: _Optional[str] = ...) -> None: ...
 
 class RetrievedDocument(_message.Message):
-    __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source", "metadata_lists")
+    __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source", "metadata_lists", "explanation")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -75,6 +75,7 @@ class RetrievedDocument(_message.Message):
     CHUNK_INDEX_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     METADATA_LISTS_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATION_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     content: str
     relevance_score: float
@@ -83,7 +84,48 @@ class RetrievedDocument(_message.Message):
     chunk_index: int
     source: str
     metadata_lists: _containers.MessageMap[str, MetadataValues]
-    def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, MetadataValues]] = ...) -> None: ...
+    explanation: Explanation
+    def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, MetadataValues]] = ..., explanation: _Optional[_Union[Explanation, _Mapping]] = ...) -> None: ...
+
+class Explanation(_message.Message):
+    __slots__ = ("dense_score", "sparse_score", "fused_score", "graph_bonus", "edge_bonus", "centrality", "type_weight", "graph_neighbour", "edges", "matched_terms")
+    DENSE_SCORE_FIELD_NUMBER: _ClassVar[int]
+    SPARSE_SCORE_FIELD_NUMBER: _ClassVar[int]
+    FUSED_SCORE_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_BONUS_FIELD_NUMBER: _ClassVar[int]
+    EDGE_BONUS_FIELD_NUMBER: _ClassVar[int]
+    CENTRALITY_FIELD_NUMBER: _ClassVar[int]
+    TYPE_WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_NEIGHBOUR_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_TERMS_FIELD_NUMBER: _ClassVar[int]
+    dense_score: float
+    sparse_score: float
+    fused_score: float
+    graph_bonus: float
+    edge_bonus: float
+    centrality: float
+    type_weight: float
+    graph_neighbour: bool
+    edges: _containers.RepeatedCompositeFieldContainer[GraphEdge]
+    matched_terms: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, dense_score: _Optional[float] = ..., sparse_score: _Optional[float] = ..., fused_score: _Optional[float] = ..., graph_bonus: _Optional[float] = ..., edge_bonus: _Optional[float] = ..., centrality: _Optional[float] = ..., type_weight: _Optional[float] = ..., graph_neighbour: _Optional[bool] = ..., edges: _Optional[_Iterable[_Union[GraphEdge, _Mapping]]] = ..., matched_terms: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GraphEdge(_message.Message):
+    __slots__ = ("source_document_id", "target_document_id", "kind", "confidence", "target", "rule")
+    SOURCE_DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    source_document_id: str
+    target_document_id: str
+    kind: str
+    confidence: float
+    target: str
+    rule: str
+    def __init__(self, source_document_id: _Optional[str] = ..., target_document_id: _Optional[str] = ..., kind: _Optional[str] = ..., confidence: _Optional[float] = ..., target: _Optional[str] = ..., rule: _Optional[str] = ...) -> None: ...
 
 class MetadataValues(_message.Message):
     __slots__ = ("values",)
@@ -92,16 +134,18 @@ class MetadataValues(_message.Message):
     def __init__(self, values: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RAGContext(_message.Message):
-    __slots__ = ("documents", "retrieval_score", "score_threshold", "below_threshold")
+    __slots__ = ("documents", "retrieval_score", "score_threshold", "below_threshold", "query_id")
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     RETRIEVAL_SCORE_FIELD_NUMBER: _ClassVar[int]
     SCORE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     BELOW_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    QUERY_ID_FIELD_NUMBER: _ClassVar[int]
     documents: _containers.RepeatedCompositeFieldContainer[RetrievedDocument]
     retrieval_score: float
     score_threshold: float
     below_threshold: int
-    def __init__(self, documents: _Optional[_Iterable[_Union[RetrievedDocument, _Mapping]]] = ..., retrieval_score: _Optional[float] = ..., score_threshold: _Optional[float] = ..., below_threshold: _Optional[int] = ...) -> None: ...
+    query_id: str
+    def __init__(self, documents: _Optional[_Iterable[_Union[RetrievedDocument, _Mapping]]] = ..., retrieval_score: _Optional[float] = ..., score_threshold: _Optional[float] = ..., below_threshold: _Optional[int] = ..., query_id: _Optional[str] = ...) -> None: ...
 
 class LLMResponse(_message.Message):
     __slots__ = ("text", "tokens_used", "latency_ms", "cost", "model_used", "prompt_tokens", "completion_tokens", "thinking", "finish_reason", "json", "tool_calls", "backend", "repair_attempts")
@@ -168,7 +212,7 @@ class MetadataFilter(_message.Message):
     def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., exclude: _Optional[bool] = ..., match: _Optional[_Union[MetadataMatch, str]] = ..., gte: _Optional[str] = ..., gt: _Optional[str] = ..., lte: _Optional[str] = ..., lt: _Optional[str] = ...) -> None: ...
 
 class RetrievalOptions(_message.Message):
-    __slots__ = ("top_k", "score_threshold", "filters", "mode", "query_variants", "document_ids", "mmr_diversity", "rerank")
+    __slots__ = ("top_k", "score_threshold", "filters", "mode", "query_variants", "document_ids", "mmr_diversity", "rerank", "graph_expand", "explain")
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     SCORE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     FILTERS_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +221,8 @@ class RetrievalOptions(_message.Message):
     DOCUMENT_IDS_FIELD_NUMBER: _ClassVar[int]
     MMR_DIVERSITY_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_EXPAND_FIELD_NUMBER: _ClassVar[int]
+    EXPLAIN_FIELD_NUMBER: _ClassVar[int]
     top_k: int
     score_threshold: float
     filters: _containers.RepeatedCompositeFieldContainer[MetadataFilter]
@@ -185,7 +231,9 @@ class RetrievalOptions(_message.Message):
     document_ids: _containers.RepeatedScalarFieldContainer[str]
     mmr_diversity: float
     rerank: bool
-    def __init__(self, top_k: _Optional[int] = ..., score_threshold: _Optional[float] = ..., filters: _Optional[_Iterable[_Union[MetadataFilter, _Mapping]]] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., query_variants: _Optional[_Iterable[str]] = ..., document_ids: _Optional[_Iterable[str]] = ..., mmr_diversity: _Optional[float] = ..., rerank: _Optional[bool] = ...) -> None: ...
+    graph_expand: bool
+    explain: bool
+    def __init__(self, top_k: _Optional[int] = ..., score_threshold: _Optional[float] = ..., filters: _Optional[_Iterable[_Union[MetadataFilter, _Mapping]]] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., query_variants: _Optional[_Iterable[str]] = ..., document_ids: _Optional[_Iterable[str]] = ..., mmr_diversity: _Optional[float] = ..., rerank: _Optional[bool] = ..., graph_expand: _Optional[bool] = ..., explain: _Optional[bool] = ...) -> None: ...
 
 class ToolDefinition(_message.Message):
     __slots__ = ("name", "description", "parameters_json_schema")

@@ -22,6 +22,58 @@ INDEX_OUTCOME_CREATED: IndexOutcome
 INDEX_OUTCOME_UPDATED: IndexOutcome
 INDEX_OUTCOME_UNCHANGED: IndexOutcome
 
+class LinkListRequest(_message.Message):
+    __slots__ = ("request_id", "tenant_id", "document_id", "page_size")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    tenant_id: str
+    document_id: str
+    page_size: int
+    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ..., page_size: _Optional[int] = ...) -> None: ...
+
+class LinkListResponse(_message.Message):
+    __slots__ = ("request_id", "document_id", "outgoing", "backlinks", "truncated")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTGOING_FIELD_NUMBER: _ClassVar[int]
+    BACKLINKS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    document_id: str
+    outgoing: _containers.RepeatedCompositeFieldContainer[_common_pb2.GraphEdge]
+    backlinks: _containers.RepeatedCompositeFieldContainer[_common_pb2.GraphEdge]
+    truncated: bool
+    def __init__(self, request_id: _Optional[str] = ..., document_id: _Optional[str] = ..., outgoing: _Optional[_Iterable[_Union[_common_pb2.GraphEdge, _Mapping]]] = ..., backlinks: _Optional[_Iterable[_Union[_common_pb2.GraphEdge, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+
+class FeedbackRequest(_message.Message):
+    __slots__ = ("request_id", "tenant_id", "query_id", "document_id", "rating", "comment")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    RATING_FIELD_NUMBER: _ClassVar[int]
+    COMMENT_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    tenant_id: str
+    query_id: str
+    document_id: str
+    rating: int
+    comment: str
+    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., query_id: _Optional[str] = ..., document_id: _Optional[str] = ..., rating: _Optional[int] = ..., comment: _Optional[str] = ...) -> None: ...
+
+class FeedbackResponse(_message.Message):
+    __slots__ = ("request_id", "query_id", "rating")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_ID_FIELD_NUMBER: _ClassVar[int]
+    RATING_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    query_id: str
+    rating: int
+    def __init__(self, request_id: _Optional[str] = ..., query_id: _Optional[str] = ..., rating: _Optional[int] = ...) -> None: ...
+
 class IndexDocumentsResult(_message.Message):
     __slots__ = ("request_id", "document_id", "response", "error_code", "error_message")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]

@@ -90,6 +90,16 @@ class FrekiServiceStub:
                 request_serializer=wolf_dot_v1_dot_freki__pb2.IndexDocumentRequest.SerializeToString,
                 response_deserializer=wolf_dot_v1_dot_freki__pb2.IndexDocumentsResult.FromString,
                 _registered_method=True)
+        self.ListLinks = channel.unary_unary(
+                '/wolf.v1.FrekiService/ListLinks',
+                request_serializer=wolf_dot_v1_dot_freki__pb2.LinkListRequest.SerializeToString,
+                response_deserializer=wolf_dot_v1_dot_freki__pb2.LinkListResponse.FromString,
+                _registered_method=True)
+        self.RecordFeedback = channel.unary_unary(
+                '/wolf.v1.FrekiService/RecordFeedback',
+                request_serializer=wolf_dot_v1_dot_freki__pb2.FeedbackRequest.SerializeToString,
+                response_deserializer=wolf_dot_v1_dot_freki__pb2.FeedbackResponse.FromString,
+                _registered_method=True)
 
 
 class FrekiServiceServicer:
@@ -174,6 +184,21 @@ class FrekiServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListLinks(self, request, context):
+        """Knowledge graph: a document's outgoing links (resolved, or dangling) and its backlinks. NOT_FOUND when
+        the document is not indexed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RecordFeedback(self, request, context):
+        """Record a user's rating of a retrieved document (query_id from RAGContext) in the tenant's feedback log.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FrekiServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -231,6 +256,16 @@ def add_FrekiServiceServicer_to_server(servicer, server):
                     servicer.IndexDocuments,
                     request_deserializer=wolf_dot_v1_dot_freki__pb2.IndexDocumentRequest.FromString,
                     response_serializer=wolf_dot_v1_dot_freki__pb2.IndexDocumentsResult.SerializeToString,
+            ),
+            'ListLinks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLinks,
+                    request_deserializer=wolf_dot_v1_dot_freki__pb2.LinkListRequest.FromString,
+                    response_serializer=wolf_dot_v1_dot_freki__pb2.LinkListResponse.SerializeToString,
+            ),
+            'RecordFeedback': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordFeedback,
+                    request_deserializer=wolf_dot_v1_dot_freki__pb2.FeedbackRequest.FromString,
+                    response_serializer=wolf_dot_v1_dot_freki__pb2.FeedbackResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -530,6 +565,60 @@ class FrekiService:
             '/wolf.v1.FrekiService/IndexDocuments',
             wolf_dot_v1_dot_freki__pb2.IndexDocumentRequest.SerializeToString,
             wolf_dot_v1_dot_freki__pb2.IndexDocumentsResult.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLinks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wolf.v1.FrekiService/ListLinks',
+            wolf_dot_v1_dot_freki__pb2.LinkListRequest.SerializeToString,
+            wolf_dot_v1_dot_freki__pb2.LinkListResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecordFeedback(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wolf.v1.FrekiService/RecordFeedback',
+            wolf_dot_v1_dot_freki__pb2.FeedbackRequest.SerializeToString,
+            wolf_dot_v1_dot_freki__pb2.FeedbackResponse.FromString,
             options,
             channel_credentials,
             insecure,

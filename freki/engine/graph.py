@@ -1,0 +1,76 @@
+"""The engine's knowledge graph (``freki.graph``) built from the ``graph`` settings: the link store the
+indexer writes with each document version, expansion and explanation after retrieval, links and
+backlinks of a document, and the feedback log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from freki.embed.sparse import SparseEncoder
+from freki.graph.expansion import GraphExpander, GraphScore, GraphWeights
+from freki.graph.explain import explain
+from freki.graph.feedback import FeedbackLog
+from freki.graph.store import LinkStore, StoredLink
+from freki.search.retrieval import Hits, Query
+from freki.settings import FrekiSettings
+from freki.store import VectorStore
+
+
+@dataclass(frozen=True)
+class DocumentLink:
+    """A link as ListLinks reports it: resolved target ("" while dangling)."""
+
+    source_document_id: str
+    target_document_id: str
+    target: str
+    kind: str
+    confidence: float
+    rule: str
+
+
+class EngineGraph:
+    """Links, expansion, explanation and feedback for one engine."""
+
+    def __init__(self, settings: FrekiSettings, links: LinkStore, chunks: VectorStore,
+                 embed_query: Callable[[str], np.ndarray], sparse: SparseEncoder) -> None:
+        g = settings.graph
+        self.links = links
+        self.expander = GraphExpander(self.links, chunks, embed_query, GraphWeights(
+            seeds=g.seeds, max_neighbours=g.max_neighbours, semantic=g.semantic_weight, edge=g.edge_weight,
+            centrality=g.centrality_weight, type_weights=dict(g.type_weights), kind_weights=dict(g.kind_weights),
+            default_kind_weight=g.default_kind_weight))
+        self.feedback = FeedbackLog(Path(settings.data_dir) / "feedback", g.feedback_log_max_bytes)
+        self._chunks = chunks
+        self._embed_query = embed_query
+        self._sparse = sparse
+
+    def after_retrieval(self, query: Query, hits: Hits) -> Hits:
+        """Expand and/or explain ``hits`` as the query asks."""
+        graph: dict[str, GraphScore] = {}
+        fused = {h.chunk_id: h.score for h in hits}
+        if query.graph_expand:
+            hits, graph, fused = self.expander.expand(query, hits)
+        if query.explain:
+            hits = explain(query, hits, self._chunks, self._embed_query, self._sparse, fused, graph)
+        return hits
+
+    def document_links(self, tenant: str, document_id: str, limit: int) -> tuple[
+        list[DocumentLink], list[DocumentLink]
+    ]:
+        """A document's outgoing links (resolved where a document has the name) and its backlinks."""
+        outgoing = self.links.outgoing(tenant, [document_id], limit).get(document_id, [])
+        resolved = self.links.resolve(tenant, {link.key for link in outgoing}, 4 * limit)
+        out = [_row(link, (resolved.get(link.key) or [""])[0]) for link in outgoing]
+        names = self.links.names(tenant, [document_id]).get(document_id, [])
+        back = [_row(link, document_id) for link in self.links.linking_to(tenant, names, limit)
+                if link.source_document_id != document_id]
+        return out, back
+
+
+def _row(link: StoredLink, target_document_id: str) -> DocumentLink:
+    return DocumentLink(link.source_document_id, target_document_id, link.target, link.kind, link.confidence,
+                        link.rule)

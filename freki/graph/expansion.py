@@ -1,0 +1,151 @@
+"""Graph-expanded retrieval: the top hits' linked documents join as candidates, then everything is re-scored.
+
+The Mindnet formula (seed 004, "Scoring-Formel"), per candidate chunk of document ``d``::
+
+    total = semantic_weight * relevance * type_weight(d) + edge_weight * edge_bonus(d)
+            + centrality_weight * centrality(d)
+
+* ``relevance``: the retriever's score of the chunk; a neighbour (a linked document not among the hits) is
+  scored by its best chunk's cosine to the query (``fusion.dense_relevance``), within the caller's filters.
+* ``type_weight``: ``graph.type_weights`` of the document's frontmatter ``type`` (1 when unset).
+* ``edge_bonus``: sum over the links between ``d`` and a seed (one of the top ``graph.seeds`` hits' documents,
+  either direction) of confidence x kind weight x the seed's relevance, at most 1: a link from a strong hit
+  counts more than one from a weak hit.
+* ``centrality``: ``d``'s links within the local subgraph (seeds and neighbours) over the most any has.
+
+Without links every bonus is 0 and, with ``semantic_weight`` 1, the ranking and scores are the retriever's.
+A hit's ``relevance_score`` is the total clipped to [0, 1] (the order uses the unclipped total).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from freki.graph.store import LinkStore
+from freki.search import fusion
+from freki.search.retrieval import Hit, Hits, Query, scope_filter
+from freki.store import FieldMatch, VectorStore
+
+
+@dataclass(frozen=True)
+class GraphWeights:
+    """The ``graph`` settings expansion uses."""
+
+    seeds: int = 5
+    max_neighbours: int = 20
+    semantic: float = 1.0
+    edge: float = 0.3
+    centrality: float = 0.05
+    type_weights: Mapping[str, float] = field(default_factory=dict)
+    kind_weights: Mapping[str, float] = field(default_factory=dict)
+    default_kind_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A resolved link between two documents."""
+
+    source_document_id: str
+    target_document_id: str
+    kind: str
+    confidence: float
+
+
+@dataclass
+class GraphScore:
+    """What the graph added to one document's hits (for ``explain``)."""
+
+    type_weight: float = 1.0
+    edge_bonus: float = 0.0
+    centrality: float = 0.0
+    graph_bonus: float = 0.0
+    edges: list[Edge] = field(default_factory=list)
+    neighbour: bool = False  # joined through a link, not found by the search
+
+
+class GraphExpander:
+    """Expands and re-scores a retriever's hits over the tenant's links."""
+
+    def __init__(self, links: LinkStore, chunks: VectorStore, embed_query: Callable[[str], np.ndarray],
+                 weights: GraphWeights) -> None:
+        self.links = links
+        self._chunks = chunks
+        self._embed_query = embed_query
+        self.weights = weights
+
+    def edges_around(self, tenant: str, seeds: list[str]) -> list[Edge]:
+        """Resolved links from and to the seed documents (bounded by ``max_neighbours``)."""
+        limit = 20 * self.weights.max_neighbours
+        outgoing = [link for links in self.links.outgoing(tenant, seeds, limit).values() for link in links]
+        resolved = self.links.resolve(tenant, {link.key for link in outgoing}, limit)
+        edges = [Edge(link.source_document_id, target, link.kind, link.confidence)
+                 for link in outgoing for target in resolved.get(link.key, [])[:1]]
+        names = self.links.names(tenant, seeds)
+        owner = {key: doc for doc, keys in names.items() for key in keys}
+        for link in self.links.linking_to(tenant, list(owner), limit):
+            edges.append(Edge(link.source_document_id, owner[link.key], link.kind, link.confidence))
+        return [e for e in dict.fromkeys(edges) if e.source_document_id != e.target_document_id]
+
+    def expand(self, query: Query, hits: Hits) -> tuple[Hits, dict[str, GraphScore], dict[str, float]]:
+        """Hits re-scored (and neighbours added) by the formula; the graph's part per document; each
+        candidate chunk's score before the graph."""
+        w = self.weights
+        seed_score: dict[str, float] = {}
+        for hit in hits:
+            if len(seed_score) >= w.seeds and hit.document_id not in seed_score:
+                break
+            seed_score[hit.document_id] = max(seed_score.get(hit.document_id, 0.0), hit.score)
+        edges = self.edges_around(query.tenant_id, list(seed_score)) if seed_score else []
+        found = {h.document_id for h in hits}
+        bonus: dict[str, float] = {}
+        for e in edges:
+            for doc, other in ((e.source_document_id, e.target_document_id),
+                               (e.target_document_id, e.source_document_id)):
+                if other in seed_score:
+                    weight = w.kind_weights.get(e.kind, w.default_kind_weight)
+                    bonus[doc] = bonus.get(doc, 0.0) + e.confidence * weight * seed_score[other]
+        fresh = sorted((d for d in bonus if d not in found), key=lambda d: -bonus[d])[: w.max_neighbours]
+        candidates = list(hits) + self._neighbour_hits(query, fresh)
+        degree: dict[str, int] = {}
+        for e in edges:
+            for doc in (e.source_document_id, e.target_document_id):
+                degree[doc] = degree.get(doc, 0) + 1
+        top = max(degree.values(), default=0)
+        scores: dict[str, GraphScore] = {}
+        ranked: list[tuple[float, Hit]] = []
+        for hit in candidates:
+            doc = hit.document_id
+            if doc not in scores:
+                kind = hit.payload.get("metadata", {}).get("type")
+                scores[doc] = GraphScore(
+                    type_weight=w.type_weights.get(kind, 1.0) if isinstance(kind, str) else 1.0,
+                    edge_bonus=min(1.0, bonus.get(doc, 0.0)),
+                    centrality=degree.get(doc, 0) / top if top else 0.0,
+                    edges=[e for e in edges if doc in (e.source_document_id, e.target_document_id)],
+                    neighbour=doc in fresh)
+            g = scores[doc]
+            g.graph_bonus = w.edge * g.edge_bonus + w.centrality * g.centrality
+            total = w.semantic * hit.score * max(g.type_weight, 0.0) + g.graph_bonus
+            ranked.append((total, hit))
+        ranked.sort(key=lambda pair: -pair[0])
+        out = Hits(Hit(h.chunk_id, min(1.0, t), h.payload, h.explanation) for t, h in ranked
+                   if min(1.0, t) >= query.score_threshold)
+        out[query.top_k:] = []
+        out.below_threshold = hits.below_threshold
+        return out, scores, {h.chunk_id: h.score for h in candidates}
+
+    def _neighbour_hits(self, query: Query, documents: list[str]) -> list[Hit]:
+        """The best chunk of each neighbour document by cosine to the query, within the caller's scope."""
+        if not documents:
+            return []
+        vector = self._embed_query(query.text).tolist()
+        flt = [*scope_filter(query), FieldMatch("document_id", tuple(documents))]
+        best: dict[str, Hit] = {}
+        for p in self._chunks.search_dense(vector, flt, 5 * len(documents), with_payload=True):
+            doc = str(p.payload.get("document_id", ""))
+            if doc not in best:
+                best[doc] = Hit(p.id, fusion.dense_relevance(p.score), p.payload)
+        return list(best.values())

@@ -1,0 +1,54 @@
+"""The feedback log (Mindnet's data flywheel, seed 004 "Feedback & Logging"): one JSON line per rating.
+
+Each tenant has its own append-only file ``<data_dir>/feedback/<sha256(tenant)[:32]>.jsonl`` (the tenant's
+name never becomes a path, so it cannot climb out of the folder); a line holds the time, tenant, the
+``query_id`` RetrieveContext returned, the document, the rating and the comment. A file that reached
+``graph.feedback_log_max_bytes`` refuses more (RESOURCE_EXHAUSTED) rather than fill the disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+from wolf_service.errors import ResourceExhausted
+
+
+def log_path(folder: Path, tenant: str) -> Path:
+    """The feedback file of a tenant."""
+    return folder / f"{hashlib.sha256(tenant.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}.jsonl"
+
+
+class FeedbackLog:
+    """Appends validated feedback records, one line each, under a lock (lines never interleave)."""
+
+    def __init__(self, folder: Path, max_bytes: int) -> None:
+        self.folder = folder
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+
+    def record(self, tenant: str, query_id: str, document_id: str, rating: int, comment: str) -> Path:
+        """Append one record; returns the tenant's log file."""
+        line = json.dumps({
+            "at": datetime.now(UTC).isoformat(), "tenant_id": tenant, "query_id": query_id,
+            "document_id": document_id, "rating": rating, "comment": comment,
+        }, ensure_ascii=False) + "\n"
+        data = line.encode("utf-8", "surrogatepass")
+        path = log_path(self.folder, tenant)
+        with self._lock:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            size = path.stat().st_size if path.exists() else 0
+            if size + len(data) > self.max_bytes:
+                raise ResourceExhausted(
+                    f"the feedback log of tenant {tenant!r} reached graph.feedback_log_max_bytes "
+                    f"({self.max_bytes:,} bytes); move it away or raise the limit")
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        return path
