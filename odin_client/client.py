@@ -23,6 +23,7 @@ from odin_client.answering.flow import AskOptions, Call, GenerateCall, RetrieveC
 from odin_client.answering.free_text import free_text_ask
 from odin_client.document_calls import DocumentCalls
 from odin_client.errors import NotFound, StreamInterrupted
+from odin_client.graph_calls import GraphCalls
 from odin_client.results import (
     Answer,
     Embeddings,
@@ -42,13 +43,14 @@ def _ms_since(start: float) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
-class OdinClient(DocumentCalls):
+class OdinClient(DocumentCalls, GraphCalls):
     """Typed client for Freki and Geri. Thread-safe; close it (or use ``with``) when done."""
 
     def retrieve(self, query: str, *, top_k: int = 0, filters: messages.Filters | None = None,
                  mode: str = "", score_threshold: float | None = None, document_ids: Iterable[str] = (),
                  query_variants: Iterable[str] = (), tenant_id: str | None = None,
-                 deadline_s: float | None = None) -> Retrieval:
+                 deadline_s: float | None = None, graph_expand: bool | None = None,
+                 explain: bool = False) -> Retrieval:
         """Retrieve the chunks most relevant to ``query`` from Freki.
 
         Args:
@@ -61,10 +63,13 @@ class OdinClient(DocumentCalls):
             query_variants: Other phrasings of the query; Freki fuses the results of all.
             tenant_id: Overrides the configured tenant.
             deadline_s: Overrides the configured deadline (retries included).
+            graph_expand: Add the top hits' linked documents (None = server default).
+            explain: Each source's ``context`` document carries an Explanation of its score.
         """
         request = messages.retrieve_request(
             query, tenant_id=self._tenant(tenant_id), top_k=top_k, filters=filters, mode=mode,
             score_threshold=score_threshold, document_ids=list(document_ids), query_variants=list(query_variants),
+            graph_expand=graph_expand, explain=explain,
         )
         start = time.perf_counter()
         resp, attempts = self._unary(self._freki().RetrieveContext, request, service="freki",

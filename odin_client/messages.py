@@ -39,6 +39,8 @@ def retrieve_request(
     score_threshold: float | None = None,
     document_ids: Sequence[str] = (),
     query_variants: Sequence[str] = (),
+    graph_expand: bool | None = None,
+    explain: bool = False,
 ) -> common_pb2.WolfRequest:
     """RetrieveContext request for ``query`` (and its ``query_variants``, fused by Freki)."""
     if mode not in SEARCH_MODES:
@@ -49,7 +51,10 @@ def retrieve_request(
         mode=SEARCH_MODES[mode],
         document_ids=list(document_ids),
         query_variants=list(query_variants),
+        explain=explain,
     )
+    if graph_expand is not None:
+        options.graph_expand = graph_expand
     if score_threshold is not None:
         options.score_threshold = score_threshold
     return common_pb2.WolfRequest(

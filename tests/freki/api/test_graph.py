@@ -14,6 +14,7 @@ from wolf.v1 import freki_pb2
 from freki.graph.feedback import log_path
 from freki.ingest.parsing.links import Link
 from freki.store import FieldMatch
+from odin_client import OdinClient, OdinSettings
 from tests.freki.api.test_service import index, retrieve, rid
 
 pytestmark = pytest.mark.integration
@@ -163,3 +164,14 @@ def test_erasing_an_owner_erases_their_links(graph_corpus, freki_server) -> None
     graph_corpus.DeleteOwnerData(freki_pb2.DeleteOwnerDataRequest(request_id=rid(), owner_id="alice"), timeout=60)
     assert engine.graph.links.store.count(owned) == 0
     assert list(links(graph_corpus, "notes/coolant.md").backlinks) == []
+
+
+def test_odin_client_lists_links_explains_and_records_feedback(graph_corpus, freki_server) -> None:  # type: ignore[no-untyped-def]
+    handle, engine = freki_server
+    with OdinClient(OdinSettings(freki_target=handle.address)) as client:
+        found = client.retrieve("zorblat coolant", top_k=2, score_threshold=0.0, graph_expand=True, explain=True)
+        assert all(d.HasField("explanation") for d in found.context.documents)
+        assert client.list_links("notes/coolant.md").document_id == "notes/coolant.md"
+        done = client.record_feedback(found.context.query_id, 4, document_id="notes/coolant.md", comment="ok")
+        assert done.rating == 4
+    assert '"rating": 4' in log_path(engine.graph.feedback.folder, "default").read_text()
