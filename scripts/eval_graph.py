@@ -103,9 +103,18 @@ def report(name: str, runs: dict[bool, dict[str, Ranking]], qrels: Mapping[str, 
 
 
 def study(name: str, corpus: Mapping[str, str], queries: Mapping[str, str],
-          qrels: Mapping[str, Mapping[str, int]], markdown: bool, top_k: int) -> None:
+          qrels: Mapping[str, Mapping[str, int]], markdown: bool, top_k: int,
+          also: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None, edge_weight: float | None = None) -> None:
+    """Index (or reuse) the corpus, run every judged query without and with expansion, report.
+
+    ``also``: other judgements of the same queries, reported from the same runs; ``edge_weight``: the
+    server's ``graph.edge_weight`` (None = the shipped default)."""
     data_dir = data_dir_for(f"graph-{name}", corpus, eval_settings(Path(".")))
-    with running_freki(eval_settings(data_dir)) as stub:
+    settings = eval_settings(data_dir)
+    if edge_weight is not None:
+        settings = settings.model_copy(update={"graph": settings.graph.model_copy(update={"edge_weight": edge_weight})})
+    print(f"[{name}] graph settings: {settings.graph.model_dump(exclude={'type_weights'})}", flush=True)
+    with running_freki(settings) as stub:
         started = time.perf_counter()
         if markdown:
             index_markdown(stub, corpus, data_dir)
@@ -118,6 +127,8 @@ def study(name: str, corpus: Mapping[str, str], queries: Mapping[str, str],
         for expand in (False, True):
             runs[expand], cpu[expand] = rankings(stub, {q: queries[q] for q in qrels}, expand, top_k)
     report(name, runs, qrels, cpu)
+    for label, judged in (also or {}).items():
+        report(f"{name} {label}", runs, judged, cpu)
 
 
 def main() -> None:
@@ -127,6 +138,7 @@ def main() -> None:
     parser.add_argument("--quick", type=int, default=0, help="evaluate this many seeded queries (0 = all)")
     parser.add_argument("--corpus-sample", type=int, default=0, help="SciFact: index a sample of this size")
     parser.add_argument("--top-k", type=int, default=100, help="chunks per query")
+    parser.add_argument("--edge-weights", default="", help="comma-separated graph.edge_weight values to run")
     args = parser.parse_args()
     for name in args.sets.split(","):
         if name == "scifact":
@@ -139,7 +151,10 @@ def main() -> None:
             study(f"scifact-{args.split}", es.corpus, es.queries, qrels, False, args.top_k)
         elif name == "nodejs":
             notes, questions, judged = nodedocs.build()
-            study("nodejs", notes, questions, judged, True, args.top_k)
+            # The same questions judged as direct look-ups: only the passage they were taken from counts.
+            direct = {q: {doc: 1 for doc, grade in rel.items() if grade == 1} for q, rel in judged.items()}
+            for weight in [float(w) for w in args.edge_weights.split(",") if w] or [None]:
+                study("nodejs", notes, questions, judged, True, args.top_k, {"direct": direct}, weight)
         else:
             raise SystemExit(f"unknown set {name!r}; use scifact or nodejs")
 

@@ -20,8 +20,8 @@ from freki.store.migrate import CopyReport, copy_collection, recorded_spec
 
 
 def collections(settings: FrekiSettings) -> list[str]:
-    """The collections one Freki keeps: its chunks, then its document registry."""
-    return [settings.store.collection, f"{settings.store.collection}_documents"]
+    """The collections one Freki keeps: its chunks, its document registry, its knowledge-graph links."""
+    return [settings.store.collection, f"{settings.store.collection}_documents", f"{settings.store.collection}_links"]
 
 
 def migrate(
@@ -37,6 +37,8 @@ def migrate(
         try:
             assert isinstance(src, GuardedStore) and isinstance(dst, GuardedStore)
             spec = recorded_spec(src, source_name)
+            if spec is None and source_name.endswith("_links"):
+                continue  # written by a release before the knowledge graph: re-indexing creates it
             if spec is None:
                 raise StoreError(f"the source store has no collection {source_name!r}: is this the right config?")
             reports.append(copy_collection(src, dst, spec, target_name=target_name, batch=batch, resume=resume,

@@ -17,7 +17,8 @@ DeleteOwnerData and ExportOwnerData, when, and the counts; the export tool (``py
 records the file it wrote. Neither stores content.
 
 Export format (JSON lines, one object per line): a header ``{"type": "export", ...}``, then for each
-document ``{"type": "document", "document": {...DocumentInfo}}`` followed by its chunks
+document ``{"type": "document", "document": {...DocumentInfo}}``, then (export tool) its outgoing knowledge-graph
+links ``{"type": "links", "links": {"document_id": ..., "outgoing": [...GraphEdge]}}``, then its chunks
 ``{"type": "chunk", "chunk": {...ExportedChunk}}``; vectors only when asked for.
 """
 

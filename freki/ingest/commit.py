@@ -102,10 +102,10 @@ class Committer:
                 fault_point(f"{stage}.old_deleted")
                 if old:
                     self.keys.destroy([old])
+                if self.companion is not None:
+                    self.companion.retire(record.tenant_id, record.document_id, generation)
             else:
                 deleted = self._retire_shared(record, old, stage)
-            if self.companion is not None:
-                self.companion.retire(record.tenant_id, record.document_id, generation)
         finally:
             if old:
                 self.generations.show(old)
@@ -127,6 +127,9 @@ class Committer:
         fault_point(f"{stage}.old_deleted")
         if stale or old:
             self.keys.destroy(list({*stale, *([old] if old else [])}))
+        for gone in {*stale, *([old] if old else [])}:  # never another replica's young version's links
+            if self.companion is not None:
+                self.companion.discard(record.tenant_id, record.document_id, gone)
         now = self.registry.get(record.tenant_id, record.document_id)
         if now is None or now.generation != record.generation:
             log.info("document %r of tenant %r was committed by another replica meanwhile; this version "

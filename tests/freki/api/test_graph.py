@@ -11,6 +11,8 @@ import grpc
 import pytest
 from wolf.v1 import freki_pb2
 
+from freki.gdpr.cli import main as gdpr_cli
+from freki.gdpr.export_file import read_jsonl
 from freki.graph.feedback import log_path
 from freki.ingest.parsing.links import Link
 from freki.store import FieldMatch
@@ -155,6 +157,16 @@ def test_feedback_goes_to_the_tenants_log_and_bad_feedback_is_refused(graph_corp
         with pytest.raises(grpc.RpcError) as err:
             stub.RecordFeedback(freki_pb2.FeedbackRequest(**request), timeout=30)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and named in (err.value.details() or "")
+
+
+def test_the_export_tool_writes_each_documents_outgoing_links(graph_corpus, freki_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    handle, _ = freki_server
+    out = tmp_path / "alice.jsonl"
+    assert gdpr_cli(["export", "--address", handle.address, "--owner", "alice", "--out", str(out)]) == 0
+    [entry] = [x["links"] for x in read_jsonl(out) if x["type"] == "links"]
+    assert entry["document_id"] == "notes/reactor.md"
+    assert {(e["target"], e.get("target_document_id", "")) for e in entry["outgoing"]} >= {
+        ("Coolant Spec", "notes/coolant.md"), ("Hall Seven", "")}
 
 
 def test_erasing_an_owner_erases_their_links(graph_corpus, freki_server) -> None:  # type: ignore[no-untyped-def]

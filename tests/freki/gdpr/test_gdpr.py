@@ -98,6 +98,8 @@ def test_export_tool_writes_the_file_from_a_running_server(env: Env, tmp_path: P
                       "--out", str(out), "--audit-log", str(audit)]) == 0
     lines = list(read_jsonl(out))
     assert {x["document"]["document_id"] for x in lines if x["type"] == "document"} == {"bob-notes"}
+    # Each document's outgoing knowledge-graph links follow it (a plain-text note has none).
+    assert [x["links"] for x in lines if x["type"] == "links"] == [{"document_id": "bob-notes", "outgoing": []}]
     [event] = list(read_audit_log(audit))
     assert event["action"] == "gdpr.export_owner_file" and event["outcome"] == "ok" and event["documents"] == 1
     assert "bob" in event["target"] and "Section" not in json.dumps(event)
