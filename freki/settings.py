@@ -222,6 +222,7 @@ class GraphSettings(BaseModel):
     type_weights: dict[str, float] = Field(default_factory=dict)
     kind_weights: dict[str, float] = Field(default_factory=lambda: {"references": 1.0})
     default_kind_weight: float = Field(1.0, ge=0.0, le=10.0)
+    follow_seeds: bool = True  # a linked document never outranks the better hit linked with it (retrieval.md)
     # RecordFeedback: longest comment, and the size at which a tenant's log refuses more (RESOURCE_EXHAUSTED).
     feedback_comment_max_chars: int = Field(2_000, ge=0, le=100_000)
     feedback_log_max_bytes: int = Field(64 * 1024 * 1024, ge=1024)

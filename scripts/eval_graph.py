@@ -99,20 +99,21 @@ def report(name: str, runs: dict[bool, dict[str, Ranking]], qrels: Mapping[str, 
         print(f"[{name}] expand={'on ' if expand else 'off'} nDCG@10 {ndcg:.4f}  Recall@10 {r10:.4f}  "
               f"({len(qrels)} queries, {cpu[expand]:.1f} s CPU)", flush=True)
     changed = sum(runs[False].get(q) != runs[True].get(q) for q in qrels)
-    print(f"[{name}] rankings changed by expansion: {changed} of {len(qrels)} queries", flush=True)
+    print(f"[{name}] rankings or scores changed by expansion: {changed} of {len(qrels)} queries", flush=True)
 
 
 def study(name: str, corpus: Mapping[str, str], queries: Mapping[str, str],
           qrels: Mapping[str, Mapping[str, int]], markdown: bool, top_k: int,
-          also: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None, edge_weight: float | None = None) -> None:
+          also: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None, edge_weight: float | None = None,
+          follow_seeds: bool = True) -> None:
     """Index (or reuse) the corpus, run every judged query without and with expansion, report.
 
     ``also``: other judgements of the same queries, reported from the same runs; ``edge_weight``: the
     server's ``graph.edge_weight`` (None = the shipped default)."""
     data_dir = data_dir_for(f"graph-{name}", corpus, eval_settings(Path(".")))
     settings = eval_settings(data_dir)
-    if edge_weight is not None:
-        settings = settings.model_copy(update={"graph": settings.graph.model_copy(update={"edge_weight": edge_weight})})
+    graph = {"follow_seeds": follow_seeds, **({"edge_weight": edge_weight} if edge_weight is not None else {})}
+    settings = settings.model_copy(update={"graph": settings.graph.model_copy(update=graph)})
     print(f"[{name}] graph settings: {settings.graph.model_dump(exclude={'type_weights'})}", flush=True)
     with running_freki(settings) as stub:
         started = time.perf_counter()
@@ -139,6 +140,7 @@ def main() -> None:
     parser.add_argument("--corpus-sample", type=int, default=0, help="SciFact: index a sample of this size")
     parser.add_argument("--top-k", type=int, default=100, help="chunks per query")
     parser.add_argument("--edge-weights", default="", help="comma-separated graph.edge_weight values to run")
+    parser.add_argument("--no-follow-seeds", action="store_true", help="graph.follow_seeds off")
     args = parser.parse_args()
     for name in args.sets.split(","):
         if name == "scifact":
@@ -154,7 +156,8 @@ def main() -> None:
             # The same questions judged as direct look-ups: only the passage they were taken from counts.
             direct = {q: {doc: 1 for doc, grade in rel.items() if grade == 1} for q, rel in judged.items()}
             for weight in [float(w) for w in args.edge_weights.split(",") if w] or [None]:
-                study("nodejs", notes, questions, judged, True, args.top_k, {"direct": direct}, weight)
+                study("nodejs", notes, questions, judged, True, args.top_k, {"direct": direct}, weight,
+                      not args.no_follow_seeds)
         else:
             raise SystemExit(f"unknown set {name!r}; use scifact or nodejs")
 

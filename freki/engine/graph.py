@@ -42,7 +42,7 @@ class EngineGraph:
         self.expander = GraphExpander(self.links, chunks, embed_query, GraphWeights(
             seeds=g.seeds, max_neighbours=g.max_neighbours, semantic=g.semantic_weight, edge=g.edge_weight,
             centrality=g.centrality_weight, type_weights=dict(g.type_weights), kind_weights=dict(g.kind_weights),
-            default_kind_weight=g.default_kind_weight))
+            default_kind_weight=g.default_kind_weight, follow_seeds=g.follow_seeds))
         self.feedback = FeedbackLog(Path(settings.data_dir) / "feedback", g.feedback_log_max_bytes)
         self._chunks = chunks
         self._embed_query = embed_query

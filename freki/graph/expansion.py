@@ -13,6 +13,11 @@ The Mindnet formula (seed 004, "Scoring-Formel"), per candidate chunk of documen
   counts more than one from a weak hit.
 * ``centrality``: ``d``'s links within the local subgraph (seeds and neighbours) over the most any has.
 
+With ``graph.follow_seeds`` (default), a document linked with a seed the retriever ranked above it stays
+below that seed (just below its total): the graph may pull a linked passage up to right after the passage
+that matched, never above it. Without that rule, the Node.js study (docs/retrieval.md) lost most of its
+direct look-ups (nDCG@10 0.96 -> 0.63 at edge weight 0.3) to the neighbours of the matching passage.
+
 Without links every bonus is 0 and, with ``semantic_weight`` 1, the ranking and scores are the retriever's.
 A hit's ``relevance_score`` is the total clipped to [0, 1] (the order uses the unclipped total).
 """
@@ -42,6 +47,7 @@ class GraphWeights:
     type_weights: Mapping[str, float] = field(default_factory=dict)
     kind_weights: Mapping[str, float] = field(default_factory=dict)
     default_kind_weight: float = 1.0
+    follow_seeds: bool = True
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,13 @@ class GraphExpander:
         top = max(degree.values(), default=0)
         scores: dict[str, GraphScore] = {}
         ranked: list[tuple[float, Hit]] = []
-        for hit in candidates:
+        original = {h.document_id: h.score for h in sorted(candidates, key=lambda h: h.score)}
+        linked: dict[str, set[str]] = {}
+        for e in edges:
+            linked.setdefault(e.source_document_id, set()).add(e.target_document_id)
+            linked.setdefault(e.target_document_id, set()).add(e.source_document_id)
+        best: dict[str, float] = {}  # each document's best total so far
+        for hit in sorted(candidates, key=lambda h: -h.score):  # stronger documents are final first
             doc = hit.document_id
             if doc not in scores:
                 kind = hit.payload.get("metadata", {}).get("type")
@@ -129,6 +141,11 @@ class GraphExpander:
             g = scores[doc]
             g.graph_bonus = w.edge * g.edge_bonus + w.centrality * g.centrality
             total = w.semantic * hit.score * max(g.type_weight, 0.0) + g.graph_bonus
+            stronger = [best[s] for s in linked.get(doc, ()) if s in seed_score and s in best
+                        and original.get(s, 0.0) > original[doc]]
+            if w.follow_seeds and stronger:
+                total = min(total, max(stronger) - 1e-6)  # a linked document follows the hit that brought it
+            best[doc] = max(best.get(doc, total), total)
             ranked.append((total, hit))
         ranked.sort(key=lambda pair: -pair[0])
         out = Hits(Hit(h.chunk_id, min(1.0, t), h.payload, h.explanation) for t, h in ranked
