@@ -28,7 +28,7 @@ from freki.ingest.indexing import (
     document_chunks,
 )
 from freki.ingest.limits import ChunkingConfig
-from freki.ingest.registry import RECORD_SEALED_FIELDS, DocumentRecord, DocumentRegistry
+from freki.ingest.registry import RECORD_SEALED_FIELDS, DocumentRecord, DocumentRegistry, generation_age_s
 from freki.ingest.repair import RepairReport, repair
 from freki.ingest.sandbox import ParserSandbox
 from freki.search.rerank import CrossEncoderReranker
@@ -96,6 +96,8 @@ class FrekiEngine:
         self._purge_requests = self._purged_upto = 0
         self.repair_report: RepairReport = repair(self.chunks, self.registry, self.keys, grace,
                                                   settings.gdpr.drop_records_without_keys)
+        if orphans := links.remove_orphans(lambda g: grace is None or generation_age_s(g) > grace):
+            self.repair_report.counts["orphan_link_points"] += orphans
         if self._purge_marker.exists():  # an erasure was interrupted before its purge finished
             self.purge()
         cfg = settings.chunking

@@ -91,6 +91,26 @@ class LinkStore:
             raise ValueError("owner_id must be non-empty to erase an owner's links")
         return self.store.delete_where([FieldMatch("tenant_id", (tenant,)), FieldMatch("owner_id", (owner_id,))])
 
+    def remove_orphans(self, stale: Callable[[str], bool]) -> int:
+        """Start-up pass: delete points of versions no record commits (a crash between writing a version's
+        links and its commit) for which ``stale(generation)`` holds; returns how many."""
+        removed = 0
+        offset: str | None = None
+        while True:
+            page, offset = self.store.scroll([], limit=_PAGE, offset=offset)
+            docs: dict[str, set[str]] = {}
+            for p in page:
+                docs.setdefault(str(p.payload.get("tenant_id")), set()).add(str(p.payload.get("document_id")))
+            committed = {tenant: self._committed(tenant, ids) for tenant, ids in docs.items()}
+            orphans = [p.id for p in page
+                       if committed[str(p.payload.get("tenant_id"))].get(str(p.payload.get("document_id")))
+                       != p.payload.get("generation") and stale(str(p.payload.get("generation", "")))]
+            if orphans:
+                self.store.delete_ids(orphans)
+                removed += len(orphans)
+            if offset is None:
+                return removed
+
     # -- reads ---------------------------------------------------------------------------------------------
     def outgoing(self, tenant: str, document_ids: Sequence[str], limit: int) -> dict[str, list[StoredLink]]:
         """The committed links of each document (at most ``limit`` in all)."""

@@ -114,6 +114,11 @@ def test_links_of_an_uncommitted_version_are_never_read(graph_corpus, freki_serv
                              [Link("Hall Eight", "references", 1.0, "explicit:wikilink")])
     assert outgoing(graph_corpus, "notes/coolant.md") == {}
     assert "notes/coolant.md" not in [b.source_document_id for b in links(graph_corpus, "hall.md").backlinks]
+    # The start-up pass removes them (and nothing committed).
+    before = engine.graph.links.store.count([])
+    assert engine.graph.links.remove_orphans(lambda generation: True) == 2  # the version's node and its link
+    assert engine.graph.links.store.count([]) == before - 2
+    assert outgoing(graph_corpus, "notes/reactor.md")["Coolant Spec"][0] == "notes/coolant.md"
 
 
 def test_expansion_brings_the_linked_answer_up_and_explain_says_why(graph_corpus) -> None:  # type: ignore[no-untyped-def]
