@@ -56,6 +56,9 @@ SCOPES: dict[str, str] = {
     "FrekiService/ListDocuments": "read",
     "FrekiService/GetIndexStatus": "read",
     "FrekiService/Embed": "read",
+    "FrekiService/ListLinks": "read",
+    # Ratings of answers come from whoever reads them (a chat front end holds a read key).
+    "FrekiService/RecordFeedback": "read",
     "FrekiService/DeleteDocument": "delete",
     "FrekiService/DeleteOwnerData": "delete",
     # Re-embeds a whole tenant; exports all of one owner's data: operator actions.
