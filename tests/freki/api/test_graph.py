@@ -91,6 +91,11 @@ def test_tenants_never_see_each_others_links(graph_corpus) -> None:  # type: ign
     with pytest.raises(grpc.RpcError) as err:
         links(stub, "notes/reactor.md", tenant="acme")
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(grpc.RpcError) as err:
+        links(stub, "notes/reactor.md", page_size=5000)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "page_size" in (err.value.details() or "")
+    page = links(stub, "notes/reactor.md", page_size=1)
+    assert len(page.outgoing) == 1 and page.truncated
     index(stub, "acme-note", "# Other\n\nSee [[Coolant Spec]].", tenant_id="acme")
     index(stub, "acme-hall", "# Hall Seven\n\nAcme's hall seven.", tenant_id="acme")
     assert outgoing(stub, "acme-note", "acme") == {"Coolant Spec": ("", "references", 1.0)}
