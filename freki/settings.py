@@ -96,6 +96,10 @@ class StoreSettings(BaseModel):
 
 
 MIB = 1024 * 1024
+# A key of `embedding_models`: a detected content type or a caller's `document_type` metadata value.
+DocumentTypeKey = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.\-]{0,63}$")]
+# A sentence-transformers model name or local path: printable, no control characters.
+ModelName = Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
 class LimitsSettings(BaseModel):
@@ -278,6 +282,16 @@ class FrekiSettings(FileSettings):
     embedding_bulk_runner: Literal["auto", "onnx", "torch-fp32", "bf16"] = "auto"
     # false leaves bf16 out of "auto" (fp32 everywhere).
     embedding_bulk_bf16: bool = True
+    # Type-specific models (docs/embedding-models.md): {document type: model name or path}, e.g.
+    # {"pdf": "/models/pdf-minilm"}. A document type is Freki's detected content type (text, markdown, html,
+    # pdf, docx) or the value of a document's `document_type` metadata when that is a key here. Every other
+    # document goes to `embedding_model` (the standard model), and so does a type whose model fails to load
+    # at start (logged). Each model's chunks live in their own collection; a query is embedded by every model.
+    embedding_models: dict[DocumentTypeKey, ModelName] = Field(default_factory=dict, max_length=64)
+    # Most distinct models besides the standard one: each costs its memory and one query embedding per search.
+    embedding_models_max: int = Field(3, ge=0, le=8)
+    # true: a type-specific model that fails to load stops the start instead of falling back.
+    embedding_models_required: bool = False
 
     chunking: ChunkingSettings = ChunkingSettings()
     store: StoreSettings = StoreSettings()
@@ -302,3 +316,11 @@ class FrekiSettings(FileSettings):
     # Append-only JSON-lines log of erasures and exports (who, what, when); None = <data_dir>/audit.jsonl.
     audit_log: Path | None = None
     audit_rotation: AuditRotation = Field(default_factory=AuditRotation)  # size-based, docs/operations.md
+
+    @model_validator(mode="after")
+    def _bounded_models(self) -> FrekiSettings:
+        others = {m for m in self.embedding_models.values() if m != self.embedding_model}
+        if len(others) > self.embedding_models_max:
+            raise ValueError(f"embedding_models names {len(others)} models besides embedding_model; at most "
+                             f"embedding_models_max={self.embedding_models_max} are allowed")
+        return self
