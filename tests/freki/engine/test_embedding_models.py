@@ -24,33 +24,16 @@ from freki.ingest.indexing import IndexInput, document_chunks
 from freki.search.retrieval import Query
 from freki.settings import FrekiSettings
 from freki.store import ChunkPoint, FieldMatch
+from tests.freki.engine.small_model import SMALL_DIM, build_small_model
 from wolf_service.errors import FailedPrecondition
 
 pytestmark = pytest.mark.integration
 
-SMALL_DIM = 128
 MARKDOWN = ("# Glaciers\n\nGlaciers are slow rivers of ice that carve valleys over thousands of years. "
             "Meltwater from glaciers feeds many mountain rivers in summer.\n\n"
             "## Retreat\n\nMost alpine glaciers have lost much of their volume since 1850.")
 TEXT = ("Sourdough bread rises because wild yeast and lactic acid bacteria ferment the dough. "
         "A long, cool fermentation gives the loaf its sour taste and open crumb.")
-
-
-def build_small_model(target: Path) -> Path:
-    """MiniLM's first 2 layers + mean pooling + a seeded 384->128 projection + normalisation, saved to disk."""
-    import torch
-    from sentence_transformers import SentenceTransformer, models
-
-    from freki.embed.embedder import resolve_model_path
-
-    base = SentenceTransformer(resolve_model_path("all-MiniLM-L6-v2"), device="cpu")
-    transformer = base[0]
-    transformer.auto_model.encoder.layer = transformer.auto_model.encoder.layer[:2]
-    transformer.auto_model.config.num_hidden_layers = 2
-    torch.manual_seed(17)
-    dense = models.Dense(384, SMALL_DIM, bias=False, activation_function=torch.nn.Identity())
-    SentenceTransformer(modules=[transformer, base[1], dense, models.Normalize()], device="cpu").save(str(target))
-    return target
 
 
 @pytest.fixture(scope="module")
