@@ -236,3 +236,31 @@ def test_two_models_on_the_remote_store_and_over_grpc(tmp_path: Path, embedder, 
     finally:
         handle.stop(1.0)
         engine.close()
+
+
+def test_migrate_copies_every_models_collection(tmp_path: Path, embedder, small_model: str) -> None:  # type: ignore[no-untyped-def]
+    from freki.engine.migration import migrate
+    from freki.store.errors import StoreError
+
+    source = settings_for(tmp_path / "edge", {"markdown": small_model})
+    engine = FrekiEngine(source, embedder=embedder)
+    try:
+        add(engine, "md", MARKDOWN, "glaciers.md")
+        add(engine, "txt", TEXT, "bread.txt")
+        before = [(h.document_id, h.model) for h in engine.retrieve(
+            Query(tenant_id="t1", text="glacier meltwater", top_k=4, score_threshold=0.0))]
+    finally:
+        engine.close()
+    target = settings_for(tmp_path / "remote", {"markdown": small_model},
+                          store={"backend": "remote", "url": str(tmp_path / "q")},
+                          gdpr={"keys_path": str(tmp_path / "edge" / "keys.sqlite")})  # the same key store
+    with pytest.raises(StoreError, match="same embedding_models"):
+        migrate(source, settings_for(tmp_path / "remote", {}, store={"backend": "remote", "url": str(tmp_path / "q")}))
+    assert len(migrate(source, target)) == 3  # chunks, registry, the small model's chunks
+    engine = FrekiEngine(target, embedder=embedder)
+    try:
+        after = [(h.document_id, h.model) for h in engine.retrieve(
+            Query(tenant_id="t1", text="glacier meltwater", top_k=4, score_threshold=0.0))]
+        assert after == before and before[0] == ("md", small_model)
+    finally:
+        engine.close()
