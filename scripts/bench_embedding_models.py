@@ -3,8 +3,9 @@
 Configurations (each indexes the same corpus sample into a fresh data dir):
 
 * ``one``: every document embedded by the packaged all-MiniLM-L6-v2.
-* ``two``: half the documents (every second id, by ``document_type`` metadata "b") routed to a second,
-  smaller model built from MiniLM's weights (2 layers, 128 dimensions; ``tests/freki/engine/small_model.py``);
+* ``two``: half the documents (every second id, by ``document_type`` metadata "b") routed to a second
+  model built from MiniLM's weights (``--layers`` of its 6 layers, projected to 128 dimensions;
+  ``tests/freki/engine/small_model.py``);
   queries are embedded by both models and the per-model results merged.
 * ``small``: every document embedded by the small model (what half of ``two`` is made of).
 
@@ -13,6 +14,7 @@ SciFact test claims in dense and hybrid mode, and CPU milliseconds per query (re
 queries so the query-embedding cache misses).
 
     PYTHONPATH=.:protos python scripts/bench_embedding_models.py --docs 400 --queries 100
+    PYTHONPATH=.:protos python scripts/bench_embedding_models.py --layers 2 --configs two,small
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=400, help="corpus sample size (every judged document kept)")
     parser.add_argument("--queries", type=int, default=100, help="SciFact test claims evaluated")
     parser.add_argument("--configs", default="one,two,small")
+    parser.add_argument("--layers", type=int, default=6, help="transformer layers the second model keeps")
     args = parser.parse_args()
     es = scifact.load()
     qrels = dict(sorted(es.split("test").items())[: args.queries])
@@ -90,7 +93,7 @@ def main() -> None:
     embedder = Embedder("all-MiniLM-L6-v2")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        small = str(build_small_model(work / "mini-2l-128"))
+        small = str(build_small_model(work / f"mini-{args.layers}l-128", layers=args.layers))
         print(f"{len(sample.corpus)} documents, {len(qrels)} test claims", flush=True)
         for label in args.configs.split(","):
             if label == "one":

@@ -14,8 +14,9 @@ from pathlib import Path
 from freki.embed.embedder import Embedder
 from freki.embed.layout import EmbeddingLayout
 from freki.embed.sparse import Bm25Params, SparseEncoder
+from freki.engine import models
 from freki.engine.config import build_embedder, ingest_limits, master_key, sandbox_config, store_config
-from freki.engine.models import EngineStatus, ModelLane, chunk_collection_spec, model_statuses, open_model_lanes
+from freki.engine.models import EngineStatus, ModelLane
 from freki.ingest.caches import TokenCountCache, embed_in_slices
 from freki.ingest.chunking import SemanticChunker
 from freki.ingest.deadline import NO_DEADLINE, Deadline
@@ -33,7 +34,7 @@ from freki.ingest.repair import RepairReport, repair
 from freki.ingest.sandbox import ParserSandbox
 from freki.search.rerank import CrossEncoderReranker
 from freki.search.result_cache import ResultCache, hit_bytes
-from freki.search.retrieval import Hits, Query, RetrievalConfig, Retriever, SearchLane
+from freki.search.retrieval import Hits, Query, RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
 from freki.store import ChunkPoint, FieldMatch, StoredPoint, VectorStore, make_store
 from freki.store.keys import KeyStore
@@ -67,12 +68,12 @@ class FrekiEngine:
                                self.generations)
 
         self.chunks = open_chunks()
-        self.chunks.ensure_collection(chunk_collection_spec(settings, settings.store.collection, self.embedder))
+        self.chunks.ensure_collection(models.chunk_collection_spec(settings, settings.store.collection, self.embedder))
         # Type-specific models (docs/embedding-models.md): the layout asked for, and the one served.
         self.configured_layout = EmbeddingLayout.from_routes(
             self.embedder.identity.name, settings.embedding_models, settings.store.collection)
         self.lanes: list[ModelLane]
-        self.lanes, self.layout = open_model_lanes(
+        self.lanes, self.layout = models.open_model_lanes(
             settings, self.configured_layout, lambda model: build_embedder(settings, model), open_chunks)
         self._registry_store = SealedStore(make_store(store_cfg), self.keys, RECORD_SEALED_FIELDS if seal else ())
         self.registry = DocumentRegistry(self._registry_store, f"{settings.store.collection}_documents")
@@ -145,7 +146,7 @@ class FrekiEngine:
             ),
             reranker=CrossEncoderReranker(rs.reranker_model, device=settings.embedding_device)
             if rs.reranker_model else None,
-            lanes=[SearchLane(lane.model, lane.embedder.embed_query, lane.chunks) for lane in self.lanes],
+            lanes=models.search_lanes(self.embedder, self.lanes),
             model=self.embedder.identity.name,
         )
 
@@ -295,16 +296,16 @@ class FrekiEngine:
     # -- status ----------------------------------------------------------------------------
     def status(self, tenant: str | None) -> EngineStatus:
         """Counts for one tenant (or all) and the configuration in force."""
-        models = model_statuses(self.configured_layout, self.embedder, self.chunks, self.lanes, self.registry,
+        statuses = models.model_statuses(self.configured_layout, self.embedder, self.chunks, self.lanes, self.registry,
                                 tenant)
         return EngineStatus(
             document_count=self.registry.count(tenant),
-            chunk_count=sum(m.chunk_count for m in models),
+            chunk_count=sum(m.chunk_count for m in statuses),
             embedding_model=self.embedder.identity.name,
             embedding_dimension=self.embedder.dimension,
             store_backend=self.chunks.backend,
             collection=self.settings.store.collection,
-            models=tuple(models),
+            models=tuple(statuses),
         )
 
     def stop_work(self) -> None:

@@ -13,9 +13,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from freki.embed.calibration import CosineBackground, aligner
 from freki.embed.embedder import Embedder
 from freki.embed.layout import EmbeddingLayout
 from freki.ingest.registry import DocumentRegistry
+from freki.search.retrieval import SearchLane
 from freki.settings import FrekiSettings
 from freki.store import CollectionSpec, FieldMatch
 from freki.store.sealed import SealedStore
@@ -122,3 +124,24 @@ def model_statuses(
             model, lane.embedder.dimension if lane else 0, configured.collection_of(model), documents(model),
             lane.chunks.count(scope) if lane else 0, types, False, lane is not None))
     return statuses
+
+
+def search_lanes(standard: Embedder, lanes: list[ModelLane]) -> list[SearchLane]:
+    """The retriever's lanes: each type-specific model's collection, query embedding and calibration."""
+    return [SearchLane(lane.model, lane.embedder.embed_query, lane.chunks, calibrate)
+            for lane, calibrate in zip(lanes, calibrators(standard, lanes), strict=True)]
+
+
+def calibrators(standard: Embedder, lanes: list[ModelLane]) -> list[Callable[[float], float]]:
+    """For each lane, its model's cosine -> the standard model's scale (``freki.embed.calibration``)."""
+    if not lanes:
+        return []
+    reference = CosineBackground.of(standard.embed)
+    result = []
+    for lane in lanes:
+        own = CosineBackground.of(lane.embedder.embed)
+        log.info("embedding model %r: unrelated texts' cosine %.3f ± %.3f (standard model %.3f ± %.3f); its "
+                 "scores are aligned to the standard model's", lane.model, own.mean, own.sd, reference.mean,
+                 reference.sd)
+        result.append(aligner(own, reference))
+    return result

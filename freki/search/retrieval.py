@@ -98,6 +98,8 @@ class SearchLane:
     model: str
     embed_query: Callable[[str], np.ndarray]
     chunks: VectorStore
+    # this model's cosine -> the standard model's scale (``freki.embed.calibration``)
+    calibrate: Callable[[float], float] = float
 
 
 class Hits(list[Hit]):
@@ -207,7 +209,7 @@ class Retriever:
         vector = lane.embed_query(text)
         if mode == "dense":
             points = lane.chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
-            return self._scored(points, payloads, fusion.dense_relevance)
+            return self._scored(points, payloads, lambda s: fusion.dense_relevance(lane.calibrate(s)))
         if mode != "hybrid":
             raise ValueError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
         sparse_query = self._sparse.encode_query(text)
@@ -216,16 +218,17 @@ class Retriever:
                                                 with_payload=not light)
             lists = 2 if sparse_query.indices else 1
             return self._scored(points, payloads, lambda s: fusion.rrf_relevance(s, lists, self.config.rrf_k))
-        return self._convex(lane.chunks, vector, sparse_query, flt, depth, need, payloads)
+        return self._convex(lane, vector, sparse_query, flt, depth, need, payloads)
 
-    def _convex(self, chunks: VectorStore, vector: np.ndarray, sparse_query: SparseVector,
+    def _convex(self, lane: SearchLane, vector: np.ndarray, sparse_query: SparseVector,
                 flt: list[FieldMatch], depth: int, need: int,
                 payloads: dict[str, dict[str, Any]] | None) -> list[Scored]:
         light = payloads is None
+        chunks, calibrate = lane.chunks, lane.calibrate
         dense_points = chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
         sparse_points = (chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
                          if sparse_query.indices else [])
-        dense = {p.id: fusion.dense_relevance(p.score) for p in dense_points}
+        dense = {p.id: fusion.dense_relevance(calibrate(p.score)) for p in dense_points}
         lexical = self._lexical_relevance(sparse_query)
         sparse = {p.id: lexical(p.score) for p in sparse_points}
         if payloads is not None:
@@ -245,7 +248,7 @@ class Retriever:
             exact = {p.id: p.dense for p in chunks.retrieve(head, with_vectors=True)}
             for i in head:
                 vec = exact.get(i)
-                dense[i] = fusion.dense_relevance(float(np.dot(vector, vec))) if vec is not None else 0.0
+                dense[i] = fusion.dense_relevance(calibrate(float(np.dot(vector, vec)))) if vec is not None else 0.0
             estimated.difference_update(head)
 
     def _lexical_relevance(self, sparse_query: SparseVector) -> Callable[[float], float]:

@@ -1,8 +1,10 @@
 """A second, smaller embedding model built offline from the packaged MiniLM's weights (tests, benchmarks).
 
-MiniLM's first two transformer layers, its mean pooling, a seeded random projection from 384 to
-``SMALL_DIM`` dimensions (a ``Dense`` layer; random projections keep cosines roughly, so it is a real if
-weaker model) and normalisation — saved as a sentence-transformers directory and loaded by path.
+MiniLM's transformer (all six layers, or only the first ``layers``), its mean pooling, a seeded random
+projection from 384 to ``SMALL_DIM`` dimensions (a ``Dense`` layer; random projections keep cosines roughly)
+and normalisation — saved as a sentence-transformers directory and loaded by path. With all six layers it
+is a real model of another dimension; cut to two it is a weak one whose unrelated texts sit at cosine ~0.63
+(what ``freki.embed.calibration`` corrects for).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from pathlib import Path
 SMALL_DIM = 128
 
 
-def build_small_model(target: Path) -> Path:
-    """MiniLM's first 2 layers + mean pooling + a seeded 384->128 projection + normalisation, saved to disk."""
+def build_small_model(target: Path, layers: int = 6) -> Path:
+    """MiniLM's first ``layers`` layers + mean pooling + a seeded 384->128 projection + normalisation, saved to disk."""
     import torch
     from sentence_transformers import SentenceTransformer, models
 
@@ -21,8 +23,8 @@ def build_small_model(target: Path) -> Path:
 
     base = SentenceTransformer(resolve_model_path("all-MiniLM-L6-v2"), device="cpu")
     transformer = base[0]
-    transformer.auto_model.encoder.layer = transformer.auto_model.encoder.layer[:2]
-    transformer.auto_model.config.num_hidden_layers = 2
+    transformer.auto_model.encoder.layer = transformer.auto_model.encoder.layer[:layers]
+    transformer.auto_model.config.num_hidden_layers = layers
     torch.manual_seed(17)
     dense = models.Dense(384, SMALL_DIM, bias=False, activation_function=torch.nn.Identity())
     SentenceTransformer(modules=[transformer, base[1], dense, models.Normalize()], device="cpu").save(str(target))

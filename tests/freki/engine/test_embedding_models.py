@@ -1,8 +1,9 @@
 """Type-specific embedding models on the real engine with two real models.
 
-The second model is built here, offline, from the packaged MiniLM's weights: its first two transformer
-layers and a fixed random projection to 128 dimensions (a ``Dense`` layer), saved to a temporary directory
-and loaded by path — so the two models differ in dimension and routing is observable in the store.
+The second model is built here, offline, from the packaged MiniLM's weights: its transformer and a fixed
+random projection to 128 dimensions (a ``Dense`` layer), saved to a temporary directory and loaded by path —
+so the two models differ in dimension and routing is observable in the store. A two-layer cut of it checks
+that cosines of a model with another background are aligned before results are merged.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ TEXT = ("Sourdough bread rises because wild yeast and lactic acid bacteria ferme
 
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(build_small_model(tmp_path_factory.mktemp("models") / "mini-2l-128"))
+    return str(build_small_model(tmp_path_factory.mktemp("models") / "mini-128"))
 
 
 def settings_for(data_dir: Path, routes: dict[str, str], **extra: object) -> FrekiSettings:
@@ -111,6 +112,23 @@ def test_a_model_that_does_not_load_falls_back_or_fails_when_required(
             (embedder.identity.name, True, ()), (missing, False, ("markdown",))]
     finally:
         engine.close()
+
+
+def test_cosines_of_a_model_with_another_background_are_aligned_before_merging(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from freki.embed.calibration import CALIBRATION_TEXTS, CosineBackground, aligner
+    from freki.embed.embedder import Embedder
+
+    cut = Embedder(str(build_small_model(tmp_path / "cut", layers=2)), backend="torch")
+    own, reference = CosineBackground.of(cut.embed), CosineBackground.of(embedder.embed)
+    assert own.mean > 0.4 > 0.1 > reference.mean  # unrelated texts: ~0.63 for the cut, ~0.03 for MiniLM
+    align = aligner(own, reference)
+    unrelated = ["Quarterly revenue rose on cloud sales.", "Wolves hunt in packs at night."]
+    raw = float(np.dot(*cut.embed(unrelated)))
+    assert raw > 0.4 and abs(align(raw) - reference.mean) < 3 * reference.sd
+    assert aligner(reference, reference)(0.5) == 0.5  # the standard model's cosines stay as they are
+    assert len(CALIBRATION_TEXTS) == 20
 
 
 # -- two real models on the edge engine -------------------------------------------------------------------
