@@ -282,3 +282,41 @@ def test_migrate_copies_every_models_collection(tmp_path: Path, embedder, small_
         assert after == before and before[0] == ("md", small_model)
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("point, expect", [("update.chunks_written", "old"), ("update.committed", "new")])
+def test_a_move_between_models_stopped_mid_commit_is_wholly_old_or_new_after_restart(
+    tmp_path: Path, embedder, small_model: str, monkeypatch: pytest.MonkeyPatch, point: str, expect: str,  # type: ignore[no-untyped-def]
+) -> None:
+    """The process stops (here: an exception at the fault point, standing in for kill -9) while a document
+    moves from the small model's collection to the standard one; the restart's consistency pass tidies both."""
+    import freki.ingest.commit as commit
+
+    settings = settings_for(tmp_path, {"markdown": small_model})
+    engine = FrekiEngine(settings, embedder=embedder)
+    try:
+        add(engine, "doc", MARKDOWN, "doc.md")
+        old = engine.get_document("t1", "doc")
+
+        def stop(name: str) -> None:
+            if name == point:
+                raise SystemExit(f"stopped at {name}")
+
+        monkeypatch.setattr(commit, "fault_point", stop)
+        with pytest.raises(SystemExit):
+            add(engine, "doc", TEXT, "doc.md", content_type="text")  # now routed to the standard model
+        monkeypatch.undo()
+    finally:
+        engine.close()
+    engine = FrekiEngine(settings, embedder=embedder)
+    try:
+        record = engine.get_document("t1", "doc")
+        wanted = (small_model, old.generation) if expect == "old" else ("all-MiniLM-L6-v2", record.generation)
+        assert (record.embedding_model, record.generation) == wanted
+        held = [len(stored_ids(engine, i, "t1", "doc")) for i in (0, 1)]
+        assert held == ([0, record.chunk_count] if expect == "old" else [record.chunk_count, 0])
+        hits = engine.retrieve(Query(tenant_id="t1", text="glaciers" if expect == "old" else "sourdough",
+                                     top_k=3, score_threshold=0.0))
+        assert hits and {h.model for h in hits} == {record.embedding_model}
+    finally:
+        engine.close()
