@@ -11,6 +11,7 @@ from wolf.v1 import common_pb2, freki_pb2
 
 from freki.api import graph
 from freki.api.validation import caller_filter, tenant_of
+from freki.engine.models import ModelStatus
 from freki.ingest.indexing import IndexResult
 from freki.ingest.registry import DocumentRecord
 from freki.search.filters import to_condition
@@ -100,6 +101,7 @@ def retrieved_document(hit: Hit) -> common_pb2.RetrievedDocument:
         chunk_index=int(payload.get("chunk_index", 0)),
         source=str(payload.get("source", "")),
         explanation=graph.explanation(hit.explanation) if hit.explanation is not None else None,
+        embedding_model=hit.model,
     )
 
 
@@ -133,7 +135,17 @@ def document_info(record: DocumentRecord) -> freki_pb2.DocumentInfo:
         metadata_lists=metadata_lists(record.metadata),
         indexed_at=iso_timestamp(record.indexed_at),
         embedding_model=record.embedding_model,
+        embedding_dimension=record.embedding_dimension,
+        document_type=record.document_type,
     )
+
+
+def model_statuses(models: Iterable[ModelStatus]) -> list[freki_pb2.EmbeddingModelStatus]:
+    """The index's embedding models as GetIndexStatus reports them."""
+    return [freki_pb2.EmbeddingModelStatus(
+        model=m.model, dimension=m.dimension, collection=m.collection, document_count=m.document_count,
+        chunk_count=m.chunk_count, document_types=list(m.document_types), standard=m.standard,
+        available=m.available) for m in models]
 
 
 def index_response(request_id: str, result: IndexResult) -> freki_pb2.IndexDocumentResponse:

@@ -99,11 +99,13 @@ class EngineCollector(Collector):
         self._watch_pending = watch_pending
 
     def collect(self) -> Iterator[Metric]:
-        emb = self._engine.embedder
+        embs = self._engine.embedders  # every embedding model (embedding_models), summed
         for name, doc, value in (
-            ("freki_embeddings_computed", "Texts embedded (chunks, sentences, queries)", emb.texts_embedded),
-            ("freki_query_cache_hits", "Query embeddings served from the LRU cache", emb.cache_hits),
-            ("freki_query_cache_misses", "Query embeddings that had to be computed", emb.cache_misses),
+            ("freki_embeddings_computed", "Texts embedded (chunks, sentences, queries)",
+             sum(e.texts_embedded for e in embs)),
+            ("freki_query_cache_hits", "Query embeddings served from the LRU cache", sum(e.cache_hits for e in embs)),
+            ("freki_query_cache_misses", "Query embeddings that had to be computed",
+             sum(e.cache_misses for e in embs)),
             ("freki_result_cache_hits", "RetrieveContext answers served from the result cache",
              self._engine.results.hits),
             ("freki_result_cache_misses", "RetrieveContext answers that had to be searched",

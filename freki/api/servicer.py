@@ -142,6 +142,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             embedding_dimension=status.embedding_dimension,
             store_backend=status.store_backend,
             collection=status.collection,
+            embedding_models=convert.model_statuses(status.models),
             **(convert.watch_status_fields(*self.watcher.status(), status_tenant) if self.watcher else {}),
         )
 

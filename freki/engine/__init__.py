@@ -9,13 +9,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from freki.embed.embedder import Embedder
+from freki.embed.layout import EmbeddingLayout
 from freki.embed.sparse import Bm25Params, SparseEncoder
+from freki.engine import models
 from freki.engine.config import build_embedder, ingest_limits, master_key, sandbox_config, store_config
 from freki.engine.graph import EngineGraph
+from freki.engine.models import EngineStatus, ModelLane
 from freki.graph.store import LinkStore
 from freki.ingest.caches import TokenCountCache, embed_in_slices
 from freki.ingest.chunking import SemanticChunker
@@ -27,6 +29,7 @@ from freki.ingest.indexing import (
     IndexResult,
     document_chunks,
 )
+from freki.ingest.lanes import IndexLane
 from freki.ingest.limits import ChunkingConfig
 from freki.ingest.registry import RECORD_SEALED_FIELDS, DocumentRecord, DocumentRegistry, generation_age_s
 from freki.ingest.repair import RepairReport, repair
@@ -35,7 +38,7 @@ from freki.search.rerank import CrossEncoderReranker
 from freki.search.result_cache import ResultCache, hit_bytes
 from freki.search.retrieval import Hits, Query, RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
-from freki.store import ChunkPoint, CollectionSpec, FieldMatch, StoredPoint, make_store
+from freki.store import ChunkPoint, FieldMatch, StoredPoint, VectorStore, make_store
 from freki.store.keys import KeyStore
 from freki.store.maintenance import Maintenance
 from freki.store.rwlock import ReadWriteLock
@@ -45,18 +48,6 @@ from wolf_service.faults import fault_point
 from wolf_service.tokens import get_token_counter
 
 log = logging.getLogger("freki.engine")
-
-
-@dataclass(frozen=True)
-class EngineStatus:
-    """Counts and configuration reported by GetIndexStatus."""
-
-    document_count: int
-    chunk_count: int
-    embedding_model: str
-    embedding_dimension: int
-    store_backend: str
-    collection: str
 
 
 class FrekiEngine:
@@ -72,30 +63,36 @@ class FrekiEngine:
         # store.shared: other replicas write this collection (docs/scaling.md)
         grace = settings.store.orphan_grace_s if settings.store.shared else None
         self.generations = Generations()
-        self.chunks = SealedStore(make_store(store_cfg), self.keys, CHUNK_SEALED_FIELDS if seal else (),
-                                  self.generations)
-        self.chunks.ensure_collection(CollectionSpec(
-            name=settings.store.collection,
-            dense_dim=self.embedder.dimension,
-            embedding_model=self.embedder.identity.name,
-            keyword_indexes=tuple(f"metadata.{k}" for k in settings.store.indexed_metadata),
-            float_indexes=tuple(f"{field}.{k}" for k in settings.store.indexed_metadata
-                                for field in ("metadata_num", "metadata_date")),
-        ))
+
+
+        def open_chunks() -> SealedStore:
+            return SealedStore(make_store(store_cfg), self.keys, CHUNK_SEALED_FIELDS if seal else (),
+                               self.generations)
+
+        self.chunks = open_chunks()
+        self.chunks.ensure_collection(models.chunk_collection_spec(settings, settings.store.collection, self.embedder))
+        # Type-specific models (docs/embedding-models.md): the layout asked for, and the one served.
+        self.configured_layout = EmbeddingLayout.from_routes(
+            self.embedder.identity.name, settings.embedding_models, settings.store.collection)
+        self.lanes: list[ModelLane]
+        self.lanes, self.layout = models.open_model_lanes(
+            settings, self.configured_layout, lambda model: build_embedder(settings, model), open_chunks)
         self._registry_store = SealedStore(make_store(store_cfg), self.keys, RECORD_SEALED_FIELDS if seal else ())
         self.registry = DocumentRegistry(self._registry_store, f"{settings.store.collection}_documents")
         self._links_store = make_store(store_cfg)  # the knowledge graph's links (freki.graph.store)
         links = LinkStore(self._links_store, f"{settings.store.collection}_links", self.registry.committed)
         if grace is not None:
-            self.chunks.committed = self.registry.committed
+            for store in self.chunk_stores:
+                store.committed = self.registry.committed
         self._stopping = threading.Event()
         # Index calls share it; an erasure takes it alone, so no document of the owner is half-written meanwhile.
         self._erasing = ReadWriteLock()
         self._purge_marker = Path(settings.data_dir) / ".purge-pending"
         self._purge_lock, self._purge_guard = threading.Lock(), threading.Lock()
         self._purge_requests = self._purged_upto = 0
-        self.repair_report: RepairReport = repair(self.chunks, self.registry, self.keys, grace,
-                                                  settings.gdpr.drop_records_without_keys)
+        self.repair_report: RepairReport = repair(
+            self.chunk_stores, self.registry, self.keys, grace, settings.gdpr.drop_records_without_keys,
+            models={self.embedder.identity.name, *(lane.model for lane in self.lanes)})
         if orphans := links.remove_orphans(lambda g: grace is None or generation_age_s(g) > grace):
             self.repair_report.counts["orphan_link_points"] += orphans
         if self._purge_marker.exists():  # an erasure was interrupted before its purge finished
@@ -110,13 +107,17 @@ class FrekiEngine:
         rs = settings.retrieval
         self.sparse = SparseEncoder(Bm25Params(k1=rs.bm25_k1, b=rs.bm25_b, avgdl=rs.bm25_avgdl))
         if rs.query_batch_max > 1:
-            self.embedder.enable_batching(rs.query_batch_max, rs.query_batch_wait_ms / 1000)
+            for embedder in self.embedders:
+                embedder.enable_batching(rs.query_batch_max, rs.query_batch_wait_ms / 1000)
 
-        window_tokens = TokenCountCache(self.embedder.window_tokens)
+        def chunker_factory(embedder: Embedder):  # type: ignore[no-untyped-def]
+            window_tokens = TokenCountCache(embedder.window_tokens)
 
-        def make_chunker(embed):  # type: ignore[no-untyped-def]
-            return SemanticChunker(self.chunking, counter, embed, window_tokens, self.embedder.max_seq_length)
+            def make_chunker(embed):  # type: ignore[no-untyped-def]
+                return SemanticChunker(self.chunking, counter, embed, window_tokens, embedder.max_seq_length)
+            return make_chunker
 
+        make_chunker = chunker_factory(self.embedder)
         effective = make_chunker(self.embedder.embed).effective
         log.info("chunking: configured %s, effective %s (model window %d word-pieces)",
                  self.chunking, effective, self.embedder.max_seq_length)
@@ -138,6 +139,9 @@ class FrekiEngine:
             shared_grace_s=grace,
             on_change=self.results.invalidate,
             companion=self.graph.links,
+            lanes=[IndexLane(lane.model, lane.embedder, chunker_factory(lane.embedder), lane.chunks)
+                   for lane in self.lanes],
+            layout=self.layout,
         )
         self.maintenance = Maintenance(self.purge, settings.store.maintenance_interval_s)
         self.retriever = Retriever(
@@ -150,7 +154,19 @@ class FrekiEngine:
             ),
             reranker=CrossEncoderReranker(rs.reranker_model, device=settings.embedding_device)
             if rs.reranker_model else None,
+            lanes=models.search_lanes(self.embedder, self.lanes),
+            model=self.embedder.identity.name,
         )
+
+    @property
+    def embedders(self) -> list[Embedder]:
+        """Every embedding model in use, the standard one first."""
+        return [self.embedder, *(lane.embedder for lane in self.lanes)]
+
+    @property
+    def chunk_stores(self) -> list[SealedStore]:
+        """Every model's chunk collection, the standard one first."""
+        return [self.chunks, *(lane.chunks for lane in self.lanes)]
 
     # -- documents -------------------------------------------------------------------------
     def index(self, doc: IndexInput, deadline: Deadline = NO_DEADLINE) -> IndexResult:
@@ -194,26 +210,32 @@ class FrekiEngine:
         return deleted
 
     def chunks_of(self, tenant: str, document_id: str, *, with_vectors: bool = False) -> list[StoredPoint]:
-        """A document's chunks in order."""
-        return document_chunks(self.chunks, tenant, document_id, with_vectors=with_vectors)
+        """A document's chunks in order (from its embedding model's collection)."""
+        record = self.registry.get(tenant, document_id)
+        stores = [self.store_of(record.embedding_model)] if record else self.chunk_stores
+        return [p for store in stores for p in document_chunks(store, tenant, document_id, with_vectors=with_vectors)]
+
+    def store_of(self, model: str) -> VectorStore:
+        """The collection of ``model``'s chunks (the standard one for a model not loaded)."""
+        return self.indexer.router.store_of(model)
 
     def full_reindex(self, tenant: str, document_id: str = "") -> tuple[int, int]:
-        """Re-embed stored chunk texts with the current model; returns (documents, chunks)."""
-        ids = [document_id] if document_id else [r.document_id for r in self.registry.iterate(tenant)]
-        if document_id:
-            self.get_document(tenant, document_id)
+        """Re-embed stored chunk texts with each document's model; returns (documents, chunks)."""
+        records = [self.get_document(tenant, document_id)] if document_id else list(self.registry.iterate(tenant))
         chunks_done = 0
-        for doc_id in ids:
-            points = self.chunks_of(tenant, doc_id)
-            vectors = embed_in_slices(self.embedder.embed, [str(p.payload.get("content", "")) for p in points])
+        for record in records:
+            doc_id = record.document_id
+            lane = self.indexer.router.lanes.get(record.embedding_model, self.indexer.router.standard)
+            points = document_chunks(lane.chunks, tenant, doc_id)
+            vectors = embed_in_slices(lane.embedder.embed, [str(p.payload.get("content", "")) for p in points])
             sparse = self.indexer.sparse_of_points(points)
-            self.chunks.upsert([
+            lane.chunks.upsert([
                 ChunkPoint(id=p.id, dense=v.tolist(), sparse=s, payload=p.payload)
                 for p, v, s in zip(points, vectors, sparse, strict=True)
             ])
             chunks_done += len(points)
             self.results.invalidate(tenant)
-        return len(ids), chunks_done
+        return len(records), chunks_done
 
     # -- GDPR ------------------------------------------------------------------------------
     def delete_owner(self, tenant: str, owner_id: str, records: list[DocumentRecord]) -> tuple[int, int]:
@@ -229,8 +251,8 @@ class FrekiEngine:
             try:
                 self.registry.delete_owner(tenant, owner_id)
                 fault_point("erase.records_deleted")
-                chunks = self.chunks.delete_where(
-                    [FieldMatch("tenant_id", (tenant,)), FieldMatch("owner_id", (owner_id,))])
+                owner = [FieldMatch("tenant_id", (tenant,)), FieldMatch("owner_id", (owner_id,))]
+                chunks = sum(store.delete_where(owner) for store in self.chunk_stores)
                 self.graph.links.delete_owner(tenant, owner_id)
                 self.keys.destroy_owner(tenant, owner_id)
             finally:
@@ -258,7 +280,7 @@ class FrekiEngine:
             registry = threading.Thread(target=self._registry_store.purge, name="freki-purge-registry")
             registry.start()
             try:
-                done = self.chunks.purge() and self._links_store.purge()
+                done = all([store.purge() for store in [*self.chunk_stores, self._links_store]])
             finally:
                 registry.join()
             self._purged_upto = covers
@@ -284,14 +306,16 @@ class FrekiEngine:
     # -- status ----------------------------------------------------------------------------
     def status(self, tenant: str | None) -> EngineStatus:
         """Counts for one tenant (or all) and the configuration in force."""
-        chunk_filter = [FieldMatch("tenant_id", (tenant,))] if tenant else []
+        statuses = models.model_statuses(self.configured_layout, self.embedder, self.chunks, self.lanes, self.registry,
+                                tenant)
         return EngineStatus(
             document_count=self.registry.count(tenant),
-            chunk_count=self.chunks.count(chunk_filter),
+            chunk_count=sum(m.chunk_count for m in statuses),
             embedding_model=self.embedder.identity.name,
             embedding_dimension=self.embedder.dimension,
             store_backend=self.chunks.backend,
             collection=self.settings.store.collection,
+            models=tuple(statuses),
         )
 
     def stop_work(self) -> None:
@@ -303,7 +327,8 @@ class FrekiEngine:
         """Stop work in progress, then flush and release the stores and the key store."""
         self.stop_work()
         self.maintenance.stop()
-        self.chunks.close()
+        for store in self.chunk_stores:
+            store.close()
         self._registry_store.close()
         self._links_store.close()
         self.keys.close()

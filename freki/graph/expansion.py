@@ -148,7 +148,7 @@ class GraphExpander:
             best[doc] = max(best.get(doc, total), total)
             ranked.append((total, hit))
         ranked.sort(key=lambda pair: -pair[0])
-        out = Hits(Hit(h.chunk_id, min(1.0, t), h.payload, h.explanation) for t, h in ranked
+        out = Hits(Hit(h.chunk_id, min(1.0, t), h.payload, h.model, h.explanation) for t, h in ranked
                    if min(1.0, t) >= query.score_threshold)
         out[query.top_k:] = []
         out.below_threshold = hits.below_threshold

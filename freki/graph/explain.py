@@ -53,7 +53,7 @@ def explain(query: Query, hits: Hits, chunks: VectorStore, embed_query: Callable
         stored = vectors.get(hit.chunk_id)
         g = graph.get(hit.document_id, GraphScore())
         chunk_terms = set(tokenize(hit.content))
-        out.append(Hit(hit.chunk_id, hit.score, hit.payload, Explanation(
+        out.append(Hit(hit.chunk_id, hit.score, hit.payload, hit.model, Explanation(
             dense_score=float(np.dot(vector, stored)) if stored is not None else 0.0,
             sparse_score=float(lexical.get(hit.chunk_id, 0.0)),
             fused_score=float(fused.get(hit.chunk_id, hit.score)),

@@ -42,24 +42,29 @@ class SentenceVectorCache:
         self._max = max_sentences
         self._size = 0
         self._lock = threading.Lock()
+        self._model: dict[tuple[str, str], str] = {}  # which model made a document's vectors
 
     def embedder_for(
-        self, key: tuple[str, str], embed: Callable[[Sequence[str]], np.ndarray]
+        self, key: tuple[str, str], embed: Callable[[Sequence[str]], np.ndarray], model: str = ""
     ) -> Callable[[list[str]], np.ndarray]:
-        """An ``embed`` callable for the chunker that reuses and refreshes this document's vectors."""
+        """An ``embed`` callable for the chunker that reuses and refreshes this document's vectors.
+
+        Vectors another ``model`` made (the document's type now routes elsewhere) are not reused."""
 
         def embed_sentences(sentences: list[str]) -> np.ndarray:
             with self._lock:
-                old = self._docs.get(key, {})
+                old = self._docs.get(key, {}) if self._model.get(key, "") == model else {}
             missing = sorted({s for s in sentences if s not in old})
             fresh = dict(zip(missing, embed_in_slices(embed, missing), strict=True)) if missing else {}
             vectors = {s: old[s] if s in old else fresh[s] for s in sentences}
             with self._lock:
                 self._size -= len(self._docs.pop(key, {}))
                 self._docs[key] = vectors
+                self._model[key] = model
                 self._size += len(vectors)
                 while self._size > self._max and len(self._docs) > 1:
-                    _, dropped = self._docs.popitem(last=False)
+                    gone, dropped = self._docs.popitem(last=False)
+                    self._model.pop(gone, None)
                     self._size -= len(dropped)
             if not sentences:
                 return np.zeros((0, 0), dtype=np.float32)
@@ -72,14 +77,17 @@ class SentenceVectorCache:
         with self._lock:
             for key in [k for k in self._docs if k[0] == tenant and (document_id is None or k[1] == document_id)]:
                 self._size -= len(self._docs.pop(key))
+                self._model.pop(key, None)
 
     def rename(self, tenant: str, old_id: str, new_id: str) -> None:
         """Carry a renamed document's sentence vectors over, so re-chunking it embeds nothing."""
         with self._lock:
             vectors = self._docs.pop((tenant, old_id), None)
+            model = self._model.pop((tenant, old_id), "")
             if vectors is not None:
                 self._size -= len(self._docs.pop((tenant, new_id), {}))
                 self._docs[(tenant, new_id)] = vectors
+                self._model[(tenant, new_id)] = model
 
 
 class TokenCountCache:

@@ -51,11 +51,17 @@ class Committer:
 
     def __init__(self, chunks: VectorStore, registry: DocumentRegistry, generations: Generations,
                  keys: KeyStore, *, shared_grace_s: float | None = None,
-                 on_change: Callable[[str], None] | None = None, companion: Companion | None = None) -> None:
+                 on_change: Callable[[str], None] | None = None, companion: Companion | None = None,
+                 store_of: Callable[[str], VectorStore] | None = None,
+                 stores: Sequence[VectorStore] = ()) -> None:
         """``shared_grace_s``: the collection is shared with other replicas (``store.shared``); a version
         nobody committed is someone else's work in progress until it is this old. ``on_change(tenant)``:
-        called once a tenant's visible documents changed (caches drop its results)."""
+        called once a tenant's visible documents changed (caches drop its results). ``store_of(model)``:
+        the collection of an embedding model's chunks (``freki.ingest.lanes``); ``chunks`` for every model
+        when not given; ``stores``: every model's collection (deletes cover them all)."""
         self.chunks = chunks
+        self.store_of = store_of or (lambda model: chunks)
+        self.stores = list(stores) or [chunks]
         self.registry = registry
         self.generations = generations
         self.keys = keys
@@ -71,18 +77,19 @@ class Committer:
         the new generation is removed again and the previous version stays as it was.
         """
         generation = record.generation
+        chunks = self.store_of(record.embedding_model)
         self.generations.hide(generation)
         try:
             if self.companion is not None:
                 self.companion.write(record.tenant_id, record.document_id, record.owner_id, generation,
                                      record.source, record.metadata, links)
-            self.chunks.apply(upserts=points, delete_ids=[], payload_updates=[])
+            chunks.apply(upserts=points, delete_ids=[], payload_updates=[])
             fault_point(f"{stage}.chunks_written")
             self.registry.put(record)
         except BaseException:
             self.generations.show(generation)
             try:
-                self.discard(record.tenant_id, record.document_id, generation)
+                self.discard(record.tenant_id, record.document_id, generation, record.embedding_model)
             except Exception:  # the store is failing: the consistency pass removes the rest at the next start
                 log.exception("could not remove uncommitted generation %s of %r", generation, record.document_id)
             raise
@@ -94,8 +101,9 @@ class Committer:
             self.generations.show(generation)
         self.on_change(record.tenant_id)
         try:
+            deleted = self._retire_elsewhere(record, previous, stage)
             if self.shared_grace_s is None:  # this process alone writes the document (its lock is held)
-                deleted = self.chunks.delete_where([
+                deleted += chunks.delete_where([
                     *document_filter(record.tenant_id, record.document_id),
                     FieldMatch(GENERATION, (generation,), exclude=True),
                 ])
@@ -105,13 +113,25 @@ class Committer:
                 if self.companion is not None:
                     self.companion.retire(record.tenant_id, record.document_id, generation)
             else:
-                deleted = self._retire_shared(record, old, stage)
+                deleted += self._retire_shared(chunks, record, old, stage)
         finally:
             if old:
                 self.generations.show(old)
         return deleted
 
-    def _retire_shared(self, record: DocumentRecord, old: str, stage: str) -> int:
+    def _retire_elsewhere(self, record: DocumentRecord, previous: DocumentRecord | None, stage: str) -> int:
+        """Delete the previous version when it lives in another model's collection (the document moved)."""
+        if previous is None or not previous.generation:
+            return 0
+        elsewhere = self.store_of(previous.embedding_model)
+        if elsewhere is self.store_of(record.embedding_model):
+            return 0
+        deleted = elsewhere.delete_where([*document_filter(record.tenant_id, record.document_id),
+                                          FieldMatch(GENERATION, (previous.generation,))])
+        fault_point(f"{stage}.moved_deleted")
+        return deleted
+
+    def _retire_shared(self, chunks: VectorStore, record: DocumentRecord, old: str, stage: str) -> int:
         """Retire versions on a shared collection, where another replica may be writing the same document.
 
         Removes the version replaced and stale uncommitted ones, never a young one (another replica's work
@@ -120,10 +140,10 @@ class Committer:
         """
         assert self.shared_grace_s is not None
         doc = document_filter(record.tenant_id, record.document_id)
-        present = self.chunks.value_counts(GENERATION, doc)
+        present = chunks.value_counts(GENERATION, doc)
         stale = tuple(g for g in present if g != record.generation
                       and (g == old or generation_age_s(g) > self.shared_grace_s))
-        deleted = self.chunks.delete_where([*doc, FieldMatch(GENERATION, stale)]) if stale else 0
+        deleted = chunks.delete_where([*doc, FieldMatch(GENERATION, stale)]) if stale else 0
         fault_point(f"{stage}.old_deleted")
         if stale or old:
             self.keys.destroy(list({*stale, *([old] if old else [])}))
@@ -134,12 +154,13 @@ class Committer:
         if now is None or now.generation != record.generation:
             log.info("document %r of tenant %r was committed by another replica meanwhile; this version "
                      "is discarded", record.document_id[:200], record.tenant_id)
-            self.discard(record.tenant_id, record.document_id, record.generation)
+            self.discard(record.tenant_id, record.document_id, record.generation, record.embedding_model)
         return deleted
 
-    def discard(self, tenant: str, document_id: str, generation: str) -> None:
-        """Remove a generation that was never committed (its chunks and key)."""
-        self.chunks.delete_where([*document_filter(tenant, document_id), FieldMatch(GENERATION, (generation,))])
+    def discard(self, tenant: str, document_id: str, generation: str, model: str = "") -> None:
+        """Remove a generation that was never committed (its chunks, in ``model``'s collection, and key)."""
+        self.store_of(model).delete_where([*document_filter(tenant, document_id),
+                                           FieldMatch(GENERATION, (generation,))])
         self.keys.destroy([generation])
         if self.companion is not None:
             self.companion.discard(tenant, document_id, generation)
@@ -156,7 +177,7 @@ class Committer:
         try:
             self.registry.delete(tenant, document_id)
             fault_point("delete.record_deleted")
-            deleted = self.chunks.delete_where(document_filter(tenant, document_id))
+            deleted = sum(store.delete_where(document_filter(tenant, document_id)) for store in self.stores)
             fault_point("delete.chunks_deleted")
             if self.companion is not None:
                 self.companion.delete(tenant, document_id)

@@ -13,10 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,10 +22,13 @@ from typing import Any
 import numpy as np
 
 from freki.embed.embedder import Embedder
+from freki.embed.layout import EmbeddingLayout
 from freki.ingest.caches import SentenceVectorCache, embed_in_slices
-from freki.ingest.chunking import Chunk, SemanticChunker
+from freki.ingest.chunking import Chunk
 from freki.ingest.commit import Committer, Companion, document_filter  # noqa: F401 - re-exported
 from freki.ingest.deadline import NO_DEADLINE, Deadline
+from freki.ingest.lanes import ChunkerFactory, IndexLane, LaneRouter
+from freki.ingest.locks import LockTable
 from freki.ingest.parsing import ParsedDocument, ParseLimits, parse_document
 from freki.ingest.quotas import MetadataLimits, check_chunk_count, check_metadata
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, chunk_point_id, new_generation
@@ -89,8 +90,6 @@ def document_chunks(
 
 
 SparseEncode = Callable[[Sequence[str]], list[SparseVector]]
-# Builds a chunker around a sentence-embedding function (one per document, for the cache).
-ChunkerFactory = Callable[[Callable[[list[str]], np.ndarray]], SemanticChunker]
 
 
 @dataclass(frozen=True)
@@ -100,34 +99,6 @@ class IngestLimits:
     metadata: MetadataLimits = MetadataLimits()
     max_chunks: int = 10_000
     parse: ParseLimits = ParseLimits()
-
-
-class _LockTable:
-    """One lock per document being worked on; entries go away when nobody holds or waits for them."""
-
-    def __init__(self) -> None:
-        self._locks: dict[tuple[str, str], tuple[threading.Lock, int]] = {}
-        self._guard = threading.Lock()
-
-    @contextmanager
-    def hold(self, key: tuple[str, str]) -> Iterator[None]:
-        with self._guard:
-            lock, users = self._locks.get(key, (threading.Lock(), 0))
-            self._locks[key] = (lock, users + 1)
-        try:
-            with lock:
-                yield
-        finally:
-            with self._guard:
-                lock, users = self._locks[key]
-                if users <= 1:
-                    del self._locks[key]
-                else:
-                    self._locks[key] = (lock, users - 1)
-
-    def __len__(self) -> int:
-        with self._guard:
-            return len(self._locks)
 
 
 class Indexer:
@@ -151,10 +122,14 @@ class Indexer:
         shared_grace_s: float | None = None,
         on_change: Callable[[str], None] | None = None,
         companion: Companion | None = None,
+        lanes: Sequence[IndexLane] = (),
+        layout: EmbeddingLayout | None = None,
     ) -> None:
+        """``embedder``, ``make_chunker`` and ``chunks`` make the standard model's lane; ``lanes`` are the
+        type-specific models' and ``layout`` routes document types to them (``freki.ingest.lanes``)."""
         self._embedder = embedder
-        self._make_chunker = make_chunker
-        self._chunks = chunks
+        self.router = LaneRouter([IndexLane(embedder.identity.name, embedder, make_chunker, chunks), *lanes],
+                                 layout)
         self._registry = registry
         self._sparse = sparse_encode
         self._full_ratio = full_reindex_ratio
@@ -163,8 +138,9 @@ class Indexer:
         self.sandbox = sandbox
         self.limits = limits or IngestLimits()
         self.committer = Committer(chunks, registry, generations, keys, shared_grace_s=shared_grace_s,
-                                   on_change=on_change, companion=companion)
-        self._locks = _LockTable()
+                                   on_change=on_change, companion=companion, store_of=self.router.store_of,
+                                   stores=self.router.stores)
+        self._locks = LockTable()
 
     def sparse_encode(self, texts: Sequence[str]) -> list[SparseVector | None]:
         """Sparse (lexical) vectors for texts, or Nones when no sparse encoder is configured."""
@@ -184,7 +160,7 @@ class Indexer:
         h.update(doc.data if isinstance(doc.data, bytes) else doc.data.encode("utf-8", "surrogatepass"))
         h.update(json.dumps(
             [doc.content_type, doc.source, doc.owner_id, sorted(doc.metadata.items()),
-             self._fingerprint, self._embedder.identity.name],
+             self._fingerprint, self.router.layout.fingerprint()],
         ).encode())
         return h.hexdigest()
 
@@ -211,18 +187,21 @@ class Indexer:
             check_metadata(metadata, self.limits.metadata, field=f"metadata of document {doc.document_id[:80]!r}")
             deadline.check("parsing")
 
+            lane, document_type = self.router.route(parsed.content_type, metadata)
+
             def embed(texts: Sequence[str]) -> np.ndarray:
                 deadline.check("embedding sentences")  # between the model's batches (embed_in_slices)
-                return self._embedder.embed(texts)
+                return lane.embedder.embed(texts)
 
-            chunker = self._make_chunker(self.sentence_cache.embedder_for(key, embed))
+            chunker = lane.make_chunker(self.sentence_cache.embedder_for(key, embed, lane.model))
             chunks = chunker.chunk(parsed, max_chunks=self.limits.max_chunks)
             check_chunk_count(len(chunks), self.limits.max_chunks, doc.document_id)
             if not chunks:
                 raise InvalidArgument(
                     f"document {doc.document_id[:80]!r} ({doc.source[:200] or 'no source'}) has no text to index"
                 )
-            return self._write(doc, parsed, metadata, chunks, digest, existing, started, deadline)
+            return self._write(doc, parsed, metadata, chunks, digest, existing, started, deadline,
+                               lane, document_type)
 
     def _parse(self, doc: IndexInput, deadline: Deadline) -> ParsedDocument:
         if self.sandbox is not None:
@@ -232,21 +211,26 @@ class Indexer:
     def _write(
         self, doc: IndexInput, parsed: ParsedDocument, metadata: Metadata, chunks: list[Chunk],
         digest: str, existing: DocumentRecord | None, started: float, deadline: Deadline,
+        lane: IndexLane, document_type: str,
     ) -> IndexResult:
-        old = document_chunks(self._chunks, doc.tenant_id, doc.document_id, with_vectors=True) if existing else []
+        # Vectors are reused only from the same model's collection: a document moving to another model
+        # is embedded whole (its old chunks, elsewhere, go when the new version is committed).
+        old = self._old_chunks(doc, existing)
+        moved = existing is not None and existing.embedding_model != lane.model
+        old_vectors = [] if moved else old
         reusable: dict[str, list[float]] = {}
-        for point in old:
+        for point in old_vectors:
             if point.dense is not None:
                 reusable.setdefault(str(point.payload.get("chunk_hash", "")), point.dense)
         new_positions = [i for i, c in enumerate(chunks) if c.hash not in reusable]
-        full = doc.force_full_reindex or (
+        full = doc.force_full_reindex or moved or (
             existing is not None and len(new_positions) > self._full_ratio * len(chunks)
         )
         embed_positions = list(range(len(chunks))) if full else new_positions
 
         def embed(texts: Sequence[str]) -> np.ndarray:
             deadline.check("embedding chunks")
-            return self._embedder.embed(texts)
+            return lane.embedder.embed(texts)
 
         vectors = embed_in_slices(embed, [chunks[i].text for i in embed_positions])
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}
@@ -267,7 +251,8 @@ class Indexer:
         record = DocumentRecord(
             tenant_id=doc.tenant_id, document_id=doc.document_id, owner_id=owner, source=doc.source,
             content_type=content_type, content_hash=digest, chunk_count=len(chunks), indexed_at=now,
-            embedding_model=self._embedder.identity.name, metadata=metadata, generation=generation,
+            embedding_model=lane.model, metadata=metadata, generation=generation,
+            embedding_dimension=lane.embedder.dimension, document_type=document_type,
         )
         self.committer.commit(points, record, existing, stage="update" if existing else "create",
                               links=parsed.links)
@@ -283,6 +268,12 @@ class Indexer:
             content_hash=digest,
             duration_ms=_ms(started),
         )
+
+    def _old_chunks(self, doc: IndexInput, existing: DocumentRecord | None) -> list[StoredPoint]:
+        if existing is None:
+            return []
+        store = self.router.store_of(existing.embedding_model)
+        return document_chunks(store, doc.tenant_id, doc.document_id, with_vectors=True)
 
     @staticmethod
     def _payload(

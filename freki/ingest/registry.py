@@ -79,6 +79,10 @@ class DocumentRecord:
     metadata: Metadata = field(default_factory=dict)
     # The committed version: its chunks carry the same ``generation``; "" for records older than generations.
     generation: str = ""
+    # The embedding model's dimension, and the document type that routed the document to a type-specific
+    # model ("" = the standard model); 0 and "" in records written before type-specific models.
+    embedding_dimension: int = 0
+    document_type: str = ""
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> DocumentRecord:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from freki.ingest.commit import document_filter
@@ -39,9 +40,14 @@ class RepairReport:
         return ", ".join(f"{kind.replace('_', ' ')}: {n}" for kind, n in sorted(self.counts.items()))
 
 
-def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore,
-           shared_grace_s: float | None = None, drop_unknown_keys: bool = False) -> RepairReport:
+def repair(chunks: VectorStore | Sequence[VectorStore], registry: DocumentRegistry, keys: KeyStore,
+           shared_grace_s: float | None = None, drop_unknown_keys: bool = False,
+           models: set[str] | None = None) -> RepairReport:
     """Run the pass (before the server takes requests); see the module docstring.
+
+    ``chunks``: the chunk collection, or every embedding model's (``freki.embed.layout``). ``models``: the
+    models whose collections these are; a document another model embedded (one that did not load) is
+    left alone, its chunks are not here to count.
 
     ``shared_grace_s``: other replicas write the collection (``store.shared``). Then an uncommitted
     generation or key is only removed once older than this (younger ones are another replica's work in
@@ -49,8 +55,11 @@ def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore,
     """
     report = RepairReport()
     _drop_unreadable_records(registry, keys, report, drop_unknown_keys)
+    stores = list(chunks) if isinstance(chunks, Sequence) else [chunks]
     committed: dict[str, DocumentRecord] = {r.generation: r for r in registry.everything() if r.generation}
-    counts = chunks.value_counts(GENERATION)
+    counts: Counter[str] = Counter()
+    for store in stores:
+        counts.update(store.value_counts(GENERATION))
 
     def abandoned(generation: str) -> bool:
         if generation in committed:
@@ -60,9 +69,13 @@ def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore,
     orphans = [g for g in counts if abandoned(g)]
     for start in range(0, len(orphans), _BATCH):
         batch = tuple(orphans[start : start + _BATCH])
-        report.counts["orphan_chunks"] += chunks.delete_where([FieldMatch(GENERATION, batch)])
+        for store in stores:
+            report.counts["orphan_chunks"] += store.delete_where([FieldMatch(GENERATION, batch)])
     report.counts["orphan_generations"] += len(orphans)
     for generation, record in list(committed.items()):
+        if models is not None and record.embedding_model not in models:
+            report.counts["documents_of_unloaded_models"] += 1
+            continue
         if counts.get(generation, 0) != record.chunk_count and shared_grace_s is not None:
             log.error("document %r of tenant %r has %d of its %d chunks (or is being re-indexed by another "
                       "replica); re-index it if this persists", record.document_id, record.tenant_id,
@@ -73,7 +86,9 @@ def repair(chunks: VectorStore, registry: DocumentRegistry, keys: KeyStore,
                       record.document_id, record.tenant_id, counts.get(generation, 0), record.chunk_count)
             registry.delete(record.tenant_id, record.document_id)
             report.counts["incomplete_documents"] += 1
-            report.counts["orphan_chunks"] += chunks.delete_where(document_filter(record.tenant_id, record.document_id))
+            for store in stores:
+                report.counts["orphan_chunks"] += store.delete_where(
+                    document_filter(record.tenant_id, record.document_id))
             report.removed_documents.append((record.tenant_id, record.document_id))
             committed.pop(generation)
     stray = [k for k in keys.ids() if abandoned(k)]

@@ -9,6 +9,12 @@ Modes (``Query.mode``):
   scores with a confidence-weighted sum (see ``freki.search.fusion`` for why, and for what
   ``relevance_score`` means in each mode — always in [0, 1]).
 
+With several embedding models (``freki.embed.layout``) every model's collection is searched with the query
+embedded by that model, and the per-model candidate lists are merged by relevance: each model's cosines go
+through the same calibration (``fusion.dense_relevance``), BM25 scores through the same saturation, so a
+merged list is on the one relevance scale (a model whose cosines run higher than MiniLM's is favoured by
+as much; see docs/embedding-models.md). A document lives in one model's collection, so lists never overlap.
+
 Then, in order: query variants are merged (mean relevance, or RRF when fusion is RRF); the
 optional cross-encoder re-ranks the head of the list; the score threshold drops hits below it;
 MMR (when ``mmr_diversity`` > 0) picks the top-k for diversity, otherwise the top-k by relevance.
@@ -57,6 +63,7 @@ class Hit:
     chunk_id: str
     score: float
     payload: dict[str, Any] = field(default_factory=dict)
+    model: str = ""  # the embedding model whose collection held the chunk
     # Set with Query.explain (a freki.graph.explain.Explanation).
     explanation: Any = field(default=None, compare=False)
 
@@ -90,6 +97,17 @@ def scope_filter(query: Query) -> list[FieldMatch]:
     return flt
 
 
+@dataclass(frozen=True)
+class SearchLane:
+    """One embedding model's collection and its query embedding."""
+
+    model: str
+    embed_query: Callable[[str], np.ndarray]
+    chunks: VectorStore
+    # this model's cosine -> the standard model's scale (``freki.embed.calibration``)
+    calibrate: Callable[[float], float] = float
+
+
 class Hits(list[Hit]):
     """Hits, best first; ``below_threshold``: how many of the top_k best matches the score threshold removed."""
 
@@ -107,9 +125,11 @@ class Retriever:
         sparse: SparseEncoder | None = None,
         config: RetrievalConfig | None = None,
         reranker: Reranker | None = None,
+        lanes: Sequence[SearchLane] = (),
+        model: str = "",
     ) -> None:
-        self._embed_query = embed_query
-        self._chunks = chunks
+        """``embed_query`` and ``chunks``: the standard ``model``'s; ``lanes``: every other model's."""
+        self.lanes = [SearchLane(model, embed_query, chunks), *lanes]
         self._sparse = sparse or SparseEncoder()
         self.config = config or RetrievalConfig()
         self.reranker = reranker
@@ -128,7 +148,8 @@ class Retriever:
         collect = payloads if depth <= query.top_k else None
         # Scores must be exact for every hit a later stage looks at: top_k, or all candidates.
         need = depth if second_stage or len(texts) > 1 else query.top_k
-        lists = [self._search(text, query.mode, flt, depth, need, collect) for text in texts]
+        origin: dict[str, SearchLane] = {}
+        lists = [self._merged(text, query.mode, flt, depth, need, collect, origin) for text in texts]
         if len(lists) == 1:
             ranked = lists[0]
         elif query.mode == "hybrid" and self.config.fusion == "rrf":
@@ -137,66 +158,83 @@ class Retriever:
             ranked = fusion.mean_relevance(lists)
         if query.rerank and self.reranker is not None:
             head = ranked[: max(query.top_k, self.config.rerank_candidates)]
-            self._load_payloads([s.id for s in head], payloads)
+            self._load_payloads([s.id for s in head], payloads, origin)
             ranked = self._rerank(query.text, head, payloads)
         below = sum(s.score < query.score_threshold for s in ranked[: query.top_k])
         ranked = [s for s in ranked if s.score >= query.score_threshold]
         if query.mmr_diversity:
-            ranked = self._mmr(ranked, query.top_k, query.mmr_diversity)
-        hits = Hits(self._hits(ranked, query.top_k, payloads))
+            ranked = self._mmr(ranked, query.top_k, query.mmr_diversity, origin)
+        hits = Hits(self._hits(ranked, query.top_k, payloads, origin))
         hits.below_threshold = below
         return hits
 
-    def _hits(self, ranked: list[Scored], k: int, payloads: dict[str, dict[str, Any]]) -> list[Hit]:
+    def _hits(self, ranked: list[Scored], k: int, payloads: dict[str, dict[str, Any]],
+              origin: dict[str, SearchLane]) -> list[Hit]:
         """The first k ranked candidates that still exist, with payloads (loaded where a search left none)."""
         hits: list[Hit] = []
         start = 0
         while len(hits) < k and start < len(ranked):
             window = ranked[start : start + k - len(hits)]
             start += len(window)
-            self._load_payloads([s.id for s in window], payloads)
+            self._load_payloads([s.id for s in window], payloads, origin)
             # A candidate deleted since the search (document removed or re-indexed) is skipped.
-            hits.extend(Hit(s.id, s.score, payloads[s.id]) for s in window if s.id in payloads)
+            hits.extend(Hit(s.id, s.score, payloads[s.id], origin[s.id].model) for s in window if s.id in payloads)
         return hits
 
-    def _load_payloads(self, ids: list[str], payloads: dict[str, dict[str, Any]]) -> None:
-        missing = [i for i in ids if i not in payloads]
-        if missing:
-            payloads.update((p.id, p.payload) for p in self._chunks.retrieve(missing))
+    def _load_payloads(self, ids: list[str], payloads: dict[str, dict[str, Any]],
+                       origin: dict[str, SearchLane]) -> None:
+        for lane in self.lanes:
+            missing = [i for i in ids if i not in payloads and origin[i] is lane]
+            if missing:
+                payloads.update((p.id, p.payload) for p in lane.chunks.retrieve(missing))
+
+    def _merged(
+        self, text: str, mode: str, flt: list[FieldMatch], depth: int, need: int,
+        payloads: dict[str, dict[str, Any]] | None, origin: dict[str, SearchLane],
+    ) -> list[Scored]:
+        """``_search`` in every model's collection, merged by relevance (documents live in one of them)."""
+        merged: list[Scored] = []
+        for lane in self.lanes:
+            found = self._search(lane, text, mode, flt, depth, need, payloads)
+            origin.update((s.id, lane) for s in found)
+            merged.extend(found)
+        return fusion.sort_scored(merged)[:depth] if len(self.lanes) > 1 else merged
 
     # -- one query text in one mode ------------------------------------------------------------------
     def _search(
-        self, text: str, mode: str, flt: list[FieldMatch], depth: int, need: int,
+        self, lane: SearchLane, text: str, mode: str, flt: list[FieldMatch], depth: int, need: int,
         payloads: dict[str, dict[str, Any]] | None,
     ) -> list[Scored]:
         """Candidates for one query text; their payloads go into ``payloads`` unless it is None."""
         light = payloads is None
         if mode == "sparse":
             sparse_query = self._sparse.encode_query(text)
-            points = (self._chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
+            points = (lane.chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
                       if sparse_query.indices else [])
             return self._scored(points, payloads, self._lexical_relevance(sparse_query))
-        vector = self._embed_query(text)
+        vector = lane.embed_query(text)
         if mode == "dense":
-            points = self._chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
-            return self._scored(points, payloads, fusion.dense_relevance)
+            points = lane.chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
+            return self._scored(points, payloads, lambda s: fusion.dense_relevance(lane.calibrate(s)))
         if mode != "hybrid":
             raise ValueError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
         sparse_query = self._sparse.encode_query(text)
         if self.config.fusion == "rrf":
-            points = self._chunks.search_hybrid(vector.tolist(), sparse_query, flt, depth, depth,
+            points = lane.chunks.search_hybrid(vector.tolist(), sparse_query, flt, depth, depth,
                                                 with_payload=not light)
             lists = 2 if sparse_query.indices else 1
             return self._scored(points, payloads, lambda s: fusion.rrf_relevance(s, lists, self.config.rrf_k))
-        return self._convex(vector, sparse_query, flt, depth, need, payloads)
+        return self._convex(lane, vector, sparse_query, flt, depth, need, payloads)
 
-    def _convex(self, vector: np.ndarray, sparse_query: SparseVector, flt: list[FieldMatch], depth: int,
-                need: int, payloads: dict[str, dict[str, Any]] | None) -> list[Scored]:
+    def _convex(self, lane: SearchLane, vector: np.ndarray, sparse_query: SparseVector,
+                flt: list[FieldMatch], depth: int, need: int,
+                payloads: dict[str, dict[str, Any]] | None) -> list[Scored]:
         light = payloads is None
-        dense_points = self._chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
-        sparse_points = (self._chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
+        chunks, calibrate = lane.chunks, lane.calibrate
+        dense_points = chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
+        sparse_points = (chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
                          if sparse_query.indices else [])
-        dense = {p.id: fusion.dense_relevance(p.score) for p in dense_points}
+        dense = {p.id: fusion.dense_relevance(calibrate(p.score)) for p in dense_points}
         lexical = self._lexical_relevance(sparse_query)
         sparse = {p.id: lexical(p.score) for p in sparse_points}
         if payloads is not None:
@@ -213,10 +251,10 @@ class Retriever:
             head = [s.id for s in ranked[:need] if s.id in estimated]
             if not head:
                 return ranked[:depth]
-            exact = {p.id: p.dense for p in self._chunks.retrieve(head, with_vectors=True)}
+            exact = {p.id: p.dense for p in chunks.retrieve(head, with_vectors=True)}
             for i in head:
                 vec = exact.get(i)
-                dense[i] = fusion.dense_relevance(float(np.dot(vector, vec))) if vec is not None else 0.0
+                dense[i] = fusion.dense_relevance(calibrate(float(np.dot(vector, vec)))) if vec is not None else 0.0
             estimated.difference_update(head)
 
     def _lexical_relevance(self, sparse_query: SparseVector) -> Callable[[float], float]:
@@ -238,11 +276,27 @@ class Retriever:
         scores = self.reranker.score(text, [str(payloads.get(s.id, {}).get("content", "")) for s in head])
         return fusion.sort_scored(Scored(s.id, float(r)) for s, r in zip(head, scores, strict=True))
 
-    def _mmr(self, ranked: list[Scored], k: int, diversity: float) -> list[Scored]:
+    def _mmr(self, ranked: list[Scored], k: int, diversity: float, origin: dict[str, SearchLane]) -> list[Scored]:
         if len(ranked) <= 1:
             return ranked
-        stored = {p.id: p.dense for p in self._chunks.retrieve([s.id for s in ranked], with_vectors=True)}
-        usable = [s for s in ranked if stored.get(s.id) is not None]
+        # Vectors of different models are not comparable: each model gets its own block of coordinates, so
+        # chunks of two models count as unrelated (cosine 0) and diversity works within each model.
+        stored: dict[str, np.ndarray] = {}
+        offset = 0
+        blocks = []
+        for lane in self.lanes:
+            found = lane.chunks.retrieve([s.id for s in ranked if origin.get(s.id) is lane], with_vectors=True)
+            vecs = {p.id: np.asarray(p.dense, dtype=np.float32) for p in found if p.dense is not None}
+            dim = next((len(v) for v in vecs.values()), 0)
+            blocks.append((vecs, offset))
+            offset += dim
+        width = offset
+        for vecs, start in blocks:
+            for i, v in vecs.items():
+                row = np.zeros(width, dtype=np.float32)
+                row[start : start + len(v)] = v
+                stored[i] = row
+        usable = [s for s in ranked if s.id in stored]
         vectors = np.asarray([stored[s.id] for s in usable], dtype=np.float32)
         order = mmr_order([s.score for s in usable], vectors, k, diversity)
         return [usable[i] for i in order]

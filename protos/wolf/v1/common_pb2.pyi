@@ -52,7 +52,7 @@ class RequestMetadata(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., language: _Optional[str] = ..., owner_id: _Optional[str] = ...) -> None: ...
 
 class RetrievedDocument(_message.Message):
-    __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source", "metadata_lists", "explanation")
+    __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source", "metadata_lists", "explanation", "embedding_model")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -76,6 +76,7 @@ class RetrievedDocument(_message.Message):
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     METADATA_LISTS_FIELD_NUMBER: _ClassVar[int]
     EXPLANATION_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     content: str
     relevance_score: float
@@ -85,7 +86,8 @@ class RetrievedDocument(_message.Message):
     source: str
     metadata_lists: _containers.MessageMap[str, MetadataValues]
     explanation: Explanation
-    def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, MetadataValues]] = ..., explanation: _Optional[_Union[Explanation, _Mapping]] = ...) -> None: ...
+    embedding_model: str
+    def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, MetadataValues]] = ..., explanation: _Optional[_Union[Explanation, _Mapping]] = ..., embedding_model: _Optional[str] = ...) -> None: ...
 
 class Explanation(_message.Message):
     __slots__ = ("dense_score", "sparse_score", "fused_score", "graph_bonus", "edge_bonus", "centrality", "type_weight", "graph_neighbour", "edges", "matched_terms")

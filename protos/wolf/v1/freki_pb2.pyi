@@ -183,7 +183,7 @@ class GetDocumentRequest(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ...) -> None: ...
 
 class DocumentInfo(_message.Message):
-    __slots__ = ("document_id", "tenant_id", "owner_id", "source", "content_type", "content_hash", "chunk_count", "metadata", "indexed_at", "embedding_model", "metadata_lists")
+    __slots__ = ("document_id", "tenant_id", "owner_id", "source", "content_type", "content_hash", "chunk_count", "metadata", "indexed_at", "embedding_model", "metadata_lists", "embedding_dimension", "document_type")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -209,6 +209,8 @@ class DocumentInfo(_message.Message):
     INDEXED_AT_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
     METADATA_LISTS_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     tenant_id: str
     owner_id: str
@@ -220,7 +222,9 @@ class DocumentInfo(_message.Message):
     indexed_at: _timestamp_pb2.Timestamp
     embedding_model: str
     metadata_lists: _containers.MessageMap[str, _common_pb2.MetadataValues]
-    def __init__(self, document_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., source: _Optional[str] = ..., content_type: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_count: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., indexed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., embedding_model: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, _common_pb2.MetadataValues]] = ...) -> None: ...
+    embedding_dimension: int
+    document_type: str
+    def __init__(self, document_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., source: _Optional[str] = ..., content_type: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_count: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., indexed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., embedding_model: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, _common_pb2.MetadataValues]] = ..., embedding_dimension: _Optional[int] = ..., document_type: _Optional[str] = ...) -> None: ...
 
 class ListDocumentsRequest(_message.Message):
     __slots__ = ("tenant_id", "page_size", "page_token", "owner_id")
@@ -271,7 +275,7 @@ class WatchFolderStatus(_message.Message):
     def __init__(self, path: _Optional[str] = ..., files_indexed: _Optional[int] = ..., files_pending: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ...) -> None: ...
 
 class IndexStatus(_message.Message):
-    __slots__ = ("document_count", "chunk_count", "embedding_model", "embedding_dimension", "store_backend", "collection", "watch_folders", "queue_depth")
+    __slots__ = ("document_count", "chunk_count", "embedding_model", "embedding_dimension", "store_backend", "collection", "watch_folders", "queue_depth", "embedding_models")
     DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
     CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -280,6 +284,7 @@ class IndexStatus(_message.Message):
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
     WATCH_FOLDERS_FIELD_NUMBER: _ClassVar[int]
     QUEUE_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODELS_FIELD_NUMBER: _ClassVar[int]
     document_count: int
     chunk_count: int
     embedding_model: str
@@ -288,7 +293,28 @@ class IndexStatus(_message.Message):
     collection: str
     watch_folders: _containers.RepeatedCompositeFieldContainer[WatchFolderStatus]
     queue_depth: int
-    def __init__(self, document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dimension: _Optional[int] = ..., store_backend: _Optional[str] = ..., collection: _Optional[str] = ..., watch_folders: _Optional[_Iterable[_Union[WatchFolderStatus, _Mapping]]] = ..., queue_depth: _Optional[int] = ...) -> None: ...
+    embedding_models: _containers.RepeatedCompositeFieldContainer[EmbeddingModelStatus]
+    def __init__(self, document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dimension: _Optional[int] = ..., store_backend: _Optional[str] = ..., collection: _Optional[str] = ..., watch_folders: _Optional[_Iterable[_Union[WatchFolderStatus, _Mapping]]] = ..., queue_depth: _Optional[int] = ..., embedding_models: _Optional[_Iterable[_Union[EmbeddingModelStatus, _Mapping]]] = ...) -> None: ...
+
+class EmbeddingModelStatus(_message.Message):
+    __slots__ = ("model", "dimension", "collection", "document_count", "chunk_count", "document_types", "standard", "available")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    STANDARD_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    dimension: int
+    collection: str
+    document_count: int
+    chunk_count: int
+    document_types: _containers.RepeatedScalarFieldContainer[str]
+    standard: bool
+    available: bool
+    def __init__(self, model: _Optional[str] = ..., dimension: _Optional[int] = ..., collection: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., document_types: _Optional[_Iterable[str]] = ..., standard: _Optional[bool] = ..., available: _Optional[bool] = ...) -> None: ...
 
 class FullReindexRequest(_message.Message):
     __slots__ = ("request_id", "tenant_id", "document_id")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -78,7 +79,7 @@ def test_hits_carry_payloads_loaded_after_fusion(retriever: Retriever) -> None:
 
 def test_a_candidate_deleted_after_the_search_is_skipped_not_returned_empty(retriever: Retriever) -> None:
     """A document removed between the candidate search and the payload load (a concurrent delete)."""
-    store = retriever._chunks
+    store = retriever.lanes[0].chunks
     search_dense = store.search_dense
 
     def search_then_delete(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -86,10 +87,11 @@ def test_a_candidate_deleted_after_the_search_is_skipped_not_returned_empty(retr
         store.delete_where([FieldMatch("document_id", ("doc1",))])
         return hits
 
-    retriever._chunks = type("Racing", (), {  # the real store, with a delete racing the search
+    racing = type("Racing", (), {  # the real store, with a delete racing the search
         "search_dense": staticmethod(search_then_delete),
         "__getattr__": lambda self, name: getattr(store, name),
     })()
+    retriever.lanes[0] = replace(retriever.lanes[0], chunks=racing)
     # top_k=1 < candidates=2: the candidate lists carry no payloads, so doc1's is loaded after the delete.
     hits = retriever.retrieve(Query("t", "pump maintenance", top_k=1, score_threshold=0.0, mode="hybrid"))
     assert [h.document_id for h in hits] == ["doc2"]  # the next candidate takes the deleted one's place
