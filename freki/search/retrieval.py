@@ -27,7 +27,7 @@ from freki.embed.sparse import SparseEncoder
 from freki.search import fusion
 from freki.search.fusion import Scored
 from freki.search.rerank import Reranker, mmr_order
-from freki.store import FieldMatch, ScoredPoint, SparseVector, VectorStore
+from freki.store import ConvexWeights, FieldMatch, ScoredPoint, SparseVector, VectorStore
 
 
 @dataclass(frozen=True)
@@ -113,16 +113,15 @@ class Retriever:
         flt = scope_filter(query)
         texts = list(dict.fromkeys([query.text, *query.variants]))
         second_stage = bool(query.mmr_diversity) or (query.rerank and self.reranker is not None)
-        # Fusion, re-ranking, MMR and variant merging choose among candidates; a plain list needs only top_k.
-        deep = second_stage or len(texts) > 1 or query.mode == "hybrid"
+        # Re-ranking, MMR and variant merging choose among candidates; a plain list needs only top_k (hybrid
+        # search fuses its candidate lists inside the engine and returns the top of the fused list).
+        deep = second_stage or len(texts) > 1
         depth = max(query.top_k, self.config.candidates) if deep else query.top_k
         payloads: dict[str, dict[str, Any]] = {}
         # Candidate lists deeper than top_k carry ids and scores only: loading ~100 payloads per search
         # cost more than the search itself (and holds the GIL); the hits' payloads are loaded at the end.
         collect = payloads if depth <= query.top_k else None
-        # Scores must be exact for every hit a later stage looks at: top_k, or all candidates.
-        need = depth if second_stage or len(texts) > 1 else query.top_k
-        lists = [self._search(text, query.mode, flt, depth, need, collect) for text in texts]
+        lists = [self._search(text, query.mode, flt, depth, collect) for text in texts]
         if len(lists) == 1:
             ranked = lists[0]
         elif query.mode == "hybrid" and self.config.fusion == "rrf":
@@ -160,7 +159,7 @@ class Retriever:
 
     # -- one query text in one mode ------------------------------------------------------------------
     def _search(
-        self, text: str, mode: str, flt: list[FieldMatch], depth: int, need: int,
+        self, text: str, mode: str, flt: list[FieldMatch], depth: int,
         payloads: dict[str, dict[str, Any]] | None,
     ) -> list[Scored]:
         """Candidates for one query text; their payloads go into ``payloads`` unless it is None."""
@@ -177,45 +176,27 @@ class Retriever:
         if mode != "hybrid":
             raise ValueError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
         sparse_query = self._sparse.encode_query(text)
+        # Each list as deep as fusion needs, whatever the depth of the fused list.
+        prefetch = max(depth, self.config.candidates)
         if self.config.fusion == "rrf":
-            points = self._chunks.search_hybrid(vector.tolist(), sparse_query, flt, depth, depth,
+            points = self._chunks.search_hybrid(vector.tolist(), sparse_query, flt, depth, prefetch,
                                                 with_payload=not light)
             lists = 2 if sparse_query.indices else 1
             return self._scored(points, payloads, lambda s: fusion.rrf_relevance(s, lists, self.config.rrf_k))
-        return self._convex(vector, sparse_query, flt, depth, need, payloads)
+        # Convex fusion runs in the engine, in one call with the payloads of the top (fusion.convex defines it):
+        # fusing ~200 candidates here needed the cosines of the lexical-only ones from a second call, and
+        # converting the candidate lists cost more than the searches (docs/retrieval.md).
+        weights = ConvexWeights(self.config.sparse_weight, self._half_score(sparse_query))
+        points = self._chunks.search_convex(vector.tolist(), sparse_query, flt, depth, prefetch, weights,
+                                            with_payload=not light)
+        return self._scored(points, payloads, lambda s: min(1.0, s))
 
-    def _convex(self, vector: np.ndarray, sparse_query: SparseVector, flt: list[FieldMatch], depth: int,
-                need: int, payloads: dict[str, dict[str, Any]] | None) -> list[Scored]:
-        light = payloads is None
-        dense_points = self._chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
-        sparse_points = (self._chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
-                         if sparse_query.indices else [])
-        dense = {p.id: fusion.dense_relevance(p.score) for p in dense_points}
-        lexical = self._lexical_relevance(sparse_query)
-        sparse = {p.id: lexical(p.score) for p in sparse_points}
-        if payloads is not None:
-            for p in (*dense_points, *sparse_points):
-                payloads.setdefault(p.id, p.payload)
-        # A lexical-only candidate's cosine is at most the lowest one the dense search returned (else it
-        # would be in that list), so the bound stands in for it and exact cosines are fetched only for
-        # such candidates that reach the head of the fused list: fusion then compares like with like
-        # where it matters, without pulling ~100 vectors per query.
-        bound = min(dense.values()) if dense else 0.0
-        estimated = {i for i in sparse if i not in dense}
-        while True:
-            ranked = fusion.convex({**dict.fromkeys(estimated, bound), **dense}, sparse, self.config.sparse_weight)
-            head = [s.id for s in ranked[:need] if s.id in estimated]
-            if not head:
-                return ranked[:depth]
-            exact = {p.id: p.dense for p in self._chunks.retrieve(head, with_vectors=True)}
-            for i in head:
-                vec = exact.get(i)
-                dense[i] = fusion.dense_relevance(float(np.dot(vector, vec))) if vec is not None else 0.0
-            estimated.difference_update(head)
+    def _half_score(self, sparse_query: SparseVector) -> float:
+        # BM25 sums over query terms, so the score that counts as "half relevant" scales with their number.
+        return self.config.sparse_half_score * max(1, len(sparse_query.indices))
 
     def _lexical_relevance(self, sparse_query: SparseVector) -> Callable[[float], float]:
-        # BM25 sums over query terms, so the score that counts as "half relevant" scales with their number.
-        half = self.config.sparse_half_score * max(1, len(sparse_query.indices))
+        half = self._half_score(sparse_query)
         return lambda score: fusion.sparse_relevance(score, half)
 
     @staticmethod

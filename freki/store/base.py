@@ -73,6 +73,15 @@ class ScoredPoint:
 
 
 @dataclass(frozen=True)
+class ConvexWeights:
+    """How ``search_convex`` fuses: ``(1 - sparse_weight) * max(0, cosine) + sparse_weight * s / (s + sparse_half)``
+    for a point's cosine and sparse score ``s`` (0 where the sparse search did not return it)."""
+
+    sparse_weight: float
+    sparse_half: float
+
+
+@dataclass(frozen=True)
 class NumericRange:
     """Bounds of a range condition; ``None`` leaves that side open."""
 
@@ -193,6 +202,14 @@ class VectorStore(Protocol):
         *, with_payload: bool = True,
     ) -> list[ScoredPoint]:
         """Dense and sparse candidates (``prefetch_limit`` each) fused by reciprocal rank fusion."""
+        ...
+
+    def search_convex(
+        self, dense: Sequence[float], sparse: SparseVector, filter: Filter, limit: int, prefetch_limit: int,
+        weights: ConvexWeights, *, with_payload: bool = True,
+    ) -> list[ScoredPoint]:
+        """Dense and sparse candidates (``prefetch_limit`` each) fused by ``weights`` in the engine, best first;
+        every candidate is scored with its exact cosine (also one only the sparse search found)."""
         ...
 
     def scroll(
