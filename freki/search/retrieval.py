@@ -6,8 +6,8 @@ Modes (``Query.mode``):
 * ``sparse``: BM25 over the lexical sparse vectors (``freki.embed.sparse``; IDF applied by Qdrant).
 * ``hybrid``: both, fused as configured (``RetrievalConfig.fusion``): ``"rrf"`` runs Qdrant's
   prefetch + reciprocal rank fusion inside the store; ``"convex"`` (default) fuses calibrated
-  scores with a confidence-weighted sum (see ``freki.search.fusion`` for why, and for what
-  ``relevance_score`` means in each mode — always in [0, 1]).
+  scores with a confidence-weighted sum, also inside the store (``search_convex``; see
+  ``freki.search.fusion`` for why, and for what ``relevance_score`` means in each mode — always in [0, 1]).
 
 Then, in order: query variants are merged (mean relevance, or RRF when fusion is RRF); the
 optional cross-encoder re-ranks the head of the list; the score threshold drops hits below it;
@@ -189,7 +189,8 @@ class Retriever:
         weights = ConvexWeights(self.config.sparse_weight, self._half_score(sparse_query))
         points = self._chunks.search_convex(vector.tolist(), sparse_query, flt, depth, prefetch, weights,
                                             with_payload=not light)
-        return self._scored(points, payloads, lambda s: min(1.0, s))
+        # Ties (e.g. chunks of relevance 0 in a small collection) in fusion's order, whichever engine ran it.
+        return fusion.sort_scored(self._scored(points, payloads, lambda s: min(1.0, s)))
 
     def _half_score(self, sparse_query: SparseVector) -> float:
         # BM25 sums over query terms, so the score that counts as "half relevant" scales with their number.
