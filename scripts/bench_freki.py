@@ -210,9 +210,11 @@ def synthesise(size: int, seed: list[StoredPoint], identity: ModelIdentity) -> P
     if marker.exists():
         return target
     shutil.rmtree(target, ignore_errors=True)
-    store = EdgeStore(target / "qdrant")
+    # No flush per write (the WAL has every write; close() flushes): one flush per registry record made
+    # the 10k build take minutes and the 100k build most of an hour on a busy box.
+    store = EdgeStore(target / "qdrant", flush_writes=False)
     store.ensure_collection(CollectionSpec("freki_chunks", identity.dimension, identity.name))
-    registry = DocumentRegistry(EdgeStore(target / "qdrant"), "freki_chunks_documents")
+    registry = DocumentRegistry(EdgeStore(target / "qdrant", flush_writes=False), "freki_chunks_documents")
     rng = np.random.default_rng(0)
     sparse = SparseEncoder()
     base = np.asarray([p.dense for p in seed], dtype=np.float32)
@@ -267,8 +269,9 @@ def latency(data_dir: Path, queries: list[str], label: str) -> None:
 
 
 @contextlib.contextmanager
-def freki_process(settings: FrekiSettings) -> Iterator[str]:
-    """``freki serve`` with ``settings`` in its own process, as deployed; yields its address when SERVING.
+def freki_process(settings: FrekiSettings, pid: list[int] | None = None) -> Iterator[str]:
+    """``freki serve`` with ``settings`` in its own process, as deployed; yields its address when SERVING
+    (and appends the server's process id to ``pid`` when given).
 
     Load generated in the server's own process (client threads, asyncio tasks) would compete with it
     for the GIL and measure the client too.
@@ -284,16 +287,61 @@ def freki_process(settings: FrekiSettings) -> Iterator[str]:
                                 free_port(), Path(tmp))
         try:
             wait_serving([service], timeout_s=180)
+            if pid is not None:
+                pid.append(service.proc.pid)
             yield service.target
         finally:
             stop_service(service)
+
+
+def encoder_ceiling(queries: list[str], threads: int) -> float:
+    """Queries/s of the query encoder alone with ``threads`` callers: the server's embedder (same model,
+    runner and micro-batching settings) in this process, each caller embedding distinct texts.
+
+    With 64 callers this is the encoder-bound ceiling of ``concurrency``: what the server could serve if
+    everything else a RetrieveContext does (gRPC, search, fusion) cost nothing.
+    """
+    import threading
+
+    from freki.engine.config import build_embedder
+
+    settings = eval_settings(Path("."))
+    embedder = build_embedder(settings)
+    embedder.enable_batching(settings.retrieval.query_batch_max, settings.retrieval.query_batch_wait_ms / 1000)
+    embedder.embed_query("warm up the encoder")
+    pending = iter(queries)
+    lock = threading.Lock()
+
+    def caller() -> None:
+        while True:
+            with lock:
+                text = next(pending, None)
+            if text is None:
+                return
+            embedder.embed_query(text)
+
+    workers = [threading.Thread(target=caller) for _ in range(threads)]
+    started = time.perf_counter()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return len(queries) / (time.perf_counter() - started)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def concurrency(data_dir: Path, queries: list[str], levels: list[int], total: int) -> dict[int, float]:
     """Hybrid queries/s with ``clients`` calls in flight, against ``freki serve`` in its own process.
 
     The load comes from asyncio tasks on one channel in this process (one task = one client with
-    one call in flight), each sending distinct query texts so the LRU cache never answers.
+    one call in flight), each sending distinct query texts so the LRU cache never answers. Also prints the
+    CPU time per query of the server and of this load client, and the CPU-bound ceiling they imply: the
+    cores of the box divided by the CPU time one query costs at one client (server + client).
     """
     import asyncio
 
@@ -301,9 +349,11 @@ def concurrency(data_dir: Path, queries: list[str], levels: list[int], total: in
     from wolf.v1 import freki_pb2_grpc
 
     results: dict[int, float] = {}
-    with freki_process(eval_settings(data_dir)) as target:
+    pids: list[int] = []
+    cores = len(os.sched_getaffinity(0))
+    with freki_process(eval_settings(data_dir), pids) as target:
 
-        async def run(clients: int, texts: list[str]) -> float:
+        async def run(clients: int, texts: list[str]) -> tuple[float, float, float]:
             async with grpc.aio.insecure_channel(target) as channel:
                 stub = freki_pb2_grpc.FrekiServiceStub(channel)
                 await stub.RetrieveContext(retrieve_request("warm up", "hybrid", 5), timeout=60)
@@ -313,15 +363,24 @@ def concurrency(data_dir: Path, queries: list[str], levels: list[int], total: in
                     for text in pending:
                         await stub.RetrieveContext(retrieve_request(text, "hybrid", 5), timeout=60)
 
-                started = time.perf_counter()
+                server0, client0, started = cpu_seconds(pids[0]), time.process_time(), time.perf_counter()
                 await asyncio.gather(*(client() for _ in range(clients)))
-                return len(texts) / (time.perf_counter() - started)
+                wall = time.perf_counter() - started
+                return (len(texts) / wall, (cpu_seconds(pids[0]) - server0) / len(texts),
+                        (time.process_time() - client0) / len(texts))
 
+        ceiling = 0.0
         for n, clients in enumerate(levels):
             texts = [f"{q} ({n})" for q in queries[:total]]  # new texts for every level
-            results[clients] = asyncio.run(run(clients, texts))
+            results[clients], server_cpu, client_cpu = asyncio.run(run(clients, texts))
+            if n == 0:
+                ceiling = cores / (server_cpu + client_cpu)
             print(f"throughput hybrid, {clients:2d} concurrent clients: {results[clients]:.1f} queries/s "
-                  f"({total} queries, server in its own process)", flush=True)
+                  f"({total} queries, server in its own process); CPU per query: server {server_cpu * 1000:.1f} ms, "
+                  f"load client {client_cpu * 1000:.1f} ms; server used {results[clients] * server_cpu:.2f} cores",
+                  flush=True)
+        print(f"CPU-bound ceiling ({cores} cores / CPU per query at {levels[0]} client): {ceiling:.1f} queries/s; "
+              f"{levels[-1]} clients reach {results[levels[-1]] / ceiling:.2f} of it", flush=True)
     return results
 
 
@@ -424,8 +483,13 @@ def main() -> None:
             for size, d in dirs.items():
                 latency(d, queries[:n_lat], f"{size // 1000}k")
         if "concurrency" not in skip:
-            qps = concurrency(dirs[10_000], queries[n_lat:], [1, 8, 64], 200 if args.quick else 600)
-            print(f"64 clients vs 1: {qps[64] / qps[1]:.1f}x", flush=True)
+            total = 200 if args.quick else 600
+            qps = concurrency(dirs[10_000], queries[n_lat:], [1, 8, 64], total)
+            alone = {n: encoder_ceiling([f"{q} (encoder {n})" for q in queries[n_lat:][:total]], n) for n in (1, 64)}
+            print(f"query encoder alone, micro-batched as in the server: {alone[1]:.1f} queries/s with 1 caller, "
+                  f"{alone[64]:.1f} with 64 (the encoder-bound ceiling)", flush=True)
+            print(f"64 clients vs 1: {qps[64] / qps[1]:.2f}x; 64 clients vs the ceiling: {qps[64] / alone[64]:.2f}",
+                  flush=True)
     if "txtai" not in skip:
         side_by_side(n_sub)
 

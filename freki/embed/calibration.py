@@ -66,13 +66,21 @@ class CosineBackground:
         return cls(float(pairs.mean()), max(float(pairs.std()), 1e-6))
 
 
-def aligner(own: CosineBackground, reference: CosineBackground) -> Callable[[float], float]:
+@dataclass(frozen=True)
+class Alignment:
+    """``cosine -> scale * cosine + shift``, kept in [-1, 1]; linear so that the store's in-engine fusion
+    formula can apply it too (``freki.store.ConvexWeights``). The default is the identity."""
+
+    scale: float = 1.0
+    shift: float = 0.0
+
+    def __call__(self, cosine: float) -> float:
+        return min(1.0, max(-1.0, self.scale * cosine + self.shift))
+
+
+def aligner(own: CosineBackground, reference: CosineBackground) -> Alignment:
     """Maps a cosine of the model with background ``own`` onto the scale of ``reference``."""
     if own == reference:
-        return lambda cosine: cosine
+        return Alignment()
     scale = (1.0 - reference.mean) / max(1.0 - own.mean, 1e-6)
-
-    def align(cosine: float) -> float:
-        return min(1.0, max(-1.0, reference.mean + (cosine - own.mean) * scale))
-
-    return align
+    return Alignment(scale, reference.mean - own.mean * scale)

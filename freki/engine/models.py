@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from freki.embed.calibration import CosineBackground, aligner
+from freki.embed.calibration import Alignment, CosineBackground, aligner
 from freki.embed.embedder import Embedder
 from freki.embed.layout import EmbeddingLayout
 from freki.ingest.registry import DocumentRegistry
@@ -132,7 +132,7 @@ def search_lanes(standard: Embedder, lanes: list[ModelLane]) -> list[SearchLane]
             for lane, calibrate in zip(lanes, calibrators(standard, lanes), strict=True)]
 
 
-def calibrators(standard: Embedder, lanes: list[ModelLane]) -> list[Callable[[float], float]]:
+def calibrators(standard: Embedder, lanes: list[ModelLane]) -> list[Alignment]:
     """For each lane, its model's cosine -> the standard model's scale (``freki.embed.calibration``)."""
     if not lanes:
         return []

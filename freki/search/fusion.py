@@ -94,6 +94,9 @@ def convex(
 ) -> list[Scored]:
     """``(1 - w) * dense + w * sparse`` over the union of candidates (relevances in [0, 1]).
 
+    The definition: queries run the same sum inside the store (``VectorStore.search_convex``, one engine
+    call); tuning tools and tests fuse candidate lists with this function.
+
     A candidate missing from one mapping scores 0 there: callers pass the exact dense relevance
     of every candidate (it is cheap to compute), and lexical relevance is 0 for a chunk that
     shares no query term, or small for one below the lexical candidate cut-off.

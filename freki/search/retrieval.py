@@ -6,8 +6,8 @@ Modes (``Query.mode``):
 * ``sparse``: BM25 over the lexical sparse vectors (``freki.embed.sparse``; IDF applied by Qdrant).
 * ``hybrid``: both, fused as configured (``RetrievalConfig.fusion``): ``"rrf"`` runs Qdrant's
   prefetch + reciprocal rank fusion inside the store; ``"convex"`` (default) fuses calibrated
-  scores with a confidence-weighted sum (see ``freki.search.fusion`` for why, and for what
-  ``relevance_score`` means in each mode — always in [0, 1]).
+  scores with a confidence-weighted sum, also inside the store (``search_convex``; see
+  ``freki.search.fusion`` for why, and for what ``relevance_score`` means in each mode — always in [0, 1]).
 
 With several embedding models (``freki.embed.layout``) every model's collection is searched with the query
 embedded by that model, and the per-model candidate lists are merged by relevance: each model's cosines go
@@ -29,11 +29,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from freki.embed.calibration import Alignment
 from freki.embed.sparse import SparseEncoder
 from freki.search import fusion
 from freki.search.fusion import Scored
 from freki.search.rerank import Reranker, mmr_order
-from freki.store import FieldMatch, ScoredPoint, SparseVector, VectorStore
+from freki.store import ConvexWeights, FieldMatch, ScoredPoint, SparseVector, VectorStore
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ class SearchLane:
     embed_query: Callable[[str], np.ndarray]
     chunks: VectorStore
     # this model's cosine -> the standard model's scale (``freki.embed.calibration``)
-    calibrate: Callable[[float], float] = float
+    calibrate: Alignment = Alignment()
 
 
 class Hits(list[Hit]):
@@ -139,17 +140,16 @@ class Retriever:
         flt = scope_filter(query)
         texts = list(dict.fromkeys([query.text, *query.variants]))
         second_stage = bool(query.mmr_diversity) or (query.rerank and self.reranker is not None)
-        # Fusion, re-ranking, MMR and variant merging choose among candidates; a plain list needs only top_k.
-        deep = second_stage or len(texts) > 1 or query.mode == "hybrid"
+        # Re-ranking, MMR and variant merging choose among candidates; a plain list needs only top_k (hybrid
+        # search fuses its candidate lists inside the engine and returns the top of the fused list).
+        deep = second_stage or len(texts) > 1
         depth = max(query.top_k, self.config.candidates) if deep else query.top_k
         payloads: dict[str, dict[str, Any]] = {}
         # Candidate lists deeper than top_k carry ids and scores only: loading ~100 payloads per search
         # cost more than the search itself (and holds the GIL); the hits' payloads are loaded at the end.
         collect = payloads if depth <= query.top_k else None
-        # Scores must be exact for every hit a later stage looks at: top_k, or all candidates.
-        need = depth if second_stage or len(texts) > 1 else query.top_k
         origin: dict[str, SearchLane] = {}
-        lists = [self._merged(text, query.mode, flt, depth, need, collect, origin) for text in texts]
+        lists = [self._merged(text, query.mode, flt, depth, collect, origin) for text in texts]
         if len(lists) == 1:
             ranked = lists[0]
         elif query.mode == "hybrid" and self.config.fusion == "rrf":
@@ -189,20 +189,20 @@ class Retriever:
                 payloads.update((p.id, p.payload) for p in lane.chunks.retrieve(missing))
 
     def _merged(
-        self, text: str, mode: str, flt: list[FieldMatch], depth: int, need: int,
+        self, text: str, mode: str, flt: list[FieldMatch], depth: int,
         payloads: dict[str, dict[str, Any]] | None, origin: dict[str, SearchLane],
     ) -> list[Scored]:
         """``_search`` in every model's collection, merged by relevance (documents live in one of them)."""
         merged: list[Scored] = []
         for lane in self.lanes:
-            found = self._search(lane, text, mode, flt, depth, need, payloads)
+            found = self._search(lane, text, mode, flt, depth, payloads)
             origin.update((s.id, lane) for s in found)
             merged.extend(found)
         return fusion.sort_scored(merged)[:depth] if len(self.lanes) > 1 else merged
 
     # -- one query text in one mode ------------------------------------------------------------------
     def _search(
-        self, lane: SearchLane, text: str, mode: str, flt: list[FieldMatch], depth: int, need: int,
+        self, lane: SearchLane, text: str, mode: str, flt: list[FieldMatch], depth: int,
         payloads: dict[str, dict[str, Any]] | None,
     ) -> list[Scored]:
         """Candidates for one query text; their payloads go into ``payloads`` unless it is None."""
@@ -219,47 +219,30 @@ class Retriever:
         if mode != "hybrid":
             raise ValueError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
         sparse_query = self._sparse.encode_query(text)
+        # Each list as deep as fusion needs, whatever the depth of the fused list.
+        prefetch = max(depth, self.config.candidates)
         if self.config.fusion == "rrf":
-            points = lane.chunks.search_hybrid(vector.tolist(), sparse_query, flt, depth, depth,
-                                                with_payload=not light)
+            points = lane.chunks.search_hybrid(vector.tolist(), sparse_query, flt, depth, prefetch,
+                                               with_payload=not light)
             lists = 2 if sparse_query.indices else 1
             return self._scored(points, payloads, lambda s: fusion.rrf_relevance(s, lists, self.config.rrf_k))
-        return self._convex(lane, vector, sparse_query, flt, depth, need, payloads)
+        # Convex fusion runs in the engine, in one call with the payloads of the top (fusion.convex defines it):
+        # fusing ~200 candidates here needed the cosines of the lexical-only ones from a second call, and
+        # converting the candidate lists cost more than the searches (docs/retrieval.md).
+        # A type-specific model's cosines are aligned to the standard model's scale in the same formula.
+        weights = ConvexWeights(self.config.sparse_weight, self._half_score(sparse_query),
+                                cosine_scale=lane.calibrate.scale, cosine_shift=lane.calibrate.shift)
+        points = lane.chunks.search_convex(vector.tolist(), sparse_query, flt, depth, prefetch, weights,
+                                           with_payload=not light)
+        # Ties (e.g. chunks of relevance 0 in a small collection) in fusion's order, whichever engine ran it.
+        return fusion.sort_scored(self._scored(points, payloads, lambda s: min(1.0, s)))
 
-    def _convex(self, lane: SearchLane, vector: np.ndarray, sparse_query: SparseVector,
-                flt: list[FieldMatch], depth: int, need: int,
-                payloads: dict[str, dict[str, Any]] | None) -> list[Scored]:
-        light = payloads is None
-        chunks, calibrate = lane.chunks, lane.calibrate
-        dense_points = chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
-        sparse_points = (chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
-                         if sparse_query.indices else [])
-        dense = {p.id: fusion.dense_relevance(calibrate(p.score)) for p in dense_points}
-        lexical = self._lexical_relevance(sparse_query)
-        sparse = {p.id: lexical(p.score) for p in sparse_points}
-        if payloads is not None:
-            for p in (*dense_points, *sparse_points):
-                payloads.setdefault(p.id, p.payload)
-        # A lexical-only candidate's cosine is at most the lowest one the dense search returned (else it
-        # would be in that list), so the bound stands in for it and exact cosines are fetched only for
-        # such candidates that reach the head of the fused list: fusion then compares like with like
-        # where it matters, without pulling ~100 vectors per query.
-        bound = min(dense.values()) if dense else 0.0
-        estimated = {i for i in sparse if i not in dense}
-        while True:
-            ranked = fusion.convex({**dict.fromkeys(estimated, bound), **dense}, sparse, self.config.sparse_weight)
-            head = [s.id for s in ranked[:need] if s.id in estimated]
-            if not head:
-                return ranked[:depth]
-            exact = {p.id: p.dense for p in chunks.retrieve(head, with_vectors=True)}
-            for i in head:
-                vec = exact.get(i)
-                dense[i] = fusion.dense_relevance(calibrate(float(np.dot(vector, vec)))) if vec is not None else 0.0
-            estimated.difference_update(head)
+    def _half_score(self, sparse_query: SparseVector) -> float:
+        # BM25 sums over query terms, so the score that counts as "half relevant" scales with their number.
+        return self.config.sparse_half_score * max(1, len(sparse_query.indices))
 
     def _lexical_relevance(self, sparse_query: SparseVector) -> Callable[[float], float]:
-        # BM25 sums over query terms, so the score that counts as "half relevant" scales with their number.
-        half = self.config.sparse_half_score * max(1, len(sparse_query.indices))
+        half = self._half_score(sparse_query)
         return lambda score: fusion.sparse_relevance(score, half)
 
     @staticmethod

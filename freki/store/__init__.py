@@ -20,6 +20,7 @@ from typing import Literal
 from freki.store.base import (
     ChunkPoint,
     CollectionSpec,
+    ConvexWeights,
     FieldMatch,
     Filter,
     NumericRange,
@@ -51,6 +52,7 @@ __all__ = [
     "NumericRange",
     "PointNotFound",
     "RemoteStore",
+    "ConvexWeights",
     "ScoredPoint",
     "SparseVector",
     "StoreConfig",

@@ -73,6 +73,19 @@ class ScoredPoint:
 
 
 @dataclass(frozen=True)
+class ConvexWeights:
+    """How ``search_convex`` fuses: ``(1 - sparse_weight) * max(0, cosine) + sparse_weight * s / (s + sparse_half)``
+    for a point's cosine and sparse score ``s`` (0 where the sparse search did not return it)."""
+
+    sparse_weight: float
+    sparse_half: float
+    # A type-specific model's cosine aligned to the standard model's scale first (``freki.embed.calibration``):
+    # ``max(0, cosine_scale * cosine + cosine_shift)`` stands for ``max(0, cosine)``.
+    cosine_scale: float = 1.0
+    cosine_shift: float = 0.0
+
+
+@dataclass(frozen=True)
 class NumericRange:
     """Bounds of a range condition; ``None`` leaves that side open."""
 
@@ -193,6 +206,14 @@ class VectorStore(Protocol):
         *, with_payload: bool = True,
     ) -> list[ScoredPoint]:
         """Dense and sparse candidates (``prefetch_limit`` each) fused by reciprocal rank fusion."""
+        ...
+
+    def search_convex(
+        self, dense: Sequence[float], sparse: SparseVector, filter: Filter, limit: int, prefetch_limit: int,
+        weights: ConvexWeights, *, with_payload: bool = True,
+    ) -> list[ScoredPoint]:
+        """Dense and sparse candidates (``prefetch_limit`` each) fused by ``weights`` in the engine, best first;
+        every candidate is scored with its exact cosine (also one only the sparse search found)."""
         ...
 
     def scroll(

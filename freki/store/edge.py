@@ -24,11 +24,13 @@ from typing import IO, Any, cast
 
 import qdrant_edge as qe
 
+from freki.store import edge_queries as queries
 from freki.store.base import (
     DENSE_VECTOR,
     SPARSE_VECTOR,
     ChunkPoint,
     CollectionSpec,
+    ConvexWeights,
     ScoredPoint,
     SparseVector,
     StoredPoint,
@@ -253,50 +255,26 @@ class EdgeStore(GuardedStore):
         self, vector: list[float], conditions: Conditions, limit: int, score_threshold: float | None,
         with_payload: bool,
     ) -> list[ScoredPoint]:
-        request = qe.QueryRequest(
-            limit=limit,
-            query=qe.Query.Nearest(vector, using=DENSE_VECTOR),
-            filter=edge_filter(conditions),
-            score_threshold=score_threshold,
-            with_payload=with_payload,
-            with_vector=False,
-        )
+        request = queries.dense(vector, edge_filter(conditions), limit, with_payload, score_threshold)
         return self._query(request, "run a dense search")
 
     def _engine_search_sparse(
         self, vector: SparseVector, conditions: Conditions, limit: int, with_payload: bool
     ) -> list[ScoredPoint]:
-        request = qe.QueryRequest(
-            limit=limit,
-            query=qe.Query.Nearest(qe.SparseVector(vector.indices, vector.values), using=SPARSE_VECTOR),
-            filter=edge_filter(conditions),
-            with_payload=with_payload,
-            with_vector=False,
-        )
-        return self._query(request, "run a sparse search")
+        return self._query(queries.sparse(vector, edge_filter(conditions), limit, with_payload), "run a sparse search")
 
     def _engine_search_hybrid(
-        self,
-        dense: list[float],
-        sparse: SparseVector | None,
-        conditions: Conditions,
-        limit: int,
-        prefetch_limit: int,
-        with_payload: bool,
+        self, dense: list[float], sparse: SparseVector | None, conditions: Conditions, limit: int,
+        prefetch_limit: int, with_payload: bool,
     ) -> list[ScoredPoint]:
-        flt = edge_filter(conditions)
-        prefetches = [qe.Prefetch(limit=prefetch_limit, query=qe.Query.Nearest(dense, using=DENSE_VECTOR), filter=flt)]
-        if sparse is not None:
-            sparse_query = qe.Query.Nearest(qe.SparseVector(sparse.indices, sparse.values), using=SPARSE_VECTOR)
-            prefetches.append(qe.Prefetch(limit=prefetch_limit, query=sparse_query, filter=flt))
-        request = qe.QueryRequest(
-            limit=limit,
-            prefetches=prefetches,
-            query=qe.Fusion.Rrf(k=self.rrf_k),  # type: ignore[arg-type]  # stub omits nested Rrf
-            filter=flt,
-            with_payload=with_payload,
-            with_vector=False,
-        )
+        request = queries.rrf(dense, sparse, edge_filter(conditions), limit, prefetch_limit, self.rrf_k, with_payload)
+        return self._query(request, "run a hybrid search")
+
+    def _engine_search_convex(
+        self, dense: list[float], sparse: SparseVector, conditions: Conditions, limit: int, prefetch_limit: int,
+        weights: ConvexWeights, with_payload: bool,
+    ) -> list[ScoredPoint]:
+        request = queries.convex(dense, sparse, edge_filter(conditions), limit, prefetch_limit, weights, with_payload)
         return self._query(request, "run a hybrid search")
 
     def _engine_scroll(

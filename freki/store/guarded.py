@@ -1,7 +1,8 @@
 """What both store engines share: input checks, locking, collection binding and write-batch semantics.
 
 ``GuardedStore`` implements the public ``VectorStore`` methods once; an engine subclass supplies the
-``_engine_*`` primitives, which receive already-validated, canonical input and run under the right lock:
+``_engine_*`` primitives (``freki.store.engine_primitives``), which receive already-validated, canonical input
+and run under the right lock:
 
 * reads take the shared side of a readers-writer lock, write batches the exclusive side, so in-process readers
   never see a half-applied batch;
@@ -12,12 +13,20 @@
 from __future__ import annotations
 
 import threading
-from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from freki.store.base import ChunkPoint, CollectionSpec, FieldMatch, ScoredPoint, SparseVector, StoredPoint
+from freki.store.base import (
+    ChunkPoint,
+    CollectionSpec,
+    ConvexWeights,
+    FieldMatch,
+    ScoredPoint,
+    SparseVector,
+    StoredPoint,
+)
+from freki.store.engine_primitives import Conditions, EnginePrimitives, PayloadUpdates
 from freki.store.errors import CollectionNotReady, InvalidStoreInput, PointNotFound
 from freki.store.rwlock import ReadWriteLock
 from freki.store.validation import (
@@ -30,13 +39,11 @@ from freki.store.validation import (
     check_points,
     check_sparse,
     check_spec,
+    check_weights,
 )
 
-PayloadUpdates = list[tuple[list[str], dict[str, Any]]]
-Conditions = tuple[FieldMatch, ...]
 
-
-class GuardedStore(ABC):
+class GuardedStore(EnginePrimitives):
     """Base class of the store engines; see the module docstring."""
 
     backend: str = ""
@@ -196,21 +203,11 @@ class GuardedStore(ABC):
             return self._engine_search_sparse(sparse, conditions, limit, with_payload)
 
     def search_hybrid(
-        self,
-        dense: Sequence[float],
-        sparse: SparseVector,
-        filter: Sequence[FieldMatch],
-        limit: int,
-        prefetch_limit: int,
-        *,
-        with_payload: bool = True,
+        self, dense: Sequence[float], sparse: SparseVector, filter: Sequence[FieldMatch], limit: int,
+        prefetch_limit: int, *, with_payload: bool = True,
     ) -> list[ScoredPoint]:
         """Dense and sparse candidates fused by reciprocal rank fusion, best first."""
-        spec = self._require_open()
-        self._require_sparse(spec)
-        dense_q = check_dense(dense, spec.dense_dim, "query vector")
-        sparse_q = check_sparse(sparse, "query sparse vector")
-        conditions, limit = check_filter(filter), check_limit(limit)
+        dense_q, sparse_q, conditions, limit = self._hybrid_input(dense, sparse, filter, limit)
         prefetch_limit = check_limit(prefetch_limit, "prefetch_limit")
         with self._reading():
             # An empty sparse query scores nothing (qdrant-edge even returns zero-score filler hits), so the
@@ -218,6 +215,30 @@ class GuardedStore(ABC):
             return self._engine_search_hybrid(
                 dense_q, sparse_q if sparse_q.indices else None, conditions, limit, prefetch_limit, with_payload
             )
+
+    def search_convex(
+        self, dense: Sequence[float], sparse: SparseVector, filter: Sequence[FieldMatch], limit: int,
+        prefetch_limit: int, weights: ConvexWeights, *, with_payload: bool = True,
+    ) -> list[ScoredPoint]:
+        """Dense and sparse candidates fused by a convex sum of calibrated scores in the engine, best first."""
+        dense_q, sparse_q, conditions, limit = self._hybrid_input(dense, sparse, filter, limit)
+        prefetch_limit = check_limit(prefetch_limit, "prefetch_limit")
+        weights = check_weights(weights)
+        with self._reading():
+            if sparse_q.indices:
+                return self._engine_search_convex(dense_q, sparse_q, conditions, limit, prefetch_limit, weights,
+                                                  with_payload)
+            # Nothing to match lexically: the dense list alone, scored as fusion scores it.
+            hits = self._engine_search_dense(dense_q, conditions, limit, None, with_payload)
+        keep = 1.0 - weights.sparse_weight
+        return [ScoredPoint(h.id, keep * max(0.0, h.score), h.payload) for h in hits]
+
+    def _hybrid_input(self, dense: Sequence[float], sparse: SparseVector, filter: Sequence[FieldMatch],
+                      limit: int) -> tuple[list[float], SparseVector, Conditions, int]:
+        spec = self._require_open()
+        self._require_sparse(spec)
+        return (check_dense(dense, spec.dense_dim, "query vector"), check_sparse(sparse, "query sparse vector"),
+                check_filter(filter), check_limit(limit))
 
     def scroll(
         self, filter: Sequence[FieldMatch], limit: int, offset: str | None = None, with_vectors: bool = False,
@@ -283,47 +304,3 @@ class GuardedStore(ABC):
             raise PointNotFound(
                 f"cannot update payload of {len(missing)} missing point(s), e.g. {missing[0]}; nothing was written"
             )
-
-    # ------------------------------------------------------------------------------- engine primitives
-    @abstractmethod
-    def _engine_open(self, spec: CollectionSpec) -> None: ...
-
-    @abstractmethod
-    def _engine_write(self, upserts: list[ChunkPoint], updates: PayloadUpdates, deletes: list[str]) -> None: ...
-
-    @abstractmethod
-    def _engine_delete_where(self, conditions: Conditions) -> None: ...
-
-    @abstractmethod
-    def _engine_search_dense(self, vector: list[float], conditions: Conditions, limit: int,
-                             score_threshold: float | None, with_payload: bool) -> list[ScoredPoint]: ...
-
-    @abstractmethod
-    def _engine_search_sparse(self, vector: SparseVector, conditions: Conditions, limit: int,
-                              with_payload: bool) -> list[ScoredPoint]: ...
-
-    @abstractmethod
-    def _engine_search_hybrid(self, dense: list[float], sparse: SparseVector | None, conditions: Conditions,
-                              limit: int, prefetch_limit: int, with_payload: bool) -> list[ScoredPoint]: ...
-
-    @abstractmethod
-    def _engine_scroll(self, conditions: Conditions, limit: int, offset: str | None,
-                       with_vectors: bool, with_sparse: bool) -> tuple[list[StoredPoint], str | None]: ...
-
-    @abstractmethod
-    def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]: ...
-
-    @abstractmethod
-    def _engine_count(self, conditions: Conditions) -> int: ...
-
-    @abstractmethod
-    def _engine_optimize(self) -> None: ...
-
-    @abstractmethod
-    def _engine_purge(self) -> bool: ...
-
-    @abstractmethod
-    def _engine_value_counts(self, key: str, conditions: Conditions) -> dict[str, int]: ...
-
-    @abstractmethod
-    def _engine_close(self) -> None: ...

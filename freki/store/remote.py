@@ -22,11 +22,13 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from freki.store import local_clients
+from freki.store import remote_queries as queries
 from freki.store.base import (
     DENSE_VECTOR,
     SPARSE_VECTOR,
     ChunkPoint,
     CollectionSpec,
+    ConvexWeights,
     ScoredPoint,
     SparseVector,
     StoredPoint,
@@ -238,68 +240,39 @@ class RemoteStore(GuardedStore):
             self._client.delete(self._name, points_selector=selector, wait=True)
 
     # ---------------------------------------------------------------------------------------------- reads
-    def _query(self, action: str, with_payload: bool, **kwargs: Any) -> list[ScoredPoint]:
+    def _run(self, action: str, requests: list[models.QueryRequest]) -> list[list[ScoredPoint]]:
         with self._calling(action):
-            hits = self._client.query_points(
-                self._name, with_payload=with_payload, with_vectors=False, **kwargs
-            ).points
-        return [ScoredPoint(str(h.id), float(h.score), dict(h.payload or {})) for h in hits]
+            responses = self._client.query_batch_points(self._name, requests)
+        return [[ScoredPoint(str(h.id), float(h.score), dict(h.payload or {})) for h in r.points] for r in responses]
 
     def _engine_search_dense(
         self, vector: list[float], conditions: Conditions, limit: int, score_threshold: float | None,
         with_payload: bool,
     ) -> list[ScoredPoint]:
-        return self._query(
-            "run a dense search",
-            with_payload,
-            query=vector,
-            using=DENSE_VECTOR,
-            query_filter=remote_filter(conditions),
-            limit=limit,
-            score_threshold=score_threshold,
-        )
+        request = queries.dense(vector, remote_filter(conditions), limit, with_payload, score_threshold)
+        return self._run("run a dense search", [request])[0]
 
     def _engine_search_sparse(
         self, vector: SparseVector, conditions: Conditions, limit: int, with_payload: bool
     ) -> list[ScoredPoint]:
-        query = models.SparseVector(indices=vector.indices, values=vector.values)
-        return self._query(
-            "run a sparse search",
-            with_payload,
-            query=query,
-            using=SPARSE_VECTOR,
-            query_filter=remote_filter(conditions),
-            limit=limit,
-        )
+        return self._run("run a sparse search", [queries.sparse(vector, remote_filter(conditions), limit,
+                                                                 with_payload)])[0]
 
     def _engine_search_hybrid(
-        self,
-        dense: list[float],
-        sparse: SparseVector | None,
-        conditions: Conditions,
-        limit: int,
-        prefetch_limit: int,
-        with_payload: bool,
+        self, dense: list[float], sparse: SparseVector | None, conditions: Conditions, limit: int,
+        prefetch_limit: int, with_payload: bool,
     ) -> list[ScoredPoint]:
-        flt = remote_filter(conditions)
-        prefetch = [models.Prefetch(query=dense, using=DENSE_VECTOR, limit=prefetch_limit, filter=flt)]
-        if sparse is not None:
-            prefetch.append(
-                models.Prefetch(
-                    query=models.SparseVector(indices=sparse.indices, values=sparse.values),
-                    using=SPARSE_VECTOR,
-                    limit=prefetch_limit,
-                    filter=flt,
-                )
-            )
-        return self._query(
-            "run a hybrid search",
-            with_payload,
-            prefetch=prefetch,
-            query=models.RrfQuery(rrf=models.Rrf(k=self.rrf_k)),
-            query_filter=flt,
-            limit=limit,
-        )
+        request = queries.rrf(dense, sparse, remote_filter(conditions), limit, prefetch_limit, self.rrf_k,
+                              with_payload)
+        return self._run("run a hybrid search", [request])[0]
+
+    def _engine_search_convex(
+        self, dense: list[float], sparse: SparseVector, conditions: Conditions, limit: int, prefetch_limit: int,
+        weights: ConvexWeights, with_payload: bool,
+    ) -> list[ScoredPoint]:
+        request = queries.convex(dense, sparse, remote_filter(conditions), limit, prefetch_limit, weights,
+                                 with_payload)
+        return self._run("run a hybrid search", [request])[0]
 
     def _engine_scroll(
         self, conditions: Conditions, limit: int, offset: str | None, with_vectors: bool, with_sparse: bool

@@ -26,7 +26,15 @@ from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from freki.store.base import ChunkPoint, CollectionSpec, FieldMatch, ScoredPoint, SparseVector, StoredPoint
+from freki.store.base import (
+    ChunkPoint,
+    CollectionSpec,
+    ConvexWeights,
+    FieldMatch,
+    ScoredPoint,
+    SparseVector,
+    StoredPoint,
+)
 from freki.store.errors import InvalidStoreInput
 from freki.store.keys import KeyStore
 from freki.store.rwlock import ReadWriteLock
@@ -228,6 +236,15 @@ class SealedStore:
         with self.generations.reading() as hidden:
             hits = self.inner.search_hybrid(dense, sparse, self._visible(filter, hidden), limit, prefetch_limit,
                                             with_payload=with_payload)
+            return self._scored(hits, hidden)
+
+    def search_convex(
+        self, dense: Sequence[float], sparse: SparseVector, filter: Sequence[FieldMatch], limit: int,
+        prefetch_limit: int, weights: ConvexWeights, *, with_payload: bool = True,
+    ) -> list[ScoredPoint]:
+        with self.generations.reading() as hidden:
+            hits = self.inner.search_convex(dense, sparse, self._visible(filter, hidden), limit, prefetch_limit,
+                                            weights, with_payload=with_payload)
             return self._scored(hits, hidden)
 
     def scroll(

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import numpy
 
-from freki.store.base import ChunkPoint, CollectionSpec, FieldMatch, NumericRange, SparseVector
+from freki.store.base import ChunkPoint, CollectionSpec, ConvexWeights, FieldMatch, NumericRange, SparseVector
 from freki.store.errors import EmbeddingModelMismatch, InvalidStoreInput
 
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
@@ -205,6 +205,21 @@ def check_limit(limit: int, what: str = "limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidStoreInput(f"{what} must be a positive integer (got {limit!r})")
     return limit
+
+
+def check_weights(weights: ConvexWeights) -> ConvexWeights:
+    """Return ``weights`` if the sparse weight is in [0, 1] and the half score positive and finite."""
+    w, half = weights.sparse_weight, weights.sparse_half
+    if not (isinstance(w, int | float) and 0.0 <= w <= 1.0):
+        raise InvalidStoreInput(f"sparse_weight must be in [0, 1] (got {w!r})")
+    if not (isinstance(half, int | float) and 0.0 < half < math.inf):
+        raise InvalidStoreInput(f"sparse_half must be a positive finite number (got {half!r})")
+    scale, shift = weights.cosine_scale, weights.cosine_shift
+    if not (isinstance(scale, int | float) and 0.0 < scale <= 1000.0):
+        raise InvalidStoreInput(f"cosine_scale must be in (0, 1000] (got {scale!r})")
+    if not (isinstance(shift, int | float) and -1000.0 <= shift <= 1000.0):
+        raise InvalidStoreInput(f"cosine_shift must be in [-1000, 1000] (got {shift!r})")
+    return ConvexWeights(float(w), float(half), float(scale), float(shift))
 
 
 def check_recorded_spec(record: dict[str, object], spec: CollectionSpec, where: str) -> None:

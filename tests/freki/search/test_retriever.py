@@ -70,8 +70,8 @@ def test_unknown_mode_is_an_error(retriever: Retriever) -> None:
         retriever.retrieve(Query("t", "pump", top_k=3, score_threshold=0.0, mode="fuzzy"))
 
 
-def test_hits_carry_payloads_loaded_after_fusion(retriever: Retriever) -> None:
-    """Hybrid candidates come back without payloads; every returned hit still has its own."""
+def test_hybrid_hits_carry_their_payloads(retriever: Retriever) -> None:
+    """Fusion runs in the engine, which returns the fused top with payloads: every hit has its own."""
     hits = retriever.retrieve(Query("t", "pump maintenance", top_k=4, score_threshold=0.0, mode="hybrid"))
     assert [h.document_id for h in hits][:1] == ["doc1"]
     assert all(h.payload["content"] == TEXTS[h.document_id[-1]][0] for h in hits)
@@ -80,19 +80,21 @@ def test_hits_carry_payloads_loaded_after_fusion(retriever: Retriever) -> None:
 def test_a_candidate_deleted_after_the_search_is_skipped_not_returned_empty(retriever: Retriever) -> None:
     """A document removed between the candidate search and the payload load (a concurrent delete)."""
     store = retriever.lanes[0].chunks
-    search_dense = store.search_dense
+    search_convex = store.search_convex
 
     def search_then_delete(*args, **kwargs):  # type: ignore[no-untyped-def]
-        hits = search_dense(*args, **kwargs)
+        hits = search_convex(*args, **kwargs)
         store.delete_where([FieldMatch("document_id", ("doc1",))])
         return hits
 
     racing = type("Racing", (), {  # the real store, with a delete racing the search
-        "search_dense": staticmethod(search_then_delete),
+        "search_convex": staticmethod(search_then_delete),
         "__getattr__": lambda self, name: getattr(store, name),
     })()
     retriever.lanes[0] = replace(retriever.lanes[0], chunks=racing)
-    # top_k=1 < candidates=2: the candidate lists carry no payloads, so doc1's is loaded after the delete.
-    hits = retriever.retrieve(Query("t", "pump maintenance", top_k=1, score_threshold=0.0, mode="hybrid"))
+    # Two query variants: their lists (candidates=2 > top_k=1) carry no payloads, so doc1's is loaded after the
+    # delete.
+    hits = retriever.retrieve(Query("t", "pump maintenance", top_k=1, score_threshold=0.0, mode="hybrid",
+                                    variants=("maintenance of the pump",)))
     assert [h.document_id for h in hits] == ["doc2"]  # the next candidate takes the deleted one's place
     assert hits[0].payload["content"] == TEXTS["2"][0]
