@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, generation_age_s
 from freki.store import ChunkPoint, FieldMatch, VectorStore
@@ -33,12 +34,22 @@ def document_filter(tenant: str, document_id: str) -> list[FieldMatch]:
     return [FieldMatch("tenant_id", (tenant,)), FieldMatch("document_id", (document_id,))]
 
 
+class SourceWriter(Protocol):
+    """Where kept sources go (``freki.ingest.sources.SourceStore``); written and retired with the chunks."""
+
+    store: VectorStore
+
+    def delete_generations(self, tenant: str, document_id: str, generations: Sequence[str]) -> None: ...
+    def retire(self, tenant: str, document_id: str, keep: str) -> None: ...
+    def delete(self, tenant: str, document_id: str) -> None: ...
+
+
 class Committer:
     """Writes, commits, retires and discards generations of documents."""
 
     def __init__(self, chunks: VectorStore, registry: DocumentRegistry, generations: Generations,
                  keys: KeyStore, *, shared_grace_s: float | None = None,
-                 on_change: Callable[[str], None] | None = None) -> None:
+                 on_change: Callable[[str], None] | None = None, sources: SourceWriter | None = None) -> None:
         """``shared_grace_s``: the collection is shared with other replicas (``store.shared``); a version
         nobody committed is someone else's work in progress until it is this old. ``on_change(tenant)``:
         called once a tenant's visible documents changed (caches drop its results)."""
@@ -48,10 +59,12 @@ class Committer:
         self.keys = keys
         self.shared_grace_s = shared_grace_s
         self.on_change = on_change or (lambda tenant: None)
+        self.sources = sources
 
     def commit(self, points: Sequence[ChunkPoint], record: DocumentRecord, previous: DocumentRecord | None,
-               *, stage: str) -> int:
-        """Write ``points`` (all of ``record.generation``), commit ``record``, retire ``previous``.
+               *, stage: str, source: Sequence[ChunkPoint] = ()) -> int:
+        """Write ``points`` (all of ``record.generation``) and the ``source`` pieces, commit ``record``, retire
+        ``previous``.
 
         Returns the number of old chunks deleted. If anything fails before the commit, what was written of
         the new generation is removed again and the previous version stays as it was.
@@ -61,6 +74,8 @@ class Committer:
         try:
             self.chunks.apply(upserts=points, delete_ids=[], payload_updates=[])
             fault_point(f"{stage}.chunks_written")
+            if source and self.sources is not None:
+                self.sources.store.upsert(source)
             self.registry.put(record)
         except BaseException:
             self.generations.show(generation)
@@ -83,6 +98,8 @@ class Committer:
                     FieldMatch(GENERATION, (generation,), exclude=True),
                 ])
                 fault_point(f"{stage}.old_deleted")
+                if self.sources is not None:
+                    self.sources.retire(record.tenant_id, record.document_id, generation)
                 if old:
                     self.keys.destroy([old])
             else:
@@ -105,6 +122,8 @@ class Committer:
         stale = tuple(g for g in present if g != record.generation
                       and (g == old or generation_age_s(g) > self.shared_grace_s))
         deleted = self.chunks.delete_where([*doc, FieldMatch(GENERATION, stale)]) if stale else 0
+        if self.sources is not None:
+            self.sources.delete_generations(record.tenant_id, record.document_id, stale)
         fault_point(f"{stage}.old_deleted")
         if stale or old:
             self.keys.destroy(list({*stale, *([old] if old else [])}))
@@ -118,6 +137,8 @@ class Committer:
     def discard(self, tenant: str, document_id: str, generation: str) -> None:
         """Remove a generation that was never committed (its chunks and key)."""
         self.chunks.delete_where([*document_filter(tenant, document_id), FieldMatch(GENERATION, (generation,))])
+        if self.sources is not None:
+            self.sources.delete_generations(tenant, document_id, [generation])
         self.keys.destroy([generation])
 
     def delete(self, tenant: str, document_id: str) -> int:
@@ -134,6 +155,8 @@ class Committer:
             fault_point("delete.record_deleted")
             deleted = self.chunks.delete_where(document_filter(tenant, document_id))
             fault_point("delete.chunks_deleted")
+            if self.sources is not None:
+                self.sources.delete(tenant, document_id)
             self.keys.destroy_document(tenant, document_id)
         finally:
             if generation:

@@ -1,0 +1,163 @@
+"""An *index*: the set of collections (chunks, registry, kept sources) built with one embedding configuration,
+and the stages that write and read them. ``build_index`` is the one factory; ``collection_names`` the one
+naming rule; ``embedding_config`` the one comparison of "which model(s) built it" (a blue/green model
+migration, ``freki.engine.blue_green``, builds a second index when it differs).
+
+Version 0 keeps the names of releases before migrations (``<collection>``, ``<collection>_documents``,
+``<collection>_sources``); version n > 0 is ``<collection>__v<n>`` with the same suffixes.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from freki.embed.embedder import Embedder
+from freki.embed.sparse import Bm25Params, SparseEncoder
+from freki.engine.config import ingest_limits, store_config
+from freki.ingest.caches import TokenCountCache
+from freki.ingest.chunking import SemanticChunker
+from freki.ingest.indexing import CHUNK_SEALED_FIELDS, Indexer
+from freki.ingest.limits import ChunkingConfig
+from freki.ingest.registry import RECORD_SEALED_FIELDS, DocumentRegistry
+from freki.ingest.sandbox import ParserSandbox
+from freki.ingest.sources import SOURCE_SEALED_FIELDS, SourceStore
+from freki.search.rerank import CrossEncoderReranker
+from freki.search.retrieval import RetrievalConfig, Retriever
+from freki.settings import FrekiSettings
+from freki.store import CollectionSpec, make_store
+from freki.store.edge import EdgeStore
+from freki.store.keys import KeyStore
+from freki.store.migrate import recorded_spec
+from freki.store.remote import RemoteStore
+from freki.store.sealed import Generations, SealedStore
+from wolf_service.tokens import get_token_counter
+
+log = logging.getLogger("freki.engine")
+
+
+@dataclass(frozen=True)
+class CollectionNames:
+    chunks: str
+    registry: str
+    sources: str
+
+    def all(self) -> tuple[str, str, str]:
+        return (self.chunks, self.registry, self.sources)
+
+
+def collection_names(settings: FrekiSettings, version: int) -> CollectionNames:
+    """The collections of index ``version``."""
+    base = settings.store.collection if version == 0 else f"{settings.store.collection}__v{version}"
+    return CollectionNames(base, f"{base}_documents", f"{base}_sources")
+
+
+def embedding_config(settings: FrekiSettings) -> str:
+    """What must match between the settings and an index for the index to serve them (today: the model name)."""
+    return settings.embedding_model
+
+
+def built_with(settings: FrekiSettings, version: int) -> str | None:
+    """The embedding configuration index ``version`` was built with, or None when it does not exist yet."""
+    store = make_store(store_config(settings))
+    try:
+        spec = recorded_spec(store, collection_names(settings, version).chunks)  # type: ignore[arg-type]
+    finally:
+        store.close()
+    return spec.embedding_model if spec is not None else None
+
+
+@dataclass
+class IndexSet:
+    """One index's stores and the stages over them."""
+
+    version: int
+    names: CollectionNames
+    embedder: Embedder
+    generations: Generations
+    chunks: SealedStore
+    registry_store: SealedStore
+    registry: DocumentRegistry
+    sources: SourceStore | None
+    sparse: SparseEncoder
+    indexer: Indexer
+    retriever: Retriever
+
+    @property
+    def model(self) -> str:
+        return self.embedder.identity.name
+
+    def close(self) -> None:
+        for store in (self.chunks, self.registry_store, *([self.sources.store] if self.sources else [])):
+            store.close()
+
+
+def build_index(
+    settings: FrekiSettings, version: int, embedder: Embedder, keys: KeyStore, *,
+    chunking: Callable[[], ChunkingConfig], sandbox: ParserSandbox, on_change: Callable[[str], None],
+    reranker: CrossEncoderReranker | None = None,
+) -> IndexSet:
+    """Open (creating if needed) index ``version`` with ``embedder``. ``chunking()``: the chunking in force."""
+    names = collection_names(settings, version)
+    seal = settings.gdpr.encrypt_payloads
+    cfg = store_config(settings)
+    grace = settings.store.orphan_grace_s if settings.store.shared else None
+    generations = Generations()
+    chunks = SealedStore(make_store(cfg), keys, CHUNK_SEALED_FIELDS if seal else (), generations)
+    chunks.ensure_collection(CollectionSpec(
+        name=names.chunks, dense_dim=embedder.dimension, embedding_model=embedder.identity.name,
+        keyword_indexes=tuple(f"metadata.{k}" for k in settings.store.indexed_metadata),
+        float_indexes=tuple(f"{field}.{k}" for k in settings.store.indexed_metadata
+                            for field in ("metadata_num", "metadata_date")),
+    ))
+    registry_store = SealedStore(make_store(cfg), keys, RECORD_SEALED_FIELDS if seal else ())
+    registry = DocumentRegistry(registry_store, names.registry)
+    if grace is not None:
+        chunks.committed = registry.committed
+    sources = SourceStore(SealedStore(make_store(cfg), keys, SOURCE_SEALED_FIELDS if seal else ()), names.sources,
+                          settings.reindex.max_source_bytes) if settings.reindex.keep_sources else None
+    counter = TokenCountCache(get_token_counter().count)
+    rs = settings.retrieval
+    sparse = SparseEncoder(Bm25Params(k1=rs.bm25_k1, b=rs.bm25_b, avgdl=rs.bm25_avgdl))
+    if rs.query_batch_max > 1:
+        embedder.enable_batching(rs.query_batch_max, rs.query_batch_wait_ms / 1000)
+    window_tokens = TokenCountCache(embedder.window_tokens)
+
+    def make_chunker(embed):  # type: ignore[no-untyped-def]
+        return SemanticChunker(chunking(), counter, embed, window_tokens, embedder.max_seq_length)
+
+    effective = make_chunker(embedder.embed).effective
+    log.info("index %s (%s): chunking configured %s, effective %s (model window %d word-pieces)", names.chunks,
+             embedder.identity.name, chunking(), effective, embedder.max_seq_length)
+    indexer = Indexer(
+        embedder=embedder, make_chunker=make_chunker, chunks=chunks, registry=registry, generations=generations,
+        keys=keys, sparse_encode=sparse, full_reindex_ratio=settings.full_reindex_ratio,
+        chunking_fingerprint=f"{effective!r} sparse={sparse.fingerprint}", sandbox=sandbox,
+        limits=ingest_limits(settings), shared_grace_s=grace, on_change=on_change, sources=sources,
+    )
+    retriever = Retriever(
+        embed_query=embedder.embed_query, chunks=chunks, sparse=sparse,
+        config=RetrievalConfig(
+            fusion=rs.fusion, sparse_weight=rs.sparse_weight, sparse_half_score=rs.sparse_half_score,
+            candidates=rs.candidates, rrf_k=rs.rrf_k, rerank_candidates=rs.rerank_candidates,
+        ),
+        reranker=reranker,
+    )
+    return IndexSet(version, names, embedder, generations, chunks, registry_store, registry, sources, sparse,
+                    indexer, retriever)
+
+
+def drop_index(settings: FrekiSettings, version: int) -> None:
+    """Delete index ``version``'s collections (closed first by the caller). Missing ones are skipped."""
+    store = make_store(store_config(settings))
+    try:
+        for name in collection_names(settings, version).all():
+            if isinstance(store, EdgeStore):
+                shutil.rmtree(store.data_dir / name, ignore_errors=True)
+            elif isinstance(store, RemoteStore) and store.has_collection(name):
+                store._client.delete_collection(name)
+    finally:
+        store.close()
+    log.info("dropped the collections of index %s", collection_names(settings, version).chunks)
