@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +36,7 @@ from freki.engine.reindex import input_from_source
 from freki.ingest.caches import embed_in_slices
 from freki.ingest.indexing import document_chunks
 from freki.ingest.parsing.errors import DocumentError
-from freki.ingest.registry import DocumentRecord, chunk_point_id, new_generation
+from freki.ingest.registry import DocumentRecord, DocumentRegistry, chunk_point_id, new_generation
 from freki.ingest.repair import repair
 from freki.settings import FrekiSettings
 from freki.store import ChunkPoint, FieldMatch
@@ -59,6 +60,20 @@ class MigrationStatus:
     documents_done: int
     documents_total: int
     error: str = ""
+
+
+def documents(registry: DocumentRegistry) -> Iterator[tuple[str, str]]:
+    """(tenant, document id) of every record, page by page. A record written or deleted while the pages are read
+    may come back without its payload: it is skipped here (such a document is marked, ``touch``, and migrated)."""
+    offset: str | None = None
+    while True:
+        points, offset = registry.store.scroll([], limit=256, offset=offset)
+        for point in points:
+            tenant, document_id = point.payload.get("tenant_id"), point.payload.get("document_id")
+            if isinstance(tenant, str) and isinstance(document_id, str):
+                yield tenant, document_id
+        if offset is None:
+            return
 
 
 class Engine(Protocol):
@@ -89,6 +104,7 @@ class BlueGreen:
         self._thread: threading.Thread | None = None
         self._target: IndexSet | None = None
         self._state, self._error, self._done, self._total, self._skipped = "", "", 0, 0, 0
+        self.switch_ms = 0.0  # how long writes were paused for the switch (the last migration's)
         if self._record is not None:
             if self._record.model_to != embedding_config(engine.settings):
                 log.warning("the interrupted migration to %r is abandoned: embedding_model is now %r",
@@ -174,11 +190,11 @@ class BlueGreen:
             self._target, self._state = target, "building"
             self._remove_deleted(target)
             self._total = engine.active.registry.count()
-            for old in engine.active.registry.everything():
+            for tenant, document_id in documents(engine.active.registry):
                 if engine.stopping:
                     return
                 with engine.writes.read():
-                    self._migrate(target, old.tenant_id, old.document_id)
+                    self._migrate(target, tenant, document_id)
                 self._done += 1
                 fault_point(f"migration.document.{self._done}")
                 if self._done % 100 == 0:
@@ -202,8 +218,7 @@ class BlueGreen:
     def _remove_deleted(self, target: IndexSet) -> None:
         """Documents in the new index that the serving one no longer has (deleted while no process ran)."""
         active = self._engine.active.registry
-        gone = [(r.tenant_id, r.document_id) for r in target.registry.everything()
-                if active.get(r.tenant_id, r.document_id) is None]
+        gone = [(tenant, doc) for tenant, doc in documents(target.registry) if active.get(tenant, doc) is None]
         for tenant, document_id in gone:
             with self._engine.writes.read():
                 self._migrate(target, tenant, document_id)
@@ -259,10 +274,11 @@ class BlueGreen:
             save_active(self._path, ActiveIndex(record.target))  # the switch
             fault_point("migration.switched")
             old = engine.swap_active(target)
+        self.switch_ms = (time.perf_counter() - paused) * 1000
         self._state = "done"
         log.info("migration to %r done: %d documents (%d already migrated before) in %.1f s; writes paused "
                  "%.0f ms for the switch", record.model_to, self._total, self._skipped, time.perf_counter() - started,
-                 (time.perf_counter() - paused) * 1000)
+                 self.switch_ms)
         time.sleep(engine.settings.reindex.switch_grace_s)
         with engine.serving.write():  # no request still reads the old index
             old.close()
