@@ -139,8 +139,10 @@ class FrekiEngine:
         """Index or re-index one document; stops (writing nothing) when ``deadline`` passes or Freki stops."""
         deadline = deadline.with_stop(self._stopping, "the server is shutting down")
         with self.writes.read():
-            result = self.indexer.index(doc, deadline, expect_generation=expect_generation)
-            self.blue_green.touch(doc.tenant_id, doc.document_id)
+            try:
+                result = self.indexer.index(doc, deadline, expect_generation=expect_generation)
+            finally:  # after the write (a migration re-reads it before its switch), even a failed one
+                self.blue_green.touch(doc.tenant_id, doc.document_id)
         if result.outcome == "updated":
             self.maintenance.touch()
         return result
@@ -170,9 +172,11 @@ class FrekiEngine:
             self._mark_purge()
         with self.writes.read(), self.indexer.document_lock(tenant, document_id):
             known = self.registry.get(tenant, document_id) is not None
-            deleted = self.indexer.committer.delete(tenant, document_id)
+            try:
+                deleted = self.indexer.committer.delete(tenant, document_id)
+            finally:
+                self.blue_green.touch(tenant, document_id)
             self.indexer.sentence_cache.forget(tenant, document_id)
-            self.blue_green.touch(tenant, document_id)
         if not known and not deleted:
             self._purge_marker.unlink(missing_ok=True)
             raise NotFound(f"document {document_id[:200]!r} is not indexed for tenant {tenant!r}")
