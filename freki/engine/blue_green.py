@@ -182,6 +182,7 @@ class BlueGreen:
         record = self._record
         assert record is not None
         started = time.perf_counter()
+        target: IndexSet | None = None
         try:
             engine = self._engine
             target = engine.open_index(record.target, record.model_to)
@@ -209,6 +210,9 @@ class BlueGreen:
         except Exception as exc:  # the old index keeps serving; a restart resumes
             self._state, self._error = "failed", str(exc)[:500]
             log.exception("the migration to %r failed; the old index keeps serving", record.model_to)
+            self._target = None
+            if target is not None:  # closed, so a new FullReindex(migrate_model) can start over
+                target.close()
 
     def _take_dirty(self) -> list[tuple[str, str]]:
         with self._guard:
