@@ -274,15 +274,16 @@ class BlueGreen:
         with engine.writes.write():
             for key in self._take_dirty():
                 self._migrate(target, *key)
+            log.info("migration to %r: switching after %d documents (%d already migrated before)",
+                     record.model_to, self._total, self._skipped)
             fault_point("migration.before_switch")
             save_active(self._path, ActiveIndex(record.target))  # the switch
             fault_point("migration.switched")
             old = engine.swap_active(target)
         self.switch_ms = (time.perf_counter() - paused) * 1000
         self._state = "done"
-        log.info("migration to %r done: %d documents (%d already migrated before) in %.1f s; writes paused "
-                 "%.0f ms for the switch", record.model_to, self._total, self._skipped, time.perf_counter() - started,
-                 self.switch_ms)
+        log.info("migration to %r done: %d documents in %.1f s; writes paused %.0f ms for the switch",
+                 record.model_to, self._total, time.perf_counter() - started, self.switch_ms)
         time.sleep(engine.settings.reindex.switch_grace_s)
         with engine.serving.write():  # no request still reads the old index
             old.close()

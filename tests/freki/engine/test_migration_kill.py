@@ -1,5 +1,6 @@
 """kill -9 in the middle of a blue/green model migration, then restart: the old index is what serves (the
-active-index record still names it) and the migration resumes where it was, then switches.
+active-index record still names it) and the migration resumes where it was; kill -9 right after the switch
+write: the restart serves the new index and drops the old one.
 
 Real ``freki serve`` processes, the packaged MiniLM and a second real model (its first 3 layers);
 ``WOLF_FAULT_POINT`` (``wolf_service.faults``) makes the server SIGKILL itself after the n-th document.
@@ -12,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
@@ -96,21 +96,22 @@ def test_kill_9_mid_migration_keeps_the_old_index_and_the_restart_resumes(tmp_pa
     record = json.loads((data / "active_index.json").read_text())
     assert record["version"] == 0 and record["migration"]["target"] == 1, "the old index is still the active one"
 
-    server = Server(new_config, log)  # resumes by itself
+    server = Server(new_config, log, fault="migration.switched")  # resumes by itself, dies after the switch
     first = server.status()
-    assert first.embedding_model in ("all-MiniLM-L6-v2", second)
     if first.embedding_model == "all-MiniLM-L6-v2":  # caught before the switch: the old index serves meanwhile
         assert first.migration.model_to == second and first.document_count == DOCS
         assert server.top("badger warden logbook weir") == "d1"
-    deadline = time.monotonic() + 120
-    while server.status().embedding_model != second:
-        assert time.monotonic() < deadline, server.status()
-        time.sleep(0.1)
+    assert server.proc.wait(120) == -signal.SIGKILL
+    assert json.loads((data / "active_index.json").read_text()) == {"version": 1, "migration": None}
+    assert (data / "qdrant" / "freki_chunks").exists(), "killed before the old index was dropped"
+
+    server = Server(new_config, log)
     status = server.status()
-    assert (status.collection, status.document_count, status.migration.state) == ("freki_chunks__v1", DOCS, "done")
+    assert (status.embedding_model, status.collection, status.document_count) == (second, "freki_chunks__v1", DOCS)
+    assert not status.HasField("migration")
     assert server.documents() == {f"d{i}" for i in range(DOCS)}
     assert server.top("badger warden logbook weir") == "d1"
     server.stop()
-    done = [line for line in log.read_text().splitlines() if "done:" in line and "migration to" in line]
-    assert len(done) == 1 and "(3 already migrated before)" in done[0], done
-    assert not (data / "qdrant" / "freki_chunks").exists(), "the old index was dropped after the switch"
+    switching = [line for line in log.read_text().splitlines() if "switching after" in line]
+    assert len(switching) == 1 and "(3 already migrated before)" in switching[0], switching
+    assert not (data / "qdrant" / "freki_chunks").exists(), "the restart dropped the replaced index"
