@@ -11,6 +11,7 @@ from wolf.v1 import common_pb2, freki_pb2
 
 from freki.api import graph
 from freki.api.validation import caller_filter, tenant_of
+from freki.engine.blue_green import MigrationStatus
 from freki.engine.models import ModelStatus
 from freki.ingest.indexing import IndexResult
 from freki.ingest.registry import DocumentRecord
@@ -198,3 +199,13 @@ def watch_status_fields(folders: Sequence[FolderStatus], queue_depth: int, tenan
             if f.tenant_id == tenant
         ],
     }
+
+
+def migration_status(status: MigrationStatus | None) -> freki_pb2.MigrationStatus | None:
+    """A model migration's progress, or None when there is none."""
+    if status is None:
+        return None
+    return freki_pb2.MigrationStatus(
+        state=status.state, model_from=status.model_from, model_to=status.model_to, started_at=status.started_at,
+        documents_done=status.documents_done, documents_total=status.documents_total, error=status.error,
+    )

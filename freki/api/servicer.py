@@ -143,6 +143,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             store_backend=status.store_backend,
             collection=status.collection,
             embedding_models=convert.model_statuses(status.models),
+            configured_embedding_model=status.configured_model,
+            migration=convert.migration_status(status.migration),
             **(convert.watch_status_fields(*self.watcher.status(), status_tenant) if self.watcher else {}),
         )
 
@@ -151,12 +153,21 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> freki_pb2.FullReindexResponse:
         started = time.perf_counter()
         validation.require_request_id(request.request_id)
+        if request.migrate_model:
+            migration = self.engine.blue_green.start()
+            return freki_pb2.FullReindexResponse(
+                request_id=request.request_id, migration=convert.migration_status(migration),
+                note=f"migrating every tenant's documents from {migration.model_from!r} to {migration.model_to!r} "
+                     "in the background; progress in GetIndexStatus",
+                duration_ms=int((time.perf_counter() - started) * 1000),
+            )
         if request.document_id:
             validation.require_document_id(request.document_id)
-        docs, chunks = self.engine.full_reindex(self._tenant(request.tenant_id), request.document_id)
+        report = self.engine.full_reindex(self._tenant(request.tenant_id), request.document_id)
         return freki_pb2.FullReindexResponse(
-            request_id=request.request_id, documents_reindexed=docs, chunks_embedded=chunks,
-            duration_ms=int((time.perf_counter() - started) * 1000),
+            request_id=request.request_id, documents_reindexed=report.documents, chunks_embedded=report.chunks,
+            documents_rechunked=report.rechunked, documents_reembedded_only=report.reembedded_only,
+            note=report.note, duration_ms=int((time.perf_counter() - started) * 1000),
         )
 
     def DeleteOwnerData(

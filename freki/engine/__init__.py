@@ -12,176 +12,156 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from freki.embed.embedder import Embedder
-from freki.embed.layout import EmbeddingLayout
-from freki.embed.sparse import Bm25Params, SparseEncoder
 from freki.engine import models
-from freki.engine.config import build_embedder, ingest_limits, master_key, sandbox_config, store_config
-from freki.engine.graph import EngineGraph
-from freki.engine.models import EngineStatus, ModelLane
-from freki.graph.store import LinkStore
-from freki.ingest.caches import TokenCountCache, embed_in_slices
-from freki.ingest.chunking import SemanticChunker
+from freki.engine.active_index import active_index_path, load_active
+from freki.engine.blue_green import BlueGreen
+from freki.engine.config import build_embedder, master_key, sandbox_config, store_config
+from freki.engine.index_set import IndexSet, build_index, built_with, drop_index, embedding_config
+from freki.engine.reindex import ReindexReport, full_reindex
+from freki.engine.status import EngineStatus
 from freki.ingest.deadline import NO_DEADLINE, Deadline
-from freki.ingest.indexing import (
-    CHUNK_SEALED_FIELDS,
-    Indexer,
-    IndexInput,
-    IndexResult,
-    document_chunks,
-)
-from freki.ingest.lanes import IndexLane
+from freki.ingest.indexing import IndexInput, IndexResult, document_chunks
 from freki.ingest.limits import ChunkingConfig
-from freki.ingest.registry import RECORD_SEALED_FIELDS, DocumentRecord, DocumentRegistry, generation_age_s
+from freki.ingest.registry import DocumentRecord, generation_age_s
 from freki.ingest.repair import RepairReport, repair
 from freki.ingest.sandbox import ParserSandbox
 from freki.search.rerank import CrossEncoderReranker
 from freki.search.result_cache import ResultCache, hit_bytes
-from freki.search.retrieval import Hits, Query, RetrievalConfig, Retriever
+from freki.search.retrieval import Hits, Query
 from freki.settings import FrekiSettings
-from freki.store import ChunkPoint, FieldMatch, StoredPoint, VectorStore, make_store
+from freki.store import FieldMatch, StoredPoint, VectorStore
 from freki.store.keys import KeyStore
 from freki.store.maintenance import Maintenance
 from freki.store.rwlock import ReadWriteLock
-from freki.store.sealed import Generations, SealedStore
-from wolf_service.errors import NotFound
+from wolf_service.errors import FailedPrecondition, NotFound
 from wolf_service.faults import fault_point
-from wolf_service.tokens import get_token_counter
 
 log = logging.getLogger("freki.engine")
 
 
 class FrekiEngine:
-    """Everything Freki does, independent of transport."""
+    """Everything Freki does, independent of transport.
+
+    It serves one *index* (``index_set.IndexSet``: the collections one embedding model built), named by the
+    active-index record. When ``embedding_model`` names another model than that index was built with, Freki
+    serves with the index's own model until a blue/green migration (``blue_green``, started by FullReindex
+    with ``migrate_model``) has built the new index and switched.
+    """
 
     def __init__(self, settings: FrekiSettings, *, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        self.embedder = embedder or build_embedder(settings)
-        store_cfg = store_config(settings)
-        seal = settings.gdpr.encrypt_payloads
+        self._given_embedder = embedder
+        self._models: dict[str, Embedder] = {}  # every model loaded, by name (``_load``)
+        self._models_lock = threading.Lock()
         self.keys = KeyStore(settings.gdpr.keys_path or Path(settings.data_dir) / "keys.sqlite",
                              master_key=master_key(settings))
+        self.active_index_path = active_index_path(settings.data_dir)
+        pointer = load_active(self.active_index_path)
         # store.shared: other replicas write this collection (docs/scaling.md)
         grace = settings.store.orphan_grace_s if settings.store.shared else None
-        self.generations = Generations()
-
-
-        def open_chunks() -> SealedStore:
-            return SealedStore(make_store(store_cfg), self.keys, CHUNK_SEALED_FIELDS if seal else (),
-                               self.generations)
-
-        self.chunks = open_chunks()
-        self.chunks.ensure_collection(models.chunk_collection_spec(settings, settings.store.collection, self.embedder))
-        # Type-specific models (docs/embedding-models.md): the layout asked for, and the one served.
-        self.configured_layout = EmbeddingLayout.from_routes(
-            self.embedder.identity.name, settings.embedding_models, settings.store.collection)
-        self.lanes: list[ModelLane]
-        self.lanes, self.layout = models.open_model_lanes(
-            settings, self.configured_layout, lambda model: build_embedder(settings, model), open_chunks)
-        self._registry_store = SealedStore(make_store(store_cfg), self.keys, RECORD_SEALED_FIELDS if seal else ())
-        self.registry = DocumentRegistry(self._registry_store, f"{settings.store.collection}_documents")
-        self._links_store = make_store(store_cfg)  # the knowledge graph's links (freki.graph.store)
-        links = LinkStore(self._links_store, f"{settings.store.collection}_links", self.registry.committed)
-        if grace is not None:
-            for store in self.chunk_stores:
-                store.committed = self.registry.committed
         self._stopping = threading.Event()
-        # Index calls share it; an erasure takes it alone, so no document of the owner is half-written meanwhile.
-        self._erasing = ReadWriteLock()
+        # Index and delete calls share it; an erasure or a migration's switch takes it alone.
+        self.writes = ReadWriteLock()
+        self.serving = ReadWriteLock()  # searches share it; closing a replaced index waits for them
         self._purge_marker = Path(settings.data_dir) / ".purge-pending"
         self._purge_lock, self._purge_guard = threading.Lock(), threading.Lock()
         self._purge_requests = self._purged_upto = 0
-        self.repair_report: RepairReport = repair(
-            self.chunk_stores, self.registry, self.keys, grace, settings.gdpr.drop_records_without_keys,
-            models={self.embedder.identity.name, *(lane.model for lane in self.lanes)})
-        if orphans := links.remove_orphans(lambda g: grace is None or generation_age_s(g) > grace):
-            self.repair_report.counts["orphan_link_points"] += orphans
-        if self._purge_marker.exists():  # an erasure was interrupted before its purge finished
-            self.purge()
         cfg = settings.chunking
         self.chunking = ChunkingConfig(
             max_tokens=cfg.max_tokens, min_tokens=cfg.min_tokens,
             overlap_tokens=cfg.overlap_tokens, similarity_threshold=cfg.similarity_threshold,
             boundary_signal=cfg.boundary_signal,
         )
-        counter = TokenCountCache(get_token_counter().count)
         rs = settings.retrieval
-        self.sparse = SparseEncoder(Bm25Params(k1=rs.bm25_k1, b=rs.bm25_b, avgdl=rs.bm25_avgdl))
-        if rs.query_batch_max > 1:
-            for embedder in self.embedders:
-                embedder.enable_batching(rs.query_batch_max, rs.query_batch_wait_ms / 1000)
-
-        def chunker_factory(embedder: Embedder):  # type: ignore[no-untyped-def]
-            window_tokens = TokenCountCache(embedder.window_tokens)
-
-            def make_chunker(embed):  # type: ignore[no-untyped-def]
-                return SemanticChunker(self.chunking, counter, embed, window_tokens, embedder.max_seq_length)
-            return make_chunker
-
-        make_chunker = chunker_factory(self.embedder)
-        effective = make_chunker(self.embedder.embed).effective
-        log.info("chunking: configured %s, effective %s (model window %d word-pieces)",
-                 self.chunking, effective, self.embedder.max_seq_length)
         self.sandbox = ParserSandbox(sandbox_config(settings))
-        self.graph = EngineGraph(settings, links, self.chunks, self.embedder.embed_query, self.sparse)
         self.results = ResultCache(0 if settings.store.shared else rs.result_cache_bytes)
-        self.indexer = Indexer(
-            embedder=self.embedder,
-            make_chunker=make_chunker,
-            chunks=self.chunks,
-            registry=self.registry,
-            generations=self.generations,
-            keys=self.keys,
-            sparse_encode=self.sparse,
-            full_reindex_ratio=settings.full_reindex_ratio,
-            chunking_fingerprint=f"{effective!r} sparse={self.sparse.fingerprint} links=1",
-            sandbox=self.sandbox,
-            limits=ingest_limits(settings),
-            shared_grace_s=grace,
-            on_change=self.results.invalidate,
-            companion=self.graph.links,
-            lanes=[IndexLane(lane.model, lane.embedder, chunker_factory(lane.embedder), lane.chunks)
-                   for lane in self.lanes],
-            layout=self.layout,
-        )
+        self._reranker = CrossEncoderReranker(rs.reranker_model, device=settings.embedding_device) \
+            if rs.reranker_model else None
+        for stale in (pointer.version - 1, *(() if pointer.migration else (pointer.version + 1,))):
+            if stale >= 0:
+                drop_index(settings, stale) if built_with(settings, stale) is not None else None
+        model = built_with(settings, pointer.version) or embedding_config(settings)
+        if model != embedding_config(settings) and pointer.migration is None:
+            log.warning("embedding_model is %r but the index was built with %r: serving with %r until a "
+                        "FullReindex with migrate_model moves the index to the new model",
+                        embedding_config(settings), model, model)
+        self.active = self.open_index(pointer.version, model)
+        try:
+            self.repair_report: RepairReport = repair(
+                self.active.chunk_stores, self.registry, self.keys, grace, settings.gdpr.drop_records_without_keys,
+                models={lane.identity.name for lane in self.active.embedders},
+                sources=self.active.sources, sweep_keys=pointer.migration is None)
+            orphans = self.graph.links.remove_orphans(lambda g: grace is None or generation_age_s(g) > grace)
+            self.repair_report.counts["orphan_link_points"] += orphans
+        except BaseException:
+            self.active.close()
+            self.keys.close()
+            raise
+        if self._purge_marker.exists():  # an erasure was interrupted before its purge finished
+            self.purge()
         self.maintenance = Maintenance(self.purge, settings.store.maintenance_interval_s)
-        self.retriever = Retriever(
-            embed_query=self.embedder.embed_query,
-            chunks=self.chunks,
-            sparse=self.sparse,
-            config=RetrievalConfig(
-                fusion=rs.fusion, sparse_weight=rs.sparse_weight, sparse_half_score=rs.sparse_half_score,
-                candidates=rs.candidates, rrf_k=rs.rrf_k, rerank_candidates=rs.rerank_candidates,
-            ),
-            reranker=CrossEncoderReranker(rs.reranker_model, device=settings.embedding_device)
-            if rs.reranker_model else None,
-            lanes=models.search_lanes(self.embedder, self.lanes),
-            model=self.embedder.identity.name,
-        )
+        self.blue_green = BlueGreen(self, pointer)
 
-    @property
-    def embedders(self) -> list[Embedder]:
-        """Every embedding model in use, the standard one first."""
-        return [self.embedder, *(lane.embedder for lane in self.lanes)]
+    def open_index(self, version: int, model: str) -> IndexSet:
+        """Open index ``version`` with ``model`` as its standard model (the given embedder when it is that
+        model); models are loaded once per process, so two indexes (a migration) share the type-specific ones."""
+        return build_index(self.settings, version, self._load(model), self.keys, chunking=lambda: self.chunking,
+                           sandbox=self.sandbox, on_change=self.results.invalidate, reranker=self._reranker,
+                           load_model=self._load)
 
-    @property
-    def chunk_stores(self) -> list[SealedStore]:
-        """Every model's chunk collection, the standard one first."""
-        return [self.chunks, *(lane.chunks for lane in self.lanes)]
+    def _load(self, model: str) -> Embedder:
+        with self._models_lock:
+            if model not in self._models:
+                given = self._given_embedder
+                self._models[model] = given if given is not None and given.identity.name == model \
+                    else build_embedder(self.settings, model)
+            return self._models[model]
+
+    def swap_active(self, index: IndexSet) -> IndexSet:
+        """Serve from ``index`` from now on (a migration's switch); returns the index replaced."""
+        old, self.active = self.active, index
+        with self._models_lock:  # the replaced index keeps its own references while it drains
+            self._models = {e.identity.name: e for e in index.embedders}
+        return old
+
+    # The serving index's parts (the layers above and the tests use these names).
+    embedder = property(lambda self: self.active.embedder)
+    chunks = property(lambda self: self.active.chunks)
+    registry = property(lambda self: self.active.registry)
+    indexer = property(lambda self: self.active.indexer)
+    retriever = property(lambda self: self.active.retriever)
+    sparse = property(lambda self: self.active.sparse)
+    generations = property(lambda self: self.active.generations)
+    graph = property(lambda self: self.active.graph)
+    lanes = property(lambda self: self.active.lanes)
+    layout = property(lambda self: self.active.layout)
+    chunk_stores = property(lambda self: self.active.chunk_stores)
+    embedders = property(lambda self: self.active.embedders)
+    stopping = property(lambda self: self._stopping.is_set())
 
     # -- documents -------------------------------------------------------------------------
-    def index(self, doc: IndexInput, deadline: Deadline = NO_DEADLINE) -> IndexResult:
+    def index(self, doc: IndexInput, deadline: Deadline = NO_DEADLINE, *,
+              expect_generation: str | None = None) -> IndexResult:
         """Index or re-index one document; stops (writing nothing) when ``deadline`` passes or Freki stops."""
         deadline = deadline.with_stop(self._stopping, "the server is shutting down")
-        with self._erasing.read():
-            result = self.indexer.index(doc, deadline)
+        with self.writes.read():
+            try:
+                result = self.indexer.index(doc, deadline, expect_generation=expect_generation)
+            finally:  # after the write (a migration re-reads it before its switch), even a failed one
+                self.blue_green.touch(doc.tenant_id, doc.document_id)
         if result.outcome == "updated":
             self.maintenance.touch()
         return result
 
     def retrieve(self, query: Query) -> Hits:
         """Search within the query's tenant (answered from the result cache when it can be)."""
-        return self.results.lookup(query.tenant_id, repr(query),
-                                   lambda: self.graph.after_retrieval(query, self.retriever.retrieve(query)),
+        def search() -> Hits:
+            with self.serving.read():
+                index = self.active
+                return index.graph.after_retrieval(query, index.retriever.retrieve(query))
+
+        # Keyed by index version: after a migration's switch, no result of the old index is served.
+        return self.results.lookup(query.tenant_id, f"v{self.active.version} {query!r}", search,
                                    lambda hit: hit_bytes(hit.payload))
 
     def get_document(self, tenant: str, document_id: str) -> DocumentRecord:
@@ -197,9 +177,12 @@ class FrekiEngine:
         (``gdpr.purge_on_erase``). NotFound when there was nothing at all."""
         if erase:
             self._mark_purge()
-        with self.indexer.document_lock(tenant, document_id):
+        with self.writes.read(), self.indexer.document_lock(tenant, document_id):
             known = self.registry.get(tenant, document_id) is not None
-            deleted = self.indexer.committer.delete(tenant, document_id)
+            try:
+                deleted = self.indexer.committer.delete(tenant, document_id)
+            finally:
+                self.blue_green.touch(tenant, document_id)
             self.indexer.sentence_cache.forget(tenant, document_id)
         if not known and not deleted:
             self._purge_marker.unlink(missing_ok=True)
@@ -216,26 +199,20 @@ class FrekiEngine:
         return [p for store in stores for p in document_chunks(store, tenant, document_id, with_vectors=with_vectors)]
 
     def store_of(self, model: str) -> VectorStore:
-        """The collection of ``model``'s chunks (the standard one for a model not loaded)."""
-        return self.indexer.router.store_of(model)
+        """The collection of ``model``'s chunks in the serving index (the standard one for a model not loaded)."""
+        return self.active.store_of(model)
 
-    def full_reindex(self, tenant: str, document_id: str = "") -> tuple[int, int]:
-        """Re-embed stored chunk texts with each document's model; returns (documents, chunks)."""
-        records = [self.get_document(tenant, document_id)] if document_id else list(self.registry.iterate(tenant))
-        chunks_done = 0
-        for record in records:
-            doc_id = record.document_id
-            lane = self.indexer.router.lanes.get(record.embedding_model, self.indexer.router.standard)
-            points = document_chunks(lane.chunks, tenant, doc_id)
-            vectors = embed_in_slices(lane.embedder.embed, [str(p.payload.get("content", "")) for p in points])
-            sparse = self.indexer.sparse_of_points(points)
-            lane.chunks.upsert([
-                ChunkPoint(id=p.id, dense=v.tolist(), sparse=s, payload=p.payload)
-                for p, v, s in zip(points, vectors, sparse, strict=True)
-            ])
-            chunks_done += len(points)
-            self.results.invalidate(tenant)
-        return len(records), chunks_done
+    def full_reindex(self, tenant: str, document_id: str = "") -> ReindexReport:
+        """Re-chunk each document (one, or all of the tenant) from its kept source with the current settings;
+        without a kept source, re-embed its stored chunk texts (see ``freki.engine.reindex``)."""
+        if self.blue_green.running:
+            raise FailedPrecondition("a model migration is running; FullReindex waits until it has switched")
+        if document_id:
+            records = [self.get_document(tenant, document_id)]
+        else:
+            records = list(self.registry.iterate(tenant))
+        return full_reindex(self.active, records, lambda doc, gen: self.index(doc, expect_generation=gen),
+                            self.results.invalidate)
 
     # -- GDPR ------------------------------------------------------------------------------
     def delete_owner(self, tenant: str, owner_id: str, records: list[DocumentRecord]) -> tuple[int, int]:
@@ -245,7 +222,7 @@ class FrekiEngine:
         Waits for index calls in progress; the owner's keys are destroyed (their text is shredded) and,
         with ``gdpr.purge_on_erase``, the engine's files are purged before this returns."""
         self._mark_purge()
-        with self._erasing.write():
+        with self.writes.write():
             for record in records:
                 self.generations.hide(record.generation)
             try:
@@ -254,6 +231,9 @@ class FrekiEngine:
                 owner = [FieldMatch("tenant_id", (tenant,)), FieldMatch("owner_id", (owner_id,))]
                 chunks = sum(store.delete_where(owner) for store in self.chunk_stores)
                 self.graph.links.delete_owner(tenant, owner_id)
+                if self.active.sources is not None:
+                    self.active.sources.delete_owner(tenant, owner_id)
+                self.blue_green.erase_owner(tenant, owner_id)
                 self.keys.destroy_owner(tenant, owner_id)
             finally:
                 for record in records:
@@ -277,10 +257,13 @@ class FrekiEngine:
                 return True
             with self._purge_guard:
                 covers = self._purge_requests
-            registry = threading.Thread(target=self._registry_store.purge, name="freki-purge-registry")
+            index = self.active
+            companions = [index.registry_store, index.links_store, *([index.sources.store] if index.sources else [])]
+            registry = threading.Thread(target=lambda: [store.purge() for store in companions],
+                                        name="freki-purge-registry")
             registry.start()
             try:
-                done = all([store.purge() for store in [*self.chunk_stores, self._links_store]])
+                done = all([store.purge() for store in index.chunk_stores])
             finally:
                 registry.join()
             self._purged_upto = covers
@@ -306,15 +289,18 @@ class FrekiEngine:
     # -- status ----------------------------------------------------------------------------
     def status(self, tenant: str | None) -> EngineStatus:
         """Counts for one tenant (or all) and the configuration in force."""
-        statuses = models.model_statuses(self.configured_layout, self.embedder, self.chunks, self.lanes, self.registry,
-                                tenant)
+        index = self.active
+        statuses = models.model_statuses(index.configured_layout, index.embedder, index.chunks, index.lanes,
+                                         index.registry, tenant)
         return EngineStatus(
             document_count=self.registry.count(tenant),
             chunk_count=sum(m.chunk_count for m in statuses),
             embedding_model=self.embedder.identity.name,
             embedding_dimension=self.embedder.dimension,
             store_backend=self.chunks.backend,
-            collection=self.settings.store.collection,
+            collection=self.active.names.chunks,
+            configured_model=embedding_config(self.settings),
+            migration=self.blue_green.status(),
             models=tuple(statuses),
         )
 
@@ -326,11 +312,9 @@ class FrekiEngine:
     def close(self) -> None:
         """Stop work in progress, then flush and release the stores and the key store."""
         self.stop_work()
+        self.blue_green.stop()
         self.maintenance.stop()
-        for store in self.chunk_stores:
-            store.close()
-        self._registry_store.close()
-        self._links_store.close()
+        self.active.close()
         self.keys.close()
 
 

@@ -49,19 +49,6 @@ class ModelStatus:
     available: bool
 
 
-@dataclass(frozen=True)
-class EngineStatus:
-    """Counts and configuration reported by GetIndexStatus."""
-
-    document_count: int
-    chunk_count: int
-    embedding_model: str
-    embedding_dimension: int
-    store_backend: str
-    collection: str
-    models: tuple[ModelStatus, ...] = ()
-
-
 def chunk_collection_spec(settings: FrekiSettings, name: str, embedder: Embedder) -> CollectionSpec:
     """The spec of a chunk collection for ``embedder``'s vectors (payload indexes as configured)."""
     indexed = settings.store.indexed_metadata

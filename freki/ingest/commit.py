@@ -46,6 +46,16 @@ class Companion(Protocol):
     def delete(self, tenant: str, document_id: str) -> None: ...
 
 
+class SourceWriter(Protocol):
+    """Where kept sources go (``freki.ingest.sources.SourceStore``); written and retired with the chunks."""
+
+    store: VectorStore
+
+    def delete_generations(self, tenant: str, document_id: str, generations: Sequence[str]) -> None: ...
+    def retire(self, tenant: str, document_id: str, keep: str) -> None: ...
+    def delete(self, tenant: str, document_id: str) -> None: ...
+
+
 class Committer:
     """Writes, commits, retires and discards generations of documents."""
 
@@ -53,7 +63,7 @@ class Committer:
                  keys: KeyStore, *, shared_grace_s: float | None = None,
                  on_change: Callable[[str], None] | None = None, companion: Companion | None = None,
                  store_of: Callable[[str], VectorStore] | None = None,
-                 stores: Sequence[VectorStore] = ()) -> None:
+                 stores: Sequence[VectorStore] = (), sources: SourceWriter | None = None) -> None:
         """``shared_grace_s``: the collection is shared with other replicas (``store.shared``); a version
         nobody committed is someone else's work in progress until it is this old. ``on_change(tenant)``:
         called once a tenant's visible documents changed (caches drop its results). ``store_of(model)``:
@@ -68,10 +78,12 @@ class Committer:
         self.shared_grace_s = shared_grace_s
         self.on_change = on_change or (lambda tenant: None)
         self.companion = companion
+        self.sources = sources
 
     def commit(self, points: Sequence[ChunkPoint], record: DocumentRecord, previous: DocumentRecord | None,
-               *, stage: str, links: Sequence[Link] = ()) -> int:
-        """Write ``points`` (all of ``record.generation``), commit ``record``, retire ``previous``.
+               *, stage: str, links: Sequence[Link] = (), source: Sequence[ChunkPoint] = ()) -> int:
+        """Write ``points`` (all of ``record.generation``), its ``links`` and the ``source`` pieces, commit
+        ``record``, retire ``previous``.
 
         Returns the number of old chunks deleted. If anything fails before the commit, what was written of
         the new generation is removed again and the previous version stays as it was.
@@ -85,6 +97,8 @@ class Committer:
                                      record.source, record.metadata, links)
             chunks.apply(upserts=points, delete_ids=[], payload_updates=[])
             fault_point(f"{stage}.chunks_written")
+            if source and self.sources is not None:
+                self.sources.store.upsert(source)
             self.registry.put(record)
         except BaseException:
             self.generations.show(generation)
@@ -108,6 +122,8 @@ class Committer:
                     FieldMatch(GENERATION, (generation,), exclude=True),
                 ])
                 fault_point(f"{stage}.old_deleted")
+                if self.sources is not None:
+                    self.sources.retire(record.tenant_id, record.document_id, generation)
                 if old:
                     self.keys.destroy([old])
                 if self.companion is not None:
@@ -144,6 +160,8 @@ class Committer:
         stale = tuple(g for g in present if g != record.generation
                       and (g == old or generation_age_s(g) > self.shared_grace_s))
         deleted = chunks.delete_where([*doc, FieldMatch(GENERATION, stale)]) if stale else 0
+        if self.sources is not None:
+            self.sources.delete_generations(record.tenant_id, record.document_id, stale)
         fault_point(f"{stage}.old_deleted")
         if stale or old:
             self.keys.destroy(list({*stale, *([old] if old else [])}))
@@ -158,9 +176,11 @@ class Committer:
         return deleted
 
     def discard(self, tenant: str, document_id: str, generation: str, model: str = "") -> None:
-        """Remove a generation that was never committed (its chunks, in ``model``'s collection, and key)."""
+        """Remove a generation that was never committed (its chunks, in ``model``'s collection, source and key)."""
         self.store_of(model).delete_where([*document_filter(tenant, document_id),
                                            FieldMatch(GENERATION, (generation,))])
+        if self.sources is not None:
+            self.sources.delete_generations(tenant, document_id, [generation])
         self.keys.destroy([generation])
         if self.companion is not None:
             self.companion.discard(tenant, document_id, generation)
@@ -181,6 +201,8 @@ class Committer:
             fault_point("delete.chunks_deleted")
             if self.companion is not None:
                 self.companion.delete(tenant, document_id)
+            if self.sources is not None:
+                self.sources.delete(tenant, document_id)
             self.keys.destroy_document(tenant, document_id)
         finally:
             if generation:

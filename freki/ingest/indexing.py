@@ -33,6 +33,7 @@ from freki.ingest.parsing import ParsedDocument, ParseLimits, parse_document
 from freki.ingest.quotas import MetadataLimits, check_chunk_count, check_metadata
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, chunk_point_id, new_generation
 from freki.ingest.sandbox import ParserSandbox
+from freki.ingest.sources import KeptSource, SourceStore
 from freki.store import ChunkPoint, SparseVector, StoredPoint, VectorStore
 from freki.store.keys import KeyStore
 from freki.store.metadata import Metadata, typed_fields
@@ -124,6 +125,7 @@ class Indexer:
         companion: Companion | None = None,
         lanes: Sequence[IndexLane] = (),
         layout: EmbeddingLayout | None = None,
+        sources: SourceStore | None = None,
     ) -> None:
         """``embedder``, ``make_chunker`` and ``chunks`` make the standard model's lane; ``lanes`` are the
         type-specific models' and ``layout`` routes document types to them (``freki.ingest.lanes``)."""
@@ -137,9 +139,10 @@ class Indexer:
         self.sentence_cache = sentence_cache or SentenceVectorCache()
         self.sandbox = sandbox
         self.limits = limits or IngestLimits()
+        self.sources = sources
         self.committer = Committer(chunks, registry, generations, keys, shared_grace_s=shared_grace_s,
                                    on_change=on_change, companion=companion, store_of=self.router.store_of,
-                                   stores=self.router.stores)
+                                   stores=self.router.stores, sources=sources)
         self._locks = LockTable()
 
     def sparse_encode(self, texts: Sequence[str]) -> list[SparseVector | None]:
@@ -164,8 +167,12 @@ class Indexer:
         ).encode())
         return h.hexdigest()
 
-    def index(self, doc: IndexInput, deadline: Deadline = NO_DEADLINE) -> IndexResult:
+    def index(self, doc: IndexInput, deadline: Deadline = NO_DEADLINE, *,
+              expect_generation: str | None = None) -> IndexResult:
         """Index or re-index one document; a no-op when its content is unchanged.
+
+        ``expect_generation``: only if the committed version is still this one (FullReindex from a kept
+        source); otherwise nothing is written and the outcome is "superseded".
 
         Raises:
             DocumentError / InvalidArgument: the document is refused (the message names the limit).
@@ -176,6 +183,8 @@ class Indexer:
         with self.document_lock(*key):
             digest = self.content_hash(doc)
             existing = self._registry.get(doc.tenant_id, doc.document_id)
+            if expect_generation is not None and (existing is None or existing.generation != expect_generation):
+                return IndexResult(doc.document_id, "superseded", 0, 0, 0, 0, False, digest, _ms(started))
             if existing and existing.content_hash == digest and not doc.force_full_reindex:
                 return IndexResult(doc.document_id, "unchanged", existing.chunk_count, 0,
                                    existing.chunk_count, 0, False, digest, _ms(started))
@@ -254,8 +263,10 @@ class Indexer:
             embedding_model=lane.model, metadata=metadata, generation=generation,
             embedding_dimension=lane.embedder.dimension, document_type=document_type,
         )
+        source = self.sources.points(doc.tenant_id, owner, doc.document_id, generation, KeptSource(
+            doc.data, doc.source, doc.content_type, doc.metadata, doc.owner_id)) if self.sources is not None else []
         self.committer.commit(points, record, existing, stage="update" if existing else "create",
-                              links=parsed.links)
+                              links=parsed.links, source=source)
         new_hashes = {c.hash for c in chunks}
         return IndexResult(
             document_id=doc.document_id,

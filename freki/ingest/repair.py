@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from freki.ingest.commit import document_filter
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, generation_age_s
+from freki.ingest.sources import SourceStore
 from freki.store import FieldMatch, VectorStore
 from freki.store.errors import KeyStoreMismatch
 from freki.store.keys import KeyStore
@@ -42,7 +43,8 @@ class RepairReport:
 
 def repair(chunks: VectorStore | Sequence[VectorStore], registry: DocumentRegistry, keys: KeyStore,
            shared_grace_s: float | None = None, drop_unknown_keys: bool = False,
-           models: set[str] | None = None) -> RepairReport:
+           models: set[str] | None = None, *,
+           sources: SourceStore | None = None, sweep_keys: bool = True) -> RepairReport:
     """Run the pass (before the server takes requests); see the module docstring.
 
     ``chunks``: the chunk collection, or every embedding model's (``freki.embed.layout``). ``models``: the
@@ -91,6 +93,12 @@ def repair(chunks: VectorStore | Sequence[VectorStore], registry: DocumentRegist
                     document_filter(record.tenant_id, record.document_id))
             report.removed_documents.append((record.tenant_id, record.document_id))
             committed.pop(generation)
+    if sources is not None and shared_grace_s is None:
+        report.counts["orphan_source_pieces"] += sources.remove_orphans(set(committed))
+    if not sweep_keys:  # another index (a model migration's) shares the key store: its keys are not orphans
+        report.counts = Counter({k: v for k, v in report.counts.items() if v})
+        log.info("consistency pass: %s", report.describe())
+        return report
     stray = [k for k in keys.ids() if abandoned(k)]
     report.counts["orphan_keys"] += keys.destroy(stray)
     if shared_grace_s is None:  # every record sealed under a destroyed key is gone now (replicas may still erase)

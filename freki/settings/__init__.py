@@ -156,6 +156,18 @@ class GdprSettings(BaseModel):
     drop_records_without_keys: bool = False
 
 
+class ReindexSettings(BaseModel):
+    """Kept sources (FullReindex re-chunks from them) and the blue/green model migration (docs/reindex.md)."""
+
+    # Keep each document's source bytes, sealed under its version's key (shredded with it), so FullReindex and a
+    # model migration can re-parse and re-chunk. Off: FullReindex re-embeds the stored chunk texts (and says so).
+    keep_sources: bool = True
+    # Documents larger than this are indexed but their source is not kept (they fall back to re-embedding).
+    max_source_bytes: int = Field(16 * 1024 * 1024, ge=1)
+    # Seconds the old index stays open after a model migration's switch (requests still using it finish).
+    switch_grace_s: float = Field(5.0, ge=0.0, le=600.0)
+
+
 # Editors' temporary and backup files, hidden files and folders (".git"), partial downloads.
 DEFAULT_WATCH_EXCLUDES = filetypes.DEFAULT_EXCLUDES  # shared with `odin index`
 
@@ -246,6 +258,7 @@ class FrekiSettings(FileSettings):
     limits: LimitsSettings = LimitsSettings()
     gdpr: GdprSettings = GdprSettings()
     graph: GraphSettings = GraphSettings()
+    reindex: ReindexSettings = ReindexSettings()
 
     # Requests above these limits are refused with INVALID_ARGUMENT.
     max_prompt_chars: int = Field(1_000_000, ge=1)

@@ -38,7 +38,8 @@ def move_document(engine: FrekiEngine, tenant: str, old_id: str, new_id: str, *,
     if old_id == new_id:
         return 0
     first, second = sorted([old_id, new_id])  # fixed order: two moves in opposite directions cannot deadlock
-    with engine.indexer.document_lock(tenant, first), engine.indexer.document_lock(tenant, second):
+    with engine.writes.read(), engine.indexer.document_lock(tenant, first), \
+            engine.indexer.document_lock(tenant, second):
         record = engine.registry.get(tenant, old_id)
         if record is None:
             return 0
@@ -60,6 +61,8 @@ def move_document(engine: FrekiEngine, tenant: str, old_id: str, new_id: str, *,
         engine.indexer.committer.commit(upserts, moved, previous, stage="move")
         engine.indexer.committer.delete(tenant, old_id)
         engine.indexer.sentence_cache.rename(tenant, old_id, new_id)
+        engine.blue_green.touch(tenant, old_id)  # a model migration re-reads both before its switch
+        engine.blue_green.touch(tenant, new_id)
     log.info("moved %d chunks of %r to %r without re-embedding", len(upserts), old_id, new_id)
     return len(upserts)
 

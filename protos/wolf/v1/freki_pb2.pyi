@@ -275,7 +275,7 @@ class WatchFolderStatus(_message.Message):
     def __init__(self, path: _Optional[str] = ..., files_indexed: _Optional[int] = ..., files_pending: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ...) -> None: ...
 
 class IndexStatus(_message.Message):
-    __slots__ = ("document_count", "chunk_count", "embedding_model", "embedding_dimension", "store_backend", "collection", "watch_folders", "queue_depth", "embedding_models")
+    __slots__ = ("document_count", "chunk_count", "embedding_model", "embedding_dimension", "store_backend", "collection", "watch_folders", "queue_depth", "embedding_models", "migration", "configured_embedding_model")
     DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
     CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -285,6 +285,8 @@ class IndexStatus(_message.Message):
     WATCH_FOLDERS_FIELD_NUMBER: _ClassVar[int]
     QUEUE_DEPTH_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODELS_FIELD_NUMBER: _ClassVar[int]
+    MIGRATION_FIELD_NUMBER: _ClassVar[int]
+    CONFIGURED_EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
     document_count: int
     chunk_count: int
     embedding_model: str
@@ -294,7 +296,9 @@ class IndexStatus(_message.Message):
     watch_folders: _containers.RepeatedCompositeFieldContainer[WatchFolderStatus]
     queue_depth: int
     embedding_models: _containers.RepeatedCompositeFieldContainer[EmbeddingModelStatus]
-    def __init__(self, document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dimension: _Optional[int] = ..., store_backend: _Optional[str] = ..., collection: _Optional[str] = ..., watch_folders: _Optional[_Iterable[_Union[WatchFolderStatus, _Mapping]]] = ..., queue_depth: _Optional[int] = ..., embedding_models: _Optional[_Iterable[_Union[EmbeddingModelStatus, _Mapping]]] = ...) -> None: ...
+    migration: MigrationStatus
+    configured_embedding_model: str
+    def __init__(self, document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dimension: _Optional[int] = ..., store_backend: _Optional[str] = ..., collection: _Optional[str] = ..., watch_folders: _Optional[_Iterable[_Union[WatchFolderStatus, _Mapping]]] = ..., queue_depth: _Optional[int] = ..., embedding_models: _Optional[_Iterable[_Union[EmbeddingModelStatus, _Mapping]]] = ..., migration: _Optional[_Union[MigrationStatus, _Mapping]] = ..., configured_embedding_model: _Optional[str] = ...) -> None: ...
 
 class EmbeddingModelStatus(_message.Message):
     __slots__ = ("model", "dimension", "collection", "document_count", "chunk_count", "document_types", "standard", "available")
@@ -316,27 +320,55 @@ class EmbeddingModelStatus(_message.Message):
     available: bool
     def __init__(self, model: _Optional[str] = ..., dimension: _Optional[int] = ..., collection: _Optional[str] = ..., document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., document_types: _Optional[_Iterable[str]] = ..., standard: _Optional[bool] = ..., available: _Optional[bool] = ...) -> None: ...
 
+class MigrationStatus(_message.Message):
+    __slots__ = ("state", "model_from", "model_to", "started_at", "documents_done", "documents_total", "error")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FROM_FIELD_NUMBER: _ClassVar[int]
+    MODEL_TO_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_DONE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    state: str
+    model_from: str
+    model_to: str
+    started_at: str
+    documents_done: int
+    documents_total: int
+    error: str
+    def __init__(self, state: _Optional[str] = ..., model_from: _Optional[str] = ..., model_to: _Optional[str] = ..., started_at: _Optional[str] = ..., documents_done: _Optional[int] = ..., documents_total: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+
 class FullReindexRequest(_message.Message):
-    __slots__ = ("request_id", "tenant_id", "document_id")
+    __slots__ = ("request_id", "tenant_id", "document_id", "migrate_model")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    MIGRATE_MODEL_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     tenant_id: str
     document_id: str
-    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ...) -> None: ...
+    migrate_model: bool
+    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ..., migrate_model: _Optional[bool] = ...) -> None: ...
 
 class FullReindexResponse(_message.Message):
-    __slots__ = ("request_id", "documents_reindexed", "chunks_embedded", "duration_ms")
+    __slots__ = ("request_id", "documents_reindexed", "chunks_embedded", "duration_ms", "documents_rechunked", "documents_reembedded_only", "note", "migration")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTS_REINDEXED_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_EMBEDDED_FIELD_NUMBER: _ClassVar[int]
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_RECHUNKED_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_REEMBEDDED_ONLY_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    MIGRATION_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     documents_reindexed: int
     chunks_embedded: int
     duration_ms: int
-    def __init__(self, request_id: _Optional[str] = ..., documents_reindexed: _Optional[int] = ..., chunks_embedded: _Optional[int] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+    documents_rechunked: int
+    documents_reembedded_only: int
+    note: str
+    migration: MigrationStatus
+    def __init__(self, request_id: _Optional[str] = ..., documents_reindexed: _Optional[int] = ..., chunks_embedded: _Optional[int] = ..., duration_ms: _Optional[int] = ..., documents_rechunked: _Optional[int] = ..., documents_reembedded_only: _Optional[int] = ..., note: _Optional[str] = ..., migration: _Optional[_Union[MigrationStatus, _Mapping]] = ...) -> None: ...
 
 class DeleteOwnerDataRequest(_message.Message):
     __slots__ = ("request_id", "tenant_id", "owner_id")

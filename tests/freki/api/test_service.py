@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import time
 import uuid
 
 import grpc
@@ -10,9 +10,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from wolf.v1 import common_pb2, freki_pb2
 
-from freki.embed.embedder import ModelIdentity
 from freki.engine import FrekiEngine
-from freki.store import EmbeddingModelMismatch
+from freki.ingest.indexing import IndexInput
 from tests.freki.api.corpus import ASTRO_DOC, BAKERY_DOC, GERI_DOC
 from tests.freki.conftest import freki_settings
 
@@ -240,15 +239,25 @@ def test_health_reports_serving(freki_server) -> None:  # type: ignore[no-untype
             assert resp.status == health_pb2.HealthCheckResponse.SERVING
 
 
-def test_mismatched_embedding_model_is_refused(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
+def test_a_changed_embedding_model_serves_the_old_index_and_a_failed_migration_changes_nothing(  # type: ignore[no-untyped-def]
+        tmp_path, embedder) -> None:
     settings = freki_settings(tmp_path)
-    FrekiEngine(settings, embedder=embedder).close()
-    other = copy.copy(embedder)
-    other.identity = ModelIdentity(name="paraphrase-multilingual-MiniLM-L12-v2", dimension=embedder.dimension)
-    with pytest.raises(EmbeddingModelMismatch) as err:
-        FrekiEngine(settings, embedder=other)
-    assert err.value.grpc_code == grpc.StatusCode.FAILED_PRECONDITION
-    assert "all-MiniLM-L6-v2" in str(err.value) and "paraphrase-multilingual" in str(err.value)
+    engine = FrekiEngine(settings, embedder=embedder)
+    engine.index(IndexInput(tenant_id="default", document_id="a.md", data="Quokkas smile for photographs."))
+    engine.close()
+    engine = FrekiEngine(freki_settings(tmp_path, embedding_model="/nonexistent/model"), embedder=embedder)
+    try:
+        status = engine.status(None)
+        assert (status.embedding_model, status.configured_model) == ("all-MiniLM-L6-v2", "/nonexistent/model")
+        engine.blue_green.start()
+        deadline = time.monotonic() + 60
+        while (migration := engine.blue_green.status()) is not None and migration.state != "failed":
+            assert time.monotonic() < deadline, migration
+            time.sleep(0.05)
+        assert migration is not None and "cannot load embedding model '/nonexistent/model'" in migration.error
+        assert engine.status(None).embedding_model == "all-MiniLM-L6-v2" and engine.get_document("default", "a.md")
+    finally:
+        engine.close()
 
 
 ODD_IDS = ["faq/design#why", "notes~1", "50% off?.md", "Übersicht 2026", "設計/概要.md", "a\\b", "  spaced  ",
