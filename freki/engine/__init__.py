@@ -91,8 +91,8 @@ class FrekiEngine:
                 self.active.chunk_stores, self.registry, self.keys, grace, settings.gdpr.drop_records_without_keys,
                 models={lane.identity.name for lane in self.active.embedders},
                 sources=self.active.sources, sweep_keys=pointer.migration is None)
-            orphans = self.graph.links.remove_orphans(lambda g: grace is None or generation_age_s(g) > grace)
-            self.repair_report.counts["orphan_link_points"] += orphans
+            if orphans := self.graph.links.remove_orphans(lambda g: grace is None or generation_age_s(g) > grace):
+                self.repair_report.counts["orphan_link_points"] += orphans
         except BaseException:
             self.active.close()
             self.keys.close()
