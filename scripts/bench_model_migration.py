@@ -32,6 +32,7 @@ from freki.engine import FrekiEngine  # noqa: E402
 from freki.ingest.indexing import IndexInput  # noqa: E402
 from freki.search.retrieval import Query  # noqa: E402
 from freki.settings import FrekiSettings  # noqa: E402
+from tests.freki.engine.small_model import build_second_model  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -39,18 +40,6 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def second_model(directory: Path) -> str:
-    from sentence_transformers import SentenceTransformer
-
-    from freki.embed.embedder import resolve_model_path
-
-    model = SentenceTransformer(resolve_model_path("all-MiniLM-L6-v2"), device="cpu")
-    model[0].auto_model.encoder.layer = model[0].auto_model.encoder.layer[:3]
-    model[0].auto_model.config.num_hidden_layers = 3
-    model.save(str(directory))
-    return str(directory)
 
 
 def latencies(engine: FrekiEngine, claims: list[str], stop: threading.Event | None = None
@@ -105,7 +94,7 @@ def main() -> None:
                   f"{time.perf_counter() - t0:.1f} s wall, {time.process_time() - c0:.1f} s CPU")
         engine.close()
 
-        model = second_model(Path(tmp) / "minilm3")
+        model = build_second_model(Path(tmp) / "minilm3")
         engine = FrekiEngine(FrekiSettings(**smaller, embedding_model=model))  # type: ignore[arg-type]
         print(f"restart with the second model: serving {engine.status(None).embedding_model!r}, "
               f"RSS {rss_mb():.0f} MB")

@@ -14,8 +14,9 @@ from pathlib import Path
 SMALL_DIM = 128
 
 
-def build_small_model(target: Path, layers: int = 6) -> Path:
-    """MiniLM's first ``layers`` layers + mean pooling + a seeded 384->128 projection + normalisation, saved to disk."""
+def build_small_model(target: Path, layers: int = 6, dim: int | None = SMALL_DIM) -> Path:
+    """MiniLM's first ``layers`` layers + mean pooling + a seeded 384->``dim`` projection (none when ``dim`` is
+    None: MiniLM's own 384 dimensions) + normalisation, saved to disk."""
     import torch
     from sentence_transformers import SentenceTransformer, models
 
@@ -26,6 +27,12 @@ def build_small_model(target: Path, layers: int = 6) -> Path:
     transformer.auto_model.encoder.layer = transformer.auto_model.encoder.layer[:layers]
     transformer.auto_model.config.num_hidden_layers = layers
     torch.manual_seed(17)
-    dense = models.Dense(384, SMALL_DIM, bias=False, activation_function=torch.nn.Identity())
-    SentenceTransformer(modules=[transformer, base[1], dense, models.Normalize()], device="cpu").save(str(target))
+    projection = [] if dim is None else [models.Dense(384, dim, bias=False, activation_function=torch.nn.Identity())]
+    SentenceTransformer(modules=[transformer, base[1], *projection, models.Normalize()], device="cpu").save(
+        str(target))
     return target
+
+
+def build_second_model(directory: Path) -> str:
+    """A second real model of MiniLM's dimension for migration tests: its first 3 layers (~2 s, offline)."""
+    return str(build_small_model(directory, layers=3, dim=None))

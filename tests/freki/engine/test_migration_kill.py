@@ -9,42 +9,24 @@ Real ``freki serve`` processes, the packaged MiniLM and a second real model (its
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
-import grpc
 import pytest
-from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
+from wolf.v1 import common_pb2, freki_pb2
 
 from freki.engine import FrekiEngine
 from freki.ingest.indexing import IndexInput
 from freki.settings import FrekiSettings
-from tests.freki.engine.second_model import build_second_model
+from tests.freki.engine.small_model import build_second_model
+from tests.freki.served import FrekiProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[3]
 DOCS = 8
 
 
-class Server:
-    def __init__(self, config: Path, log: Path, fault: str = "none") -> None:
-        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'protos'}", "HF_HUB_OFFLINE": "1",
-               "WOLF_FAULT_POINT": fault}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "freki.cli", "serve", "--config", str(config), "--port", "0"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=open(log, "a"), text=True,  # noqa: SIM115
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if "listening on" not in line:
-            self.proc.kill()
-            raise AssertionError(f"freki did not start: {line!r}\n{log.read_text()[-3000:]}")
-        self.channel = grpc.insecure_channel(line.rsplit(" ", 1)[-1].strip())
-        self.stub = freki_pb2_grpc.FrekiServiceStub(self.channel)
+class Server(FrekiProcess):
 
     def status(self) -> freki_pb2.IndexStatus:
         return self.stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest(), timeout=30)
@@ -59,10 +41,6 @@ class Server:
             retrieval=common_pb2.RetrievalOptions(top_k=1)), timeout=30)
         return response.rag_context.documents[0].document_id
 
-    def stop(self) -> None:
-        self.channel.close()
-        self.proc.send_signal(signal.SIGTERM)
-        assert self.proc.wait(60) == 0
 
 
 def body(i: int) -> str:

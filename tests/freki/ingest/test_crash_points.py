@@ -9,19 +9,17 @@ consistency pass of every restart is checked too.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import grpc
 import pytest
-from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
+from wolf.v1 import common_pb2, freki_pb2
+
+from tests.freki.served import FrekiProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def version(doc: str, marker: str) -> str:
@@ -42,21 +40,7 @@ POINTS = [
 ]
 
 
-class Server:
-    def __init__(self, config: Path, log: Path, fault: str) -> None:
-        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'protos'}", "HF_HUB_OFFLINE": "1",
-               "WOLF_FAULT_POINT": fault}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "freki.cli", "serve", "--config", str(config), "--port", "0"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=open(log, "a"), text=True,  # noqa: SIM115
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if "listening on" not in line:
-            self.proc.kill()
-            raise AssertionError(f"freki did not start: {line!r}\n{log.read_text()[-3000:]}")
-        self.channel = grpc.insecure_channel(line.rsplit(" ", 1)[-1].strip())
-        self.stub = freki_pb2_grpc.FrekiServiceStub(self.channel)
+class Server(FrekiProcess):
 
     def state(self, owner: str) -> dict[str, list[str]]:
         """document id -> chunk contents, checking the registry against the stored chunks on the way."""
@@ -82,14 +66,7 @@ class Server:
             retrieval=common_pb2.RetrievalOptions(top_k=50)), timeout=30)
         return {d.document_id for d in response.rag_context.documents}
 
-    def wait_dead(self) -> int:
-        self.channel.close()
-        return self.proc.wait(60)
 
-    def stop(self) -> None:
-        self.channel.close()
-        self.proc.send_signal(signal.SIGTERM)
-        assert self.proc.wait(60) == 0
 
 
 def run(server: Server, scenario: str, doc: str, owner: str) -> None:
