@@ -7,6 +7,9 @@ The Mindnet formula (seed 004, "Scoring-Formel"), per candidate chunk of documen
 
 * ``relevance``: the retriever's score of the chunk; a neighbour (a linked document not among the hits) is
   scored by its best chunk's cosine to the query (``fusion.dense_relevance``), within the caller's filters.
+  With several embedding models the neighbour is looked for in each model's collection (the standard one
+  first, the next only for neighbours not found yet), with that model's query vector and its cosine aligned
+  to the standard model's scale (``SearchLane.calibrate``), as the retriever scores it.
 * ``type_weight``: ``graph.type_weights`` of the document's frontmatter ``type`` (1 when unset).
 * ``edge_bonus``: sum over the links between ``d`` and a seed (one of the top ``graph.seeds`` hits' documents,
   either direction) of confidence x kind weight x the seed's relevance, at most 1: a link from a strong hit
@@ -24,15 +27,13 @@ A hit's ``relevance_score`` is the total clipped to [0, 1] (the order uses the u
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from freki.graph.store import LinkStore
 from freki.search import fusion
-from freki.search.retrieval import Hit, Hits, Query, scope_filter
-from freki.store import FieldMatch, VectorStore
+from freki.search.retrieval import Hit, Hits, Query, SearchLane, scope_filter
+from freki.store import FieldMatch
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,10 @@ class GraphScore:
 class GraphExpander:
     """Expands and re-scores a retriever's hits over the tenant's links."""
 
-    def __init__(self, links: LinkStore, chunks: VectorStore, embed_query: Callable[[str], np.ndarray],
-                 weights: GraphWeights) -> None:
+    def __init__(self, links: LinkStore, lanes: Sequence[SearchLane], weights: GraphWeights) -> None:
+        """``lanes``: every embedding model's collection and query embedding, the standard model's first."""
         self.links = links
-        self._chunks = chunks
-        self._embed_query = embed_query
+        self._lanes = lanes
         self.weights = weights
 
     def edges_around(self, tenant: str, seeds: list[str]) -> list[Edge]:
@@ -155,14 +155,19 @@ class GraphExpander:
         return out, scores, {h.chunk_id: h.score for h in candidates}
 
     def _neighbour_hits(self, query: Query, documents: list[str]) -> list[Hit]:
-        """The best chunk of each neighbour document by cosine to the query, within the caller's scope."""
-        if not documents:
-            return []
-        vector = self._embed_query(query.text).tolist()
-        flt = [*scope_filter(query), FieldMatch("document_id", tuple(documents))]
+        """The best chunk of each neighbour document by cosine to the query, within the caller's scope.
+
+        A document lives in one model's collection: each lane is searched for the neighbours no earlier lane
+        held, so with one model (or when the standard collection holds them all) this is one search."""
         best: dict[str, Hit] = {}
-        for p in self._chunks.search_dense(vector, flt, 5 * len(documents), with_payload=True):
-            doc = str(p.payload.get("document_id", ""))
-            if doc not in best:
-                best[doc] = Hit(p.id, fusion.dense_relevance(p.score), p.payload)
+        for lane in self._lanes:
+            missing = [d for d in documents if d not in best]
+            if not missing:
+                break
+            vector = lane.embed_query(query.text).tolist()
+            flt = [*scope_filter(query), FieldMatch("document_id", tuple(missing))]
+            for p in lane.chunks.search_dense(vector, flt, 5 * len(missing), with_payload=True):
+                doc = str(p.payload.get("document_id", ""))
+                if doc not in best:
+                    best[doc] = Hit(p.id, fusion.dense_relevance(lane.calibrate(p.score)), p.payload, lane.model)
         return list(best.values())
