@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from odin_client import cli_docs
+from odin_client import cli_docs, cli_graph, cli_reindex
 from odin_client.chat import run_chat
 from odin_client.client import OdinClient
 from odin_client.documents import DocumentFile, discover
@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     idx.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     cli_docs.add_parser(sub, common)
+    cli_reindex.add_parser(sub, common)
+    cli_graph.add_parsers(sub, common)
     sub.add_parser("status", parents=[common], help="show Freki's index and Geri's models")
     return parser
 
@@ -236,7 +238,8 @@ def _erase(client: OdinClient, args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"ask": _ask, "chat": _chat, "retrieve": _retrieve, "index": _index, "status": _status,
-            "erase": _erase, "docs": cli_docs.run}
+            "erase": _erase, "docs": cli_docs.run, "reindex": cli_reindex.run, "links": cli_graph.links,
+            "feedback": cli_graph.feedback}
 
 
 def exit_code_for(exc: OdinError) -> int:

@@ -27,7 +27,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     delete = actions.add_parser("delete", parents=[common], help="delete documents and all their chunks")
     delete.add_argument("document_ids", nargs="+", metavar="DOCUMENT_ID")
     export = actions.add_parser("export", parents=[common],
-                                help="GDPR export of a data owner's documents and chunks as JSON lines")
+                                help="GDPR export of a data owner's documents, their links and chunks as JSON lines")
     export.add_argument("--owner", required=True, help="the data owner")
     export.add_argument("--vectors", action="store_true", help="include embedding vectors")
     export.add_argument("--output", "-o", metavar="FILE", help="write to FILE (mode 0600) instead of stdout")

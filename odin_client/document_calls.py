@@ -18,6 +18,7 @@ from odin_client.documents import DocumentFile, discover
 from odin_client.errors import DeadlineExceeded, OdinError, ServiceUnavailable
 from odin_client.results import IndexResult, index_result_from_proto
 from odin_client.retry import RETRY_IDEMPOTENT_READ
+from odin_client.status import ReindexResult, reindex_from_proto
 
 log = logging.getLogger("odin")
 ProgressCallback = Callable[[DocumentFile, IndexResult | OdinError], None]
@@ -130,9 +131,21 @@ class DocumentCalls(Connection):
                               budget_s=self.settings.index_deadline_s, idempotent_read=False)
         return int(resp.chunks_deleted)
 
+    def full_reindex(self, *, document_id: str = "", migrate_model: bool = False,
+                     tenant_id: str | None = None) -> ReindexResult:
+        """FullReindex: re-chunk the tenant's documents (or one) from their kept sources with the current
+        settings; with ``migrate_model``, start a blue/green migration of the whole index to the configured
+        embedding model (it runs in the background: ``status().migration`` shows its progress)."""
+        request = freki_pb2.FullReindexRequest(request_id=messages.new_request_id(), tenant_id=self._tenant(tenant_id),
+                                               document_id=document_id, migrate_model=migrate_model)
+        resp, _ = self._unary(self._freki().FullReindex, request, service="freki", name="FullReindex",
+                              budget_s=self.settings.index_deadline_s, idempotent_read=False)
+        return reindex_from_proto(resp)
+
     def export_owner(self, owner_id: str, *, include_vectors: bool = False,
                      tenant_id: str | None = None) -> Iterator[dict[str, Any]]:
-        """GDPR export (Art. 15/20): the owner's documents, then their chunks, as JSON-ready records."""
+        """GDPR export (Art. 15/20): each of the owner's documents, then its outgoing links, then its chunks, as
+        JSON-ready records."""
         request = freki_pb2.ExportOwnerDataRequest(request_id=messages.new_request_id(),
                                                    tenant_id=self._tenant(tenant_id), owner_id=owner_id,
                                                    include_vectors=include_vectors)

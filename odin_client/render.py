@@ -93,6 +93,19 @@ def render_status(freki: IndexStatusInfo | str, geri: ModelList | str) -> str:
             f"  embedding {freki.embedding_model} ({freki.embedding_dimension} dims)",
             f"  store {freki.store_backend}, collection {freki.collection}",
         ]
+        if freki.configured_embedding_model and freki.configured_embedding_model != freki.embedding_model:
+            lines.append(f"  configured model {freki.configured_embedding_model} (serving the index of "
+                         f"{freki.embedding_model} until a model migration switches: odin reindex --migrate-model)")
+        for model in freki.embedding_models:
+            types = "every other type" if model["standard"] else ", ".join(model["document_types"]) or "-"
+            lines.append(f"  model {model['model']} ({model['dimension']} dims) for {types}: "
+                         f"{model['document_count']} documents, {model['chunk_count']} chunks"
+                         + ("" if model["available"] else " [NOT LOADED]"))
+        if freki.migration:
+            m = freki.migration
+            lines.append(f"  migration {m['model_from']} -> {m['model_to']}: {m['state']}, "
+                         f"{m['documents_done']}/{m['documents_total']} documents (since {m['started_at']})"
+                         + (f": {m['error']}" if m["error"] else ""))
         for folder in freki.watch_folders:
             lines.append(f"  watching {folder['path']}: {folder['files_indexed']} indexed, "
                          f"{folder['files_pending']} pending, {len(folder['skipped'])} skipped")

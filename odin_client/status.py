@@ -1,4 +1,5 @@
-"""Status types: Freki's index status and Geri's model list, as plain dataclasses."""
+"""Status types: Freki's index status (models, migration), a FullReindex's result and Geri's model list, as
+plain dataclasses."""
 
 from __future__ import annotations
 
@@ -20,6 +21,12 @@ class IndexStatusInfo:
     collection: str
     queue_depth: int
     watch_folders: list[dict[str, Any]] = field(default_factory=list)
+    # The model the settings name (differs from embedding_model until a model migration switched).
+    configured_embedding_model: str = ""
+    # Every embedding model in use, the standard one first: model, dimension, collection, counts, document types.
+    embedding_models: list[dict[str, Any]] = field(default_factory=list)
+    # A blue/green model migration (state, model_from, model_to, documents_done/total, error), or None.
+    migration: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -53,6 +60,48 @@ def status_from_proto(resp: freki_pb2.IndexStatus) -> IndexStatusInfo:
              "skipped": [{"path": s.path, "reason": s.reason} for s in w.skipped]}
             for w in resp.watch_folders
         ],
+        configured_embedding_model=resp.configured_embedding_model,
+        embedding_models=[
+            {"model": m.model, "dimension": m.dimension, "collection": m.collection, "standard": m.standard,
+             "available": m.available, "document_types": list(m.document_types),
+             "document_count": int(m.document_count), "chunk_count": int(m.chunk_count)}
+            for m in resp.embedding_models
+        ],
+        migration=migration_from_proto(resp.migration) if resp.HasField("migration") else None,
+    )
+
+
+def migration_from_proto(m: freki_pb2.MigrationStatus) -> dict[str, Any]:
+    """A model migration's progress as a JSON-ready dict."""
+    return {"state": m.state, "model_from": m.model_from, "model_to": m.model_to, "started_at": m.started_at,
+            "documents_done": int(m.documents_done), "documents_total": int(m.documents_total), "error": m.error}
+
+
+@dataclass(frozen=True)
+class ReindexResult:
+    """What FullReindex did: documents re-chunked from their kept source or only re-embedded, or the model
+    migration it started (``migration``)."""
+
+    documents_reindexed: int
+    chunks_embedded: int
+    documents_rechunked: int
+    documents_reembedded_only: int
+    note: str
+    duration_ms: int
+    migration: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+def reindex_from_proto(resp: freki_pb2.FullReindexResponse) -> ReindexResult:
+    """Convert FullReindex's response."""
+    return ReindexResult(
+        documents_reindexed=resp.documents_reindexed, chunks_embedded=resp.chunks_embedded,
+        documents_rechunked=resp.documents_rechunked, documents_reembedded_only=resp.documents_reembedded_only,
+        note=resp.note, duration_ms=int(resp.duration_ms),
+        migration=migration_from_proto(resp.migration) if resp.HasField("migration") else None,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -12,6 +12,7 @@ from wolf.v1 import common_pb2, freki_pb2
 from freki.api import graph
 from freki.api.validation import caller_filter, tenant_of
 from freki.engine.blue_green import MigrationStatus
+from freki.engine.graph import DocumentLink
 from freki.engine.models import ModelStatus
 from freki.ingest.indexing import IndexResult
 from freki.ingest.registry import DocumentRecord
@@ -168,10 +169,16 @@ def index_response(request_id: str, result: IndexResult) -> freki_pb2.IndexDocum
 
 def export_records(
     owner_data: Iterable[tuple[DocumentRecord, Iterable[StoredPoint]]],
+    links_of: Callable[[str], Sequence[DocumentLink]] | None = None,
 ) -> Iterator[freki_pb2.ExportRecord]:
-    """A data owner's documents (``FrekiEngine.export_owner``), each followed by its chunks, as export records."""
+    """A data owner's documents (``FrekiEngine.export_owner``) as export records, each followed by its outgoing
+    knowledge-graph links (``links_of``: a document id -> its links) and its chunks."""
     for record, chunks in owner_data:
         yield freki_pb2.ExportRecord(document=document_info(record))
+        if links_of is not None:
+            yield freki_pb2.ExportRecord(links=freki_pb2.ExportedLinks(
+                document_id=record.document_id,
+                outgoing=[graph.graph_edge(link) for link in links_of(record.document_id)]))
         for point in chunks:
             yield freki_pb2.ExportRecord(chunk=freki_pb2.ExportedChunk(
                 chunk_id=point.id,

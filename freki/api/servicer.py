@@ -186,8 +186,12 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> Iterator[freki_pb2.ExportRecord]:
         validation.require_request_id(request.request_id)
         owner = _require_owner(request.owner_id)
+        tenant = self._tenant(request.tenant_id)
+        # Every kept link of a document (indexing keeps at most graph.max_links_per_document of them).
+        limit = max(self.settings.graph.max_links_per_document, 1)
         yield from convert.export_records(
-            self.engine.export_owner(self._tenant(request.tenant_id), owner, with_vectors=request.include_vectors)
+            self.engine.export_owner(tenant, owner, with_vectors=request.include_vectors),
+            links_of=lambda doc_id: self.engine.graph.outgoing_links(tenant, doc_id, limit),
         )
 
     def ListLinks(

@@ -60,13 +60,17 @@ class EngineGraph:
         list[DocumentLink], list[DocumentLink]
     ]:
         """A document's outgoing links (resolved where a document has the name) and its backlinks."""
-        outgoing = self.links.outgoing(tenant, [document_id], limit).get(document_id, [])
-        resolved = self.links.resolve(tenant, {link.key for link in outgoing}, 4 * limit)
-        out = [_row(link, (resolved.get(link.key) or [""])[0]) for link in outgoing]
+        out = self.outgoing_links(tenant, document_id, limit)
         names = self.links.names(tenant, [document_id]).get(document_id, [])
         back = [_row(link, document_id) for link in self.links.linking_to(tenant, names, limit)
                 if link.source_document_id != document_id]
         return out, back
+
+    def outgoing_links(self, tenant: str, document_id: str, limit: int) -> list[DocumentLink]:
+        """A document's outgoing links, each resolved to the document having its target's name ("" if none)."""
+        outgoing = self.links.outgoing(tenant, [document_id], limit).get(document_id, [])
+        resolved = self.links.resolve(tenant, {link.key for link in outgoing}, 4 * limit)
+        return [_row(link, (resolved.get(link.key) or [""])[0]) for link in outgoing]
 
 
 def _row(link: StoredLink, target_document_id: str) -> DocumentLink:

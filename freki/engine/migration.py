@@ -1,9 +1,13 @@
 """``freki migrate``: move an index between the embedded engine and a Qdrant server, vectors and all.
 
-Copies the chunk collection and the document registry of one Freki configuration into the store of another
-(``freki.store.migrate``: ids, vectors and payloads unchanged, nothing re-embedded). The source Freki must be
-stopped; the target Freki then starts with the same embedding model and key store (``gdpr.keys_path`` or the
-``keys`` directory under ``data_dir``) and serves the same documents.
+Copies the collections of the index that serves one Freki configuration (``index_set.collection_names`` of the
+version its active-index record names: chunks, registry, knowledge-graph links, kept sources, each type-specific
+model's chunks) into the store of another (``freki.store.migrate``: ids, vectors and payloads unchanged, nothing
+re-embedded). The target gets the *same* version's names and, once every copy is done, an active-index record
+naming that version, so a source and target sharing one ``data_dir`` (the default of ``--to-url``) agree on it.
+Refused while a blue/green model migration is under way (its half-built index would be left behind). The
+source Freki must be stopped; the target Freki then starts with the same embedding model(s) and key store
+(``gdpr.keys_path`` or ``keys.sqlite`` under ``data_dir``) and serves the same documents.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ import functools
 from collections.abc import Callable
 
 from freki.embed.layout import EmbeddingLayout
+from freki.engine.active_index import ActiveIndex, active_index_path, load_active, save_active
 from freki.engine.config import store_config
+from freki.engine.index_set import collection_names
 from freki.settings import FrekiSettings
 from freki.store import make_store
 from freki.store.errors import StoreError
@@ -20,13 +26,24 @@ from freki.store.guarded import GuardedStore
 from freki.store.migrate import CopyReport, copy_collection, recorded_spec
 
 
-def collections(settings: FrekiSettings) -> list[str]:
-    """The collections one Freki keeps: its chunks, its document registry, its knowledge-graph links, then
-    each type-specific model's chunks (docs/embedding-models.md; copied when they exist)."""
-    layout = EmbeddingLayout.from_routes(settings.embedding_model, settings.embedding_models,
-                                         settings.store.collection)
-    return [settings.store.collection, f"{settings.store.collection}_documents",
-            f"{settings.store.collection}_links", *(layout.collection_of(model) for model in layout.models[1:])]
+def collections(settings: FrekiSettings, version: int = 0) -> list[str]:
+    """The collections of index ``version``: chunks, registry, links, kept sources (``index_set``'s naming), then
+    each type-specific model's chunks (docs/embedding-models.md). Only the first two must exist."""
+    names = collection_names(settings, version)
+    layout = EmbeddingLayout.from_routes(settings.embedding_model, settings.embedding_models, names.chunks)
+    return [names.chunks, names.registry, names.links, names.sources,
+            *(layout.collection_of(model) for model in layout.models[1:])]
+
+
+def serving_version(settings: FrekiSettings) -> int:
+    """The index version that serves ``settings`` (its active-index record); refused mid-migration."""
+    active = load_active(active_index_path(settings.data_dir))
+    if active.migration is not None:
+        raise StoreError(
+            f"a model migration to {active.migration.model_to!r} (index version {active.migration.target}) is under "
+            "way in the source: start the source Freki and let it finish (GetIndexStatus shows its progress), "
+            "then migrate")
+    return active.version
 
 
 def migrate(
@@ -39,14 +56,20 @@ def migrate(
     if source.embedding_models != target.embedding_models:
         raise StoreError("source and target must configure the same embedding_models: a migration copies "
                          "vectors, it does not re-embed them")
+    version = serving_version(source)
+    target_record = active_index_path(target.data_dir)
+    if target_record != active_index_path(source.data_dir) and load_active(target_record).migration is not None:
+        raise StoreError(f"the target's data_dir has a model migration under way ({target_record}): "
+                         "use a fresh data_dir for the target")
     reports: list[CopyReport] = []
-    for source_name, target_name in zip(collections(source), collections(target), strict=True):
+    for source_name, target_name in zip(collections(source, version), collections(target, version), strict=True):
         src, dst = make_store(store_config(source)), make_store(store_config(target))
         try:
             assert isinstance(src, GuardedStore) and isinstance(dst, GuardedStore)
             spec = recorded_spec(src, source_name)
             # Links: absent when written by a release before the knowledge graph (re-indexing creates them);
-            # a type-specific model's collection is made when the model first loads.
+            # sources: absent with reindex.keep_sources off; a type-specific model's collection is made when the
+            # model first loads.
             if spec is None and len(reports) >= 2:
                 continue
             if spec is None:
@@ -56,4 +79,7 @@ def migrate(
         finally:
             src.close()
             dst.close()
+    # Last, so that a target data_dir of its own names the version only once every copy is complete (an
+    # interrupted copy is finished with ``resume``, which then writes it).
+    save_active(target_record, ActiveIndex(version))
     return reports

@@ -17,9 +17,11 @@ DeleteOwnerData and ExportOwnerData, when, and the counts; the export tool (``py
 records the file it wrote. Neither stores content.
 
 Export format (JSON lines, one object per line): a header ``{"type": "export", ...}``, then for each
-document ``{"type": "document", "document": {...DocumentInfo}}``, then (export tool) its outgoing knowledge-graph
-links ``{"type": "links", "links": {"document_id": ..., "outgoing": [...GraphEdge]}}``, then its chunks
-``{"type": "chunk", "chunk": {...ExportedChunk}}``; vectors only when asked for.
+document ``{"type": "document", "document": {...DocumentInfo}}``, then its outgoing knowledge-graph links
+``{"type": "links", "links": {"document_id": ..., "outgoing": [...GraphEdge]}}`` (ExportRecord.links: every
+kept link, resolved to the document having the target's name, ``target_document_id`` absent while dangling),
+then its chunks ``{"type": "chunk", "chunk": {...ExportedChunk}}``; vectors only when asked for. The file is
+the gRPC stream (ExportOwnerData) line for line.
 """
 
 from freki.gdpr.erasure import Erasure, erase_document, erase_owner

@@ -30,7 +30,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     exp.add_argument("--timeout", type=float, default=600.0)
     args = parser.parse_args(argv)
     import grpc
-    from google.protobuf.json_format import MessageToDict
     from wolf.v1 import freki_pb2_grpc
 
     request_id = f"export-{uuid.uuid4().hex[:12]}"
@@ -40,23 +39,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with grpc.insecure_channel(args.address) as channel:
             stub = freki_pb2_grpc.FrekiServiceStub(channel)
 
-            def links_of(document_id: str) -> list[dict]:
-                try:
-                    resp = stub.ListLinks(freki_pb2.LinkListRequest(
-                        request_id=request_id, tenant_id=args.tenant, document_id=document_id, page_size=1000),
-                        timeout=args.timeout, metadata=metadata)
-                except grpc.RpcError as exc:  # deleted meanwhile, or a Freki without the knowledge graph
-                    if exc.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNIMPLEMENTED):  # type: ignore[attr-defined]
-                        return []
-                    raise
-                return [MessageToDict(link, preserving_proto_field_name=True) for link in resp.outgoing]
-
             stream = stub.ExportOwnerData(
                 freki_pb2.ExportOwnerDataRequest(request_id=request_id, tenant_id=args.tenant,
                                                  owner_id=args.owner, include_vectors=args.vectors),
                 timeout=args.timeout, metadata=metadata,
             )
-            summary = export_to_file(stream, args.out, tenant=args.tenant, owner_id=args.owner, links_of=links_of)
+            summary = export_to_file(stream, args.out, tenant=args.tenant, owner_id=args.owner)
         outcome = "ok"
     except grpc.RpcError as exc:
         print(f"export failed: {exc.code().name}: {exc.details()}", file=sys.stderr)  # type: ignore[attr-defined]

@@ -152,8 +152,9 @@ def test_cli_manages_documents_list_show_export_delete(odin: OdinClient, tmp_pat
     export = tmp_path / "olga.jsonl"
     assert odin_main(["docs", "export", "--owner", "olga", "-o", str(export), *tenant]) == 0
     records = [json.loads(line) for line in export.read_text().splitlines()]
-    assert [next(iter(r)) for r in records] == ["document", "chunk"] and (export.stat().st_mode & 0o777) == 0o600
-    assert "boiler is serviced every May" in records[1]["chunk"]["content"]
+    assert [next(iter(r)) for r in records] == ["document", "links", "chunk"]
+    assert (export.stat().st_mode & 0o777) == 0o600
+    assert "boiler is serviced every May" in records[2]["chunk"]["content"]
     assert "exported owner 'olga': 1 document(s), 1 chunk(s)" in capsys.readouterr().err
     assert odin_main(["docs", "delete", "notes/boiler#may.md", "missing.md", *tenant]) == 1
     out = capsys.readouterr()

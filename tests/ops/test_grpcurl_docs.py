@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,9 @@ EXPECTED = {
     "GetIndexStatus": '"embedding_model": "all-MiniLM-L6-v2"',
     "Embed": '"dimension": 384',
     "FullReindex": '"documents_reindexed": 1',
+    "FullReindex migrate_model": '"model_to": ',
+    "ListLinks": '"target": "Services"',
+    "RecordFeedback": '"rating": 4',
     "ExportOwnerData": '"chunk"',
     "DeleteDocument": '"document_id": "handbook"',
     "DeleteOwnerData": '"request_id": "gdpr-1"',
@@ -66,6 +70,8 @@ def expectation(command: str) -> str:
         return "rpc " if words[-1].endswith("Service") else "is a message"
     if words[-1] == "list":
         return EXPECTED["list"]
+    if '"migrate_model": true' in command:
+        return EXPECTED["FullReindex migrate_model"]
     return EXPECTED["Health/Check" if words[-1].endswith("Health/Check") else words[-1].rsplit("/", 1)[-1]]
 
 
@@ -85,10 +91,46 @@ def test_freki_commands(start_freki) -> None:  # type: ignore[no-untyped-def]
     cmds = commands("freki")
     rpcs = {c.split()[-1] for c in cmds}
     for rpc in ("IndexDocument", "RetrieveContext", "DeleteDocument", "GetDocument", "ListDocuments",
-                "GetIndexStatus", "FullReindex", "DeleteOwnerData", "ExportOwnerData", "Embed"):
+                "GetIndexStatus", "FullReindex", "DeleteOwnerData", "ExportOwnerData", "Embed", "ListLinks",
+                "RecordFeedback"):
         assert f"wolf.v1.FrekiService/{rpc}" in rpcs, f"docs lack a grpcurl command for {rpc}"
     for command in cmds:
         run(command, handle.port)
+
+
+def test_model_migration_commands(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """FullReindex with migrate_model, on a Freki whose settings name a second model while it serves the
+    packaged MiniLM's index; then GetIndexStatus shows the migration."""
+    from freki.api.server import build_server
+    from freki.engine import FrekiEngine
+    from freki.ingest.indexing import IndexInput
+    from tests.freki.engine.second_model import build_second_model
+
+    base = {"data_dir": tmp_path / "data", "embedding_backend": "torch", "reindex": {"switch_grace_s": 0.0}}
+    engine = FrekiEngine(FrekiSettings(**base), embedder=embedder)  # type: ignore[arg-type]
+    try:
+        engine.index(IndexInput(tenant_id="default", document_id="handbook", data="Geri listens on port 50052.",
+                                source="handbook.md"))
+    finally:
+        engine.close()
+    second = build_second_model(tmp_path / "minilm3")
+    settings = FrekiSettings(host="127.0.0.1", port=0, embedding_model=second, **base)  # type: ignore[arg-type]
+    handle, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
+    try:
+        cmds = commands("freki-migrate")
+        assert [c.split()[-1] for c in cmds] == ["wolf.v1.FrekiService/FullReindex",
+                                                 "wolf.v1.FrekiService/GetIndexStatus"]
+        started = json.loads(run(cmds[0], handle.port))["migration"]
+        assert (started["model_from"], started["model_to"]) == ("all-MiniLM-L6-v2", second)
+        assert '"migration"' in run(cmds[1], handle.port)
+        deadline = time.monotonic() + 120
+        while (status := engine.blue_green.status()) and status.state not in ("done", "failed"):
+            assert time.monotonic() < deadline, status
+            time.sleep(0.1)
+        assert status is not None and status.state == "done", status
+    finally:
+        handle.stop(1.0)
+        engine.close()
 
 
 def test_geri_commands(embedded_backend) -> None:  # type: ignore[no-untyped-def]  # noqa: F811

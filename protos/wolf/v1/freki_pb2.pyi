@@ -425,13 +425,23 @@ class ExportedChunk(_message.Message):
     vector: _containers.RepeatedScalarFieldContainer[float]
     def __init__(self, chunk_id: _Optional[str] = ..., document_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., content: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., vector: _Optional[_Iterable[float]] = ...) -> None: ...
 
+class ExportedLinks(_message.Message):
+    __slots__ = ("document_id", "outgoing")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTGOING_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    outgoing: _containers.RepeatedCompositeFieldContainer[_common_pb2.GraphEdge]
+    def __init__(self, document_id: _Optional[str] = ..., outgoing: _Optional[_Iterable[_Union[_common_pb2.GraphEdge, _Mapping]]] = ...) -> None: ...
+
 class ExportRecord(_message.Message):
-    __slots__ = ("document", "chunk")
+    __slots__ = ("document", "chunk", "links")
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     CHUNK_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FIELD_NUMBER: _ClassVar[int]
     document: DocumentInfo
     chunk: ExportedChunk
-    def __init__(self, document: _Optional[_Union[DocumentInfo, _Mapping]] = ..., chunk: _Optional[_Union[ExportedChunk, _Mapping]] = ...) -> None: ...
+    links: ExportedLinks
+    def __init__(self, document: _Optional[_Union[DocumentInfo, _Mapping]] = ..., chunk: _Optional[_Union[ExportedChunk, _Mapping]] = ..., links: _Optional[_Union[ExportedLinks, _Mapping]] = ...) -> None: ...
 
 class EmbedRequest(_message.Message):
     __slots__ = ("request_id", "tenant_id", "texts")

@@ -274,7 +274,7 @@ def test_migrate_copies_every_models_collection(tmp_path: Path, embedder, small_
                           gdpr={"keys_path": str(tmp_path / "edge" / "keys.sqlite")})  # the same key store
     with pytest.raises(StoreError, match="same embedding_models"):
         migrate(source, settings_for(tmp_path / "remote", {}, store={"backend": "remote", "url": str(tmp_path / "q")}))
-    assert len(migrate(source, target)) == 4  # chunks, registry, links, the small model's chunks
+    assert len(migrate(source, target)) == 5  # chunks, registry, links, kept sources, the small model's chunks
     engine = FrekiEngine(target, embedder=embedder)
     try:
         after = [(h.document_id, h.model) for h in engine.retrieve(

@@ -176,3 +176,46 @@ def test_a_migration_is_only_started_on_request_and_refused_without_a_model_chan
             engine.blue_green.start()
     finally:
         engine.close()
+
+
+def test_freki_migrate_copies_the_index_a_model_migration_switched_to(built: Path, embedder, second_model: str,  # type: ignore[no-untyped-def]
+                                                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    from freki.engine.active_index import ActiveIndex, MigrationRecord, active_index_path, load_active, save_active
+    from freki.engine.migration import migrate
+    from freki.store.errors import StoreError
+
+    source = settings(built, embedding_model=second_model)
+    questions = ("badger ledger lanterns", "otter quay tally", "stoat keeper")
+
+    def answers(engine: FrekiEngine) -> list[list[tuple[str, float]]]:
+        return [[(h.payload["document_id"], round(h.score, 4)) for h in engine.retrieve(
+            Query(tenant_id=T, text=q, top_k=4, score_threshold=0.0, mode="hybrid"))] for q in questions]
+
+    engine = FrekiEngine(source, embedder=embedder)
+    try:
+        engine.blue_green.start()
+        wait_for(engine, "done")
+        time.sleep(0.3)  # the old index is dropped after the grace
+        before, pieces = answers(engine), source_pieces(engine)
+    finally:
+        engine.close()
+    assert load_active(active_index_path(built)).version == 1 and pieces == 10
+    elsewhere = tmp_path_factory.mktemp("migrated")
+    target = settings(elsewhere, embedding_model=second_model, store={"backend": "remote", "url": str(elsewhere / "q")},
+                      gdpr={"keys_path": str(built / "keys.sqlite")})  # the same key store
+    copied = [r.collection for r in migrate(source, target)]
+    assert copied == ["freki_chunks__v1", "freki_chunks__v1_documents", "freki_chunks__v1_links",
+                      "freki_chunks__v1_sources"], copied
+    assert load_active(active_index_path(elsewhere)) == ActiveIndex(1)
+    moved = FrekiEngine(target, embedder=embedder)
+    try:
+        assert moved.status(T).collection == "freki_chunks__v1" and moved.status(T).document_count == 10
+        assert answers(moved) == before and before[0][0][0] in {"d1", "d6"}
+        assert source_pieces(moved) == 10, "kept sources moved too: FullReindex still re-chunks"
+    finally:
+        moved.close()
+    # mid-migration the serving index is about to change: refused, naming what to do
+    save_active(active_index_path(built), ActiveIndex(1, MigrationRecord(2, second_model, "other", "2026-01-01")))
+    with pytest.raises(StoreError, match="model migration to 'other'.*let it finish"):
+        migrate(source, settings(tmp_path_factory.mktemp("refused"), embedding_model=second_model,
+                                 store={"backend": "remote", "url": str(elsewhere / "q2")}))

@@ -84,9 +84,10 @@ def test_export_streams_documents_then_their_chunks_into_portable_json_lines(env
     assert summary.documents == 2 and summary.chunks == len(chunks) == sum(d["chunk_count"] for d in documents)
     assert all(len(c["vector"]) == 384 for c in chunks)
     assert any("12 Birch Lane" in c["content"] for c in chunks)
-    # Each document comes before its own chunks, so the stream can be consumed one document at a time.
-    order = [x["document"]["document_id"] if x["type"] == "document" else x["chunk"]["document_id"] for x in lines[1:]]
+    # Each document comes before its own links and chunks, so the stream can be consumed one document at a time.
+    order = [x[x["type"]]["document_id"] for x in lines[1:]]
     assert order == sorted(order, key=order.index) and len({*order}) == 2
+    assert [x["type"] for x in lines[1:3]] == ["document", "links"]
     assert oct(out.stat().st_mode & 0o777) == "0o600"
     without = env.export("t1", "alice")
     assert not any(r.chunk.vector for r in without if r.WhichOneof("record") == "chunk")
@@ -103,6 +104,32 @@ def test_export_tool_writes_the_file_from_a_running_server(env: Env, tmp_path: P
     [event] = list(read_audit_log(audit))
     assert event["action"] == "gdpr.export_owner_file" and event["outcome"] == "ok" and event["documents"] == 1
     assert "bob" in event["target"] and "Section" not in json.dumps(event)
+
+
+def test_export_stream_carries_each_documents_outgoing_links_and_the_file_keeps_them(env: Env, tmp_path: Path) -> None:
+    note = "# Carol's plan\n\nSee [[bob-notes]] and the [[Missing Page]] first.\n\n" + paragraphs("carol", 2)
+    env.stub.IndexDocument(freki_pb2.IndexDocumentRequest(
+        request_id="i-carol", tenant_id="t1", document_id="carol-plan", owner_id="carol", content=note,
+        source="carol-plan.md", content_type="text/markdown"), timeout=120)
+    records = env.export("t1", "carol")
+    kinds = [r.WhichOneof("record") for r in records]
+    assert kinds[:2] == ["document", "links"] and set(kinds[2:]) == {"chunk"}, kinds
+    links = records[1].links
+    assert links.document_id == "carol-plan"
+    edges = {(e.target, e.target_document_id) for e in links.outgoing}
+    # Resolved where a document has the name (in this tenant), dangling otherwise; the same as ListLinks gives.
+    assert edges == {("bob-notes", "bob-notes"), ("Missing Page", "")}, edges
+    listed = env.stub.ListLinks(freki_pb2.LinkListRequest(request_id="l", tenant_id="t1", document_id="carol-plan"),
+                                timeout=30)
+    assert list(listed.outgoing) == list(links.outgoing)
+    out = tmp_path / "carol.jsonl"
+    assert gdpr_cli(["export", "--address", env.handle.address, "--tenant", "t1", "--owner", "carol",
+                      "--out", str(out)]) == 0
+    [line] = [x["links"] for x in read_jsonl(out) if x["type"] == "links"]
+    assert line["document_id"] == "carol-plan"
+    assert {(e["target"], e.get("target_document_id", "")) for e in line["outgoing"]} == edges
+    env.stub.DeleteDocument(freki_pb2.DeleteDocumentRequest(request_id="d", tenant_id="t1", document_id="carol-plan"),
+                            timeout=60)
 
 
 def test_erasing_an_owner_leaves_nothing_retrievable_listable_or_exportable(env: Env) -> None:
