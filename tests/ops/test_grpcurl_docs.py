@@ -104,7 +104,7 @@ def test_model_migration_commands(tmp_path: Path, embedder) -> None:  # type: ig
     from freki.api.server import build_server
     from freki.engine import FrekiEngine
     from freki.ingest.indexing import IndexInput
-    from tests.freki.engine.second_model import build_second_model
+    from tests.freki.engine.small_model import build_second_model
 
     base = {"data_dir": tmp_path / "data", "embedding_backend": "torch", "reindex": {"switch_grace_s": 0.0}}
     engine = FrekiEngine(FrekiSettings(**base), embedder=embedder)  # type: ignore[arg-type]
