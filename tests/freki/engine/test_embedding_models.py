@@ -320,3 +320,28 @@ def test_a_move_between_models_stopped_mid_commit_is_wholly_old_or_new_after_res
         assert hits and {h.model for h in hits} == {record.embedding_model}
     finally:
         engine.close()
+
+
+def test_a_route_added_later_moves_documents_on_full_reindex(tmp_path: Path, embedder, small_model: str) -> None:  # type: ignore[no-untyped-def]
+    """FullReindex re-chunks from the kept source through the indexing path, so a document whose type got its
+    own model since it was indexed moves to that model's collection (and the text document stays)."""
+    engine = FrekiEngine(settings_for(tmp_path, {}), embedder=embedder)
+    try:
+        add(engine, "md", MARKDOWN, "glaciers.md")
+        add(engine, "txt", TEXT, "bread.txt")
+    finally:
+        engine.close()
+    engine = FrekiEngine(settings_for(tmp_path, {"markdown": small_model}), embedder=embedder)
+    try:
+        assert engine.get_document("t1", "md").embedding_model == "all-MiniLM-L6-v2"  # nothing moves by itself
+        report = engine.full_reindex("t1")
+        assert report.rechunked == 2
+        moved = engine.get_document("t1", "md")
+        assert (moved.embedding_model, moved.embedding_dimension, moved.document_type) == (
+            small_model, SMALL_DIM, "markdown")
+        assert len(stored_ids(engine, 1, "t1", "md")) == moved.chunk_count and not stored_ids(engine, 0, "t1", "md")
+        assert engine.get_document("t1", "txt").embedding_model == "all-MiniLM-L6-v2"
+        hits = engine.retrieve(Query(tenant_id="t1", text="alpine glaciers retreat", top_k=1, score_threshold=0.0))
+        assert [(h.document_id, h.model) for h in hits] == [("md", small_model)]
+    finally:
+        engine.close()
