@@ -9,7 +9,7 @@ import uuid
 
 import grpc
 import pytest
-from wolf.v1 import freki_pb2
+from wolf.v1 import common_pb2, freki_pb2
 
 from freki.gdpr.cli import main as gdpr_cli
 from freki.gdpr.export_file import read_jsonl
@@ -197,3 +197,26 @@ def test_odin_client_lists_links_explains_and_records_feedback(graph_corpus, fre
         done = client.record_feedback(found.context.query_id, 4, document_id="notes/coolant.md", comment="ok")
         assert done.rating == 4
     assert '"rating": 4' in log_path(engine.graph.feedback.folder, "default").read_text()
+
+
+def test_expansion_and_explain_never_name_a_document_outside_the_callers_filter_or_scope(graph_corpus) -> None:  # type: ignore[no-untyped-def]
+    stub, tenant = graph_corpus, "scoped"
+    index(stub, "pub.md", "# Public Note\n\nThe rocket budget is split in [[Private Salaries]].", tenant_id=tenant,
+          metadata={"level": "public"})
+    index(stub, "priv.md", "# Private Salaries\n\nThe rocket budget: salaries of every engineer.", tenant_id=tenant,
+          metadata={"level": "secret"})
+    index(stub, "back.md", "# Back\n\nRocket budget notes, see [[Public Note]].", tenant_id=tenant,
+          metadata={"level": "secret"})
+    public = [common_pb2.MetadataFilter(key="level", values=["public"])]
+    for scope in ({"filters": public}, {"document_ids": ["pub.md"]}, {"filters": public, "mmr_diversity": 0.5},
+                  {"filters": public, "query_variants": ["engineer salaries"], "top_k": 1000}):
+        found = retrieve(stub, "rocket budget salaries", tenant_id=tenant, score_threshold=0.0, graph_expand=True,
+                         explain=True, **scope).rag_context.documents
+        assert [d.document_id for d in found] == ["pub.md"], scope
+        explanation = found[0].explanation
+        assert list(explanation.edges) == [] and explanation.centrality == 0.0, scope
+    # Unscoped, the same links do count (the filter, not the graph, hid them).
+    found = retrieve(stub, "rocket budget salaries", tenant_id=tenant, score_threshold=0.0, graph_expand=True,
+                     explain=True).rag_context.documents
+    assert {(e.source_document_id, e.target_document_id) for d in found for e in d.explanation.edges} == {
+        ("pub.md", "priv.md"), ("back.md", "pub.md")}
