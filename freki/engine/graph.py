@@ -4,20 +4,17 @@ backlinks of a document, and the feedback log."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from freki.embed.sparse import SparseEncoder
 from freki.graph.expansion import GraphExpander, GraphScore, GraphWeights
 from freki.graph.explain import explain
 from freki.graph.feedback import FeedbackLog
 from freki.graph.store import LinkStore, StoredLink
-from freki.search.retrieval import Hits, Query
+from freki.search.retrieval import Hits, Query, SearchLane
 from freki.settings import FrekiSettings
-from freki.store import VectorStore
 
 
 @dataclass(frozen=True)
@@ -35,17 +32,17 @@ class DocumentLink:
 class EngineGraph:
     """Links, expansion, explanation and feedback for one engine."""
 
-    def __init__(self, settings: FrekiSettings, links: LinkStore, chunks: VectorStore,
-                 embed_query: Callable[[str], np.ndarray], sparse: SparseEncoder) -> None:
+    def __init__(self, settings: FrekiSettings, links: LinkStore, lanes: Sequence[SearchLane],
+                 sparse: SparseEncoder) -> None:
+        """``lanes``: the retriever's (the standard model's collection first, then each type-specific one)."""
         g = settings.graph
         self.links = links
-        self.expander = GraphExpander(self.links, chunks, embed_query, GraphWeights(
+        self.expander = GraphExpander(self.links, lanes, GraphWeights(
             seeds=g.seeds, max_neighbours=g.max_neighbours, semantic=g.semantic_weight, edge=g.edge_weight,
             centrality=g.centrality_weight, type_weights=dict(g.type_weights), kind_weights=dict(g.kind_weights),
             default_kind_weight=g.default_kind_weight, follow_seeds=g.follow_seeds))
         self.feedback = FeedbackLog(Path(settings.data_dir) / "feedback", g.feedback_log_max_bytes)
-        self._chunks = chunks
-        self._embed_query = embed_query
+        self._lanes = list(lanes)
         self._sparse = sparse
 
     def after_retrieval(self, query: Query, hits: Hits) -> Hits:
@@ -55,7 +52,7 @@ class EngineGraph:
         if query.graph_expand:
             hits, graph, fused = self.expander.expand(query, hits)
         if query.explain:
-            hits = explain(query, hits, self._chunks, self._embed_query, self._sparse, fused, graph)
+            hits = explain(query, hits, self._lanes, self._sparse, fused, graph)
         return hits
 
     def document_links(self, tenant: str, document_id: str, limit: int) -> tuple[

@@ -190,7 +190,7 @@ def build_index(
         ),
         reranker=reranker, lanes=models.search_lanes(embedder, lanes), model=embedder.identity.name,
     )
-    graph = EngineGraph(settings, links, chunks, embedder.embed_query, sparse)
+    graph = EngineGraph(settings, links, retriever.lanes, sparse)
     return IndexSet(version, names, embedder, generations, chunks, registry_store, registry, sources, sparse,
                     indexer, retriever, lanes, configured, layout, links_store, graph)
 

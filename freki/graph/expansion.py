@@ -25,15 +25,13 @@ A hit's ``relevance_score`` is the total clipped to [0, 1] (the order uses the u
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from freki.graph.store import LinkStore
 from freki.search import fusion
-from freki.search.retrieval import Hit, Hits, Query, scope_filter
-from freki.store import FieldMatch, VectorStore
+from freki.search.retrieval import Hit, Hits, Query, SearchLane, scope_filter
+from freki.store import FieldMatch
 
 
 @dataclass(frozen=True)
@@ -76,11 +74,9 @@ class GraphScore:
 class GraphExpander:
     """Expands and re-scores a retriever's hits over the tenant's links."""
 
-    def __init__(self, links: LinkStore, chunks: VectorStore, embed_query: Callable[[str], np.ndarray],
-                 weights: GraphWeights) -> None:
+    def __init__(self, links: LinkStore, lanes: Sequence[SearchLane], weights: GraphWeights) -> None:
         self.links = links
-        self._chunks = chunks
-        self._embed_query = embed_query
+        self._lanes = list(lanes)  # every model's collection (a document lives in one of them)
         self.weights = weights
 
     def edges_around(self, tenant: str, seeds: list[str]) -> list[Edge]:
@@ -161,14 +157,17 @@ class GraphExpander:
         return out, scores, {h.chunk_id: h.score for h in candidates}
 
     def _neighbour_hits(self, query: Query, documents: list[str]) -> list[Hit]:
-        """The best chunk of each neighbour document by cosine to the query, within the caller's scope."""
+        """The best chunk of each neighbour document by cosine to the query, within the caller's scope, from
+        whichever model's collection holds it (that model's cosine aligned to the standard's scale)."""
         if not documents:
             return []
-        vector = self._embed_query(query.text).tolist()
         flt = [*scope_filter(query), FieldMatch("document_id", tuple(documents))]
         best: dict[str, Hit] = {}
-        for p in self._chunks.search_dense(vector, flt, 5 * len(documents), with_payload=True):
-            doc = str(p.payload.get("document_id", ""))
-            if doc not in best:
-                best[doc] = Hit(p.id, fusion.dense_relevance(p.score), p.payload)
+        for lane in self._lanes:
+            vector = lane.embed_query(query.text).tolist()
+            for p in lane.chunks.search_dense(vector, flt, 5 * len(documents), with_payload=True):
+                doc = str(p.payload.get("document_id", ""))
+                score = fusion.dense_relevance(lane.calibrate(p.score))
+                if doc not in best or score > best[doc].score:
+                    best[doc] = Hit(p.id, score, p.payload, lane.model)
         return list(best.values())

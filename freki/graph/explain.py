@@ -1,22 +1,23 @@
 """Why a hit scored as it did: its dense and sparse scores, the fused score, the graph's part and the
 query terms it contains (``RetrievalOptions.explain``).
 
-Scores are recomputed for the returned hits only: the dense score is the exact cosine of the chunk's stored
-vector to the query vector; the sparse score is the store's BM25 of the chunk (0 when it shares no term
-with the query), from one sparse search restricted to the hits' documents.
+Scores are recomputed for the returned hits only, each in its model's collection: the dense score is the
+exact cosine of the chunk's stored vector to that model's query vector; the sparse score is the store's
+BM25 of the chunk (0 when it shares no term with the query), from one sparse search per collection
+restricted to the hits' documents.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from freki.embed.sparse import SparseEncoder, tokenize
 from freki.graph.expansion import Edge, GraphScore
-from freki.search.retrieval import Hit, Hits, Query, scope_filter
-from freki.store import FieldMatch, VectorStore
+from freki.search.retrieval import Hit, Hits, Query, SearchLane, scope_filter
+from freki.store import FieldMatch
 
 
 @dataclass(frozen=True)
@@ -35,26 +36,34 @@ class Explanation:
     matched_terms: list[str] = field(default_factory=list)
 
 
-def explain(query: Query, hits: Hits, chunks: VectorStore, embed_query: Callable[[str], np.ndarray],
-            sparse: SparseEncoder, fused: Mapping[str, float], graph: Mapping[str, GraphScore]) -> Hits:
-    """``hits`` with an ``Explanation`` each (``fused``: chunk -> score before the graph)."""
+def explain(query: Query, hits: Hits, lanes: Sequence[SearchLane], sparse: SparseEncoder,
+            fused: Mapping[str, float], graph: Mapping[str, GraphScore]) -> Hits:
+    """``hits`` with an ``Explanation`` each (``fused``: chunk -> score before the graph). Each hit is scored
+    in its own model's collection (``Hit.model``; the first lane, the standard model's, when unset)."""
     if not hits:
         return hits
-    vector = embed_query(query.text)
-    vectors = {p.id: p.dense for p in chunks.retrieve([h.chunk_id for h in hits], with_vectors=True)}
+    dense: dict[str, float] = {}
+    lexical: dict[str, float] = {}
     sparse_query = sparse.encode_query(query.text)
-    docs = tuple(dict.fromkeys(h.document_id for h in hits))
-    lexical = {p.id: p.score for p in chunks.search_sparse(
-        sparse_query, [*scope_filter(query), FieldMatch("document_id", docs)], 50 * len(hits), with_payload=False,
-    )} if sparse_query.indices else {}
+    for lane in lanes:
+        mine = [h for h in hits if (h.model or lanes[0].model) == lane.model]
+        if not mine:
+            continue
+        vector = lane.embed_query(query.text)
+        dense.update((p.id, float(np.dot(vector, p.dense))) for p in lane.chunks.retrieve(
+            [h.chunk_id for h in mine], with_vectors=True) if p.dense is not None)
+        docs = tuple(dict.fromkeys(h.document_id for h in mine))
+        if sparse_query.indices:
+            lexical.update((p.id, p.score) for p in lane.chunks.search_sparse(
+                sparse_query, [*scope_filter(query), FieldMatch("document_id", docs)], 50 * len(mine),
+                with_payload=False))
     terms = sparse.query_terms(query.text)
     out = Hits()
     for hit in hits:
-        stored = vectors.get(hit.chunk_id)
         g = graph.get(hit.document_id, GraphScore())
         chunk_terms = set(tokenize(hit.content))
         out.append(Hit(hit.chunk_id, hit.score, hit.payload, hit.model, Explanation(
-            dense_score=float(np.dot(vector, stored)) if stored is not None else 0.0,
+            dense_score=dense.get(hit.chunk_id, 0.0),
             sparse_score=float(lexical.get(hit.chunk_id, 0.0)),
             fused_score=float(fused.get(hit.chunk_id, hit.score)),
             graph_bonus=g.graph_bonus, edge_bonus=g.edge_bonus, centrality=g.centrality,
