@@ -176,3 +176,35 @@ def test_a_migration_is_only_started_on_request_and_refused_without_a_model_chan
             engine.blue_green.start()
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("meanwhile", ["delete", "erase"])
+def test_a_document_deleted_or_erased_while_its_chunks_are_re_embedded_stays_gone(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch, meanwhile: str,  # type: ignore[no-untyped-def]
+) -> None:
+    import threading
+
+    from freki.engine import reindex
+
+    engine = FrekiEngine(settings(tmp_path, reindex={"keep_sources": False}), embedder=embedder)
+    try:
+        engine.index(doc("victim", text("heron", 3), owner="olga"))
+        record = engine.get_document(T, "victim")
+        remove = (lambda: engine.delete_document(T, "victim")) if meanwhile == "delete" else (
+            lambda: engine.delete_owner(T, "olga", [record]))
+        racer = threading.Thread(target=remove)
+        real = reindex.embed_in_slices
+
+        def embed_while_removed(embed, texts):  # type: ignore[no-untyped-def]
+            racer.start()  # the delete / erasure arrives while the stored texts are being embedded
+            racer.join(0.5)
+            return real(embed, texts)
+
+        monkeypatch.setattr(reindex, "embed_in_slices", embed_while_removed)
+        engine.full_reindex(T)
+        racer.join(30)
+        assert not racer.is_alive()
+        assert engine.chunks_of(T, "victim") == []
+        assert all(store.count([FieldMatch("document_id", ("victim",))]) == 0 for store in engine.chunk_stores)
+    finally:
+        engine.close()
