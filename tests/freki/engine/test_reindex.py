@@ -208,3 +208,27 @@ def test_a_document_deleted_or_erased_while_its_chunks_are_re_embedded_stays_gon
         assert all(store.count([FieldMatch("document_id", ("victim",))]) == 0 for store in engine.chunk_stores)
     finally:
         engine.close()
+
+
+def test_a_migration_without_kept_sources_keeps_the_knowledge_graph(tmp_path, embedder, second_model) -> None:  # type: ignore[no-untyped-def]
+    no_sources = {"keep_sources": False, "switch_grace_s": 0.0}
+    engine = FrekiEngine(settings(tmp_path, reindex=no_sources), embedder=embedder)
+    try:
+        engine.index(doc("notes/a", "# Alpha\n\nAlpha needs [[Beta]], see [the spec](spec/b.md) and [[gamma/Delta]]."))
+        engine.index(doc("notes/spec/b", "# Beta\n\nBeta is the spec of alpha."))
+        before = engine.graph.document_links(T, "notes/a", 10)[0]
+        assert {(x.target, x.target_document_id) for x in before} == {
+            ("Beta", "notes/spec/b"), ("spec/b.md", "notes/spec/b"), ("gamma/Delta", "")}
+    finally:
+        engine.close()
+    engine = FrekiEngine(settings(tmp_path, reindex=no_sources, embedding_model=second_model), embedder=embedder)
+    try:
+        engine.blue_green.start()
+        wait_for(engine, "done")
+        assert engine.status(T).embedding_model == second_model
+        after = engine.graph.document_links(T, "notes/a", 10)[0]
+        assert sorted(after, key=str) == sorted(before, key=str)
+        assert [x.source_document_id for x in engine.graph.document_links(T, "notes/spec/b", 10)[1]] == [
+            "notes/a", "notes/a"]
+    finally:
+        engine.close()
