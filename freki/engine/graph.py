@@ -63,7 +63,9 @@ class EngineGraph:
         resolved = self.links.resolve(tenant, {link.key for link in outgoing}, 4 * limit)
         out = [_row(link, (resolved.get(link.key) or [""])[0]) for link in outgoing]
         names = self.links.names(tenant, [document_id]).get(document_id, [])
-        back = [_row(link, document_id) for link in self.links.linking_to(tenant, names, limit)
+        owner = self.links.first_owners(tenant, names, 4 * limit)  # a shared name's links count for the first
+        mine = [key for key in names if owner.get(key) == document_id]
+        back = [_row(link, document_id) for link in self.links.linking_to(tenant, mine, limit)
                 if link.source_document_id != document_id]
         return out, back
 

@@ -87,9 +87,11 @@ class GraphExpander:
         edges = [Edge(link.source_document_id, target, link.kind, link.confidence)
                  for link in outgoing for target in resolved.get(link.key, [])[:1]]
         names = self.links.names(tenant, seeds)
-        owner = {key: doc for doc, keys in names.items() for key in keys}
+        # A link to a name several documents share counts for the first of them, as when it is read forwards.
+        owner = self.links.first_owners(tenant, {key for keys in names.values() for key in keys}, limit)
         for link in self.links.linking_to(tenant, list(owner), limit):
-            edges.append(Edge(link.source_document_id, owner[link.key], link.kind, link.confidence))
+            if owner[link.key] in names:
+                edges.append(Edge(link.source_document_id, owner[link.key], link.kind, link.confidence))
         return [e for e in dict.fromkeys(edges) if e.source_document_id != e.target_document_id]
 
     def expand(self, query: Query, hits: Hits) -> tuple[Hits, dict[str, GraphScore], dict[str, float]]:

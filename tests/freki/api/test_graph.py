@@ -220,3 +220,19 @@ def test_expansion_and_explain_never_name_a_document_outside_the_callers_filter_
                      explain=True).rag_context.documents
     assert {(e.source_document_id, e.target_document_id) for d in found for e in d.explanation.edges} == {
         ("pub.md", "priv.md"), ("back.md", "pub.md")}
+
+
+def test_a_link_to_a_name_two_documents_share_counts_for_one_of_them_everywhere(graph_corpus) -> None:  # type: ignore[no-untyped-def]
+    stub, tenant = graph_corpus, "dupes"
+    index(stub, "one.md", "# Same\n\nThe first granite quarry note.", source="one.md", tenant_id=tenant)
+    index(stub, "two.md", "# Same\n\nThe second granite quarry note.", source="two.md", tenant_id=tenant)
+    index(stub, "linker.md", "# Linker\n\nGranite quarry index: [[Same]].", source="linker.md", tenant_id=tenant)
+    [edge] = links(stub, "linker.md", tenant).outgoing
+    chosen = edge.target_document_id
+    other = ({"one.md", "two.md"} - {chosen}).pop()
+    assert [b.source_document_id for b in links(stub, chosen, tenant).backlinks] == ["linker.md"]
+    assert list(links(stub, other, tenant).backlinks) == []
+    found = retrieve(stub, "granite quarry note", tenant_id=tenant, score_threshold=0.0, graph_expand=True,
+                     explain=True).rag_context.documents
+    assert {(e.source_document_id, e.target_document_id) for d in found for e in d.explanation.edges} == {
+        ("linker.md", chosen)}
