@@ -65,8 +65,7 @@ class EngineGraph:
         names = self.links.names(tenant, [document_id]).get(document_id, [])
         owner = self.links.first_owners(tenant, names, 4 * limit)  # a shared name's links count for the first
         mine = [key for key in names if owner.get(key) == document_id]
-        back = [_row(link, document_id) for link in self.links.linking_to(tenant, mine, limit)
-                if link.source_document_id != document_id]
+        back = [_row(link, document_id) for link in self.links.linking_to(tenant, mine, limit, not_from=document_id)]
         return out, back
 
 

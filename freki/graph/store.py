@@ -147,11 +147,15 @@ class LinkStore:
         """The document each key resolves to (the first when several share it, as ``resolve`` reads them)."""
         return {key: docs[0] for key, docs in self.resolve(tenant, keys, limit).items() if docs}
 
-    def linking_to(self, tenant: str, keys: Sequence[str], limit: int) -> list[StoredLink]:
-        """Committed links whose key is one of ``keys`` (backlinks of the documents with those names)."""
+    def linking_to(self, tenant: str, keys: Sequence[str], limit: int, *, not_from: str = "") -> list[StoredLink]:
+        """Committed links whose key is one of ``keys`` (backlinks of the documents with those names), except
+        those of document ``not_from``."""
         if not keys:
             return []
-        points = self._points(tenant, [FieldMatch("point", ("link",)), FieldMatch("key", tuple(keys))], limit)
+        flt = [FieldMatch("point", ("link",)), FieldMatch("key", tuple(keys))]
+        if not_from:
+            flt.append(FieldMatch("document_id", (not_from,), exclude=True))
+        points = self._points(tenant, flt, limit)
         return [_link(p.payload) for p in points]
 
     def _points(self, tenant: str, flt: list[FieldMatch], limit: int) -> list[StoredPoint]:

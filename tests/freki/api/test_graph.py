@@ -236,3 +236,17 @@ def test_a_link_to_a_name_two_documents_share_counts_for_one_of_them_everywhere(
                      explain=True).rag_context.documents
     assert {(e.source_document_id, e.target_document_id) for d in found for e in d.explanation.edges} == {
         ("linker.md", chosen)}
+
+
+def test_self_links_neither_show_as_backlinks_nor_hide_the_real_ones_from_a_page(graph_corpus) -> None:  # type: ignore[no-untyped-def]
+    stub, tenant = graph_corpus, "selfish"
+    variants = [''.join(c.upper() if i >> n & 1 else c for n, c in enumerate("selfy")) for i in range(32)]
+    index(stub, "selfy.md", "# Selfy\n\n" + " ".join(f"[[{v}]]" for v in variants), source="selfy.md",
+          tenant_id=tenant)
+    for name in ("fan1.md", "fan2.md"):
+        index(stub, name, f"# {name}\n\nA fan of [[Selfy]].", source=name, tenant_id=tenant)
+    assert len(links(stub, "selfy.md", tenant, page_size=100).outgoing) == 32
+    page = links(stub, "selfy.md", tenant, page_size=2)
+    assert sorted(b.source_document_id for b in page.backlinks) == ["fan1.md", "fan2.md"]
+    page = links(stub, "selfy.md", tenant, page_size=1)
+    assert len(page.backlinks) == 1
