@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from freki.embed.embedder import Embedder
@@ -212,7 +213,13 @@ class FrekiEngine:
         else:
             records = list(self.registry.iterate(tenant))
         return full_reindex(self.active, records, lambda doc, gen: self.index(doc, expect_generation=gen),
-                            self.results.invalidate)
+                            self.results.invalidate, self._hold_document)
+
+    @contextmanager
+    def _hold_document(self, tenant: str, document_id: str) -> Iterator[None]:
+        """No index, delete or erasure of the document meanwhile (an erasure waits for the shared lock)."""
+        with self.writes.read(), self.indexer.document_lock(tenant, document_id):
+            yield
 
     # -- GDPR ------------------------------------------------------------------------------
     def delete_owner(self, tenant: str, owner_id: str, records: list[DocumentRecord]) -> tuple[int, int]:

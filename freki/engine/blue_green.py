@@ -271,7 +271,9 @@ class BlueGreen:
         record = DocumentRecord(**{**old.__dict__, "generation": generation, "content_hash": marker,
                                    "chunk_count": len(new_points), "embedding_model": target.model,
                                    "embedding_dimension": target.embedder.dimension})
-        target.indexer.committer.commit(new_points, record, existing, stage="migrate")
+        links = self._engine.active.graph.links.links_of(  # its knowledge-graph links go along
+            old.tenant_id, old.document_id, old.source, self._engine.settings.graph.max_links_per_document)
+        target.indexer.committer.commit(new_points, record, existing, stage="migrate", links=links)
 
     def _switch(self, target: IndexSet, record: MigrationRecord, started: float) -> None:
         engine = self._engine

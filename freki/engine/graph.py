@@ -62,8 +62,9 @@ class EngineGraph:
         """A document's outgoing links (resolved where a document has the name) and its backlinks."""
         out = self.outgoing_links(tenant, document_id, limit)
         names = self.links.names(tenant, [document_id]).get(document_id, [])
-        back = [_row(link, document_id) for link in self.links.linking_to(tenant, names, limit)
-                if link.source_document_id != document_id]
+        owner = self.links.first_owners(tenant, names, 4 * limit)  # a shared name's links count for the first
+        mine = [key for key in names if owner.get(key) == document_id]
+        back = [_row(link, document_id) for link in self.links.linking_to(tenant, mine, limit, not_from=document_id)]
         return out, back
 
     def outgoing_links(self, tenant: str, document_id: str, limit: int) -> list[DocumentLink]:

@@ -21,6 +21,7 @@ from freki.search.retrieval import SearchLane
 from freki.settings import FrekiSettings
 from freki.store import CollectionSpec, FieldMatch
 from freki.store.sealed import SealedStore
+from wolf_service.errors import FailedPrecondition
 
 log = logging.getLogger("freki.engine")
 
@@ -76,11 +77,16 @@ def open_model_lanes(
         try:
             embedder = load(model)
         except Exception as exc:
-            if settings.embedding_models_required:
-                raise
             types = [t for t, m in layout.routes if m == model]
-            log.warning("embedding model %r for document types %s did not load (%s); those types are embedded "
-                        "by the standard model %r", model, types, exc, layout.standard)
+            # The loader's message names embedding_model (the standard one); this model comes from another setting.
+            reason = str(exc).split(". Set FREKI_EMBEDDING_MODEL", 1)[0]
+            if settings.embedding_models_required:
+                raise FailedPrecondition(
+                    f"embedding_models (FREKI_EMBEDDING_MODELS): the model {model!r} for document types {types} "
+                    f"did not load: {reason}; fix its path there, or unset embedding_models_required to embed "
+                    "those types with the standard model") from exc
+            log.warning("embedding model %r for document types %s (setting embedding_models) did not load (%s); "
+                        "those types are embedded by the standard model %r", model, types, reason, layout.standard)
             failed.add(model)
             continue
         name = layout.collection_of(model)

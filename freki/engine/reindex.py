@@ -7,6 +7,7 @@ stored chunk texts re-embedded instead, and the report says how many.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from freki.engine.index_set import IndexSet
@@ -28,6 +29,9 @@ class ReindexReport:
 
 
 RunIndex = Callable[[IndexInput, str], IndexResult]  # (input, expected committed generation) -> result
+# (tenant, document id) -> held while a document's stored chunks are re-embedded: the engine's write lock
+# (shared) and the document's lock, so no index, delete or erasure of it runs meanwhile.
+HoldDocument = Callable[[str, str], AbstractContextManager[object]]
 
 
 def input_from_source(index: IndexSet, record: DocumentRecord, *, force: bool) -> IndexInput | None:
@@ -41,8 +45,9 @@ def input_from_source(index: IndexSet, record: DocumentRecord, *, force: bool) -
 
 
 def full_reindex(index: IndexSet, records: list[DocumentRecord], run_index: RunIndex,
-                 invalidate: Callable[[str], None]) -> ReindexReport:
-    """Re-chunk (or, without a kept source, re-embed) each of ``records``."""
+                 invalidate: Callable[[str], None], hold: HoldDocument) -> ReindexReport:
+    """Re-chunk (or, without a kept source, re-embed) each of ``records``; a document deleted, erased or
+    re-indexed since ``records`` were listed is left as it is (never written back)."""
     chunks = rechunked = only = 0
     for record in records:
         doc = input_from_source(index, record, force=True)
@@ -51,7 +56,11 @@ def full_reindex(index: IndexSet, records: list[DocumentRecord], run_index: RunI
             chunks += result.chunks_embedded
             rechunked += 1
             continue
-        chunks += reembed_stored(index, record.tenant_id, record.document_id, record.embedding_model)
+        with hold(record.tenant_id, record.document_id):
+            current = index.registry.get(record.tenant_id, record.document_id)
+            if current is None or current.generation != record.generation:
+                continue  # deleted or re-indexed meanwhile: its new state stands
+            chunks += reembed_stored(index, record.tenant_id, record.document_id, record.embedding_model)
         only += 1
         invalidate(record.tenant_id)
     note = "" if not only else (

@@ -14,7 +14,8 @@ The Mindnet formula (seed 004, "Scoring-Formel"), per candidate chunk of documen
 * ``edge_bonus``: sum over the links between ``d`` and a seed (one of the top ``graph.seeds`` hits' documents,
   either direction) of confidence x kind weight x the seed's relevance, at most 1: a link from a strong hit
   counts more than one from a weak hit.
-* ``centrality``: ``d``'s links within the local subgraph (seeds and neighbours) over the most any has.
+* ``centrality``: ``d``'s links within the local subgraph (seeds and neighbours, all inside the caller's
+  filters and document scope) over the most any has.
 
 With ``graph.follow_seeds`` (default), a document linked with a seed the retriever ranked above it stays
 below that seed (just below its total): the graph may pull a linked passage up to right after the passage
@@ -90,9 +91,11 @@ class GraphExpander:
         edges = [Edge(link.source_document_id, target, link.kind, link.confidence)
                  for link in outgoing for target in resolved.get(link.key, [])[:1]]
         names = self.links.names(tenant, seeds)
-        owner = {key: doc for doc, keys in names.items() for key in keys}
+        # A link to a name several documents share counts for the first of them, as when it is read forwards.
+        owner = self.links.first_owners(tenant, {key for keys in names.values() for key in keys}, limit)
         for link in self.links.linking_to(tenant, list(owner), limit):
-            edges.append(Edge(link.source_document_id, owner[link.key], link.kind, link.confidence))
+            if owner[link.key] in names:
+                edges.append(Edge(link.source_document_id, owner[link.key], link.kind, link.confidence))
         return [e for e in dict.fromkeys(edges) if e.source_document_id != e.target_document_id]
 
     def expand(self, query: Query, hits: Hits) -> tuple[Hits, dict[str, GraphScore], dict[str, float]]:
@@ -115,6 +118,11 @@ class GraphExpander:
                     bonus[doc] = bonus.get(doc, 0.0) + e.confidence * weight * seed_score[other]
         fresh = sorted((d for d in bonus if d not in found), key=lambda d: -bonus[d])[: w.max_neighbours]
         candidates = list(hits) + self._neighbour_hits(query, fresh)
+        # From here on the graph is the local subgraph of the candidates (all within the caller's tenant,
+        # filters and document scope): a document the caller filtered out never shows in an explanation's
+        # edges, nor counts for a centrality.
+        inside = {h.document_id for h in candidates}
+        edges = [e for e in edges if e.source_document_id in inside and e.target_document_id in inside]
         degree: dict[str, int] = {}
         for e in edges:
             for doc in (e.source_document_id, e.target_document_id):

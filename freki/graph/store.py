@@ -121,6 +121,10 @@ class LinkStore:
             out.setdefault(str(p.payload["document_id"]), []).append(_link(p.payload))
         return out
 
+    def links_of(self, tenant: str, document_id: str, source: str, limit: int) -> list[Link]:
+        """A committed document's links as the parser gave them (to write them again with a copied version)."""
+        return [_parsed(link, source) for link in self.outgoing(tenant, [document_id], limit).get(document_id, [])]
+
     def names(self, tenant: str, document_ids: Sequence[str]) -> dict[str, list[str]]:
         """The name keys of each committed document."""
         points = self._points(tenant, [FieldMatch("document_id", tuple(document_ids)),
@@ -139,11 +143,19 @@ class LinkStore:
                     found.setdefault(str(name), []).append(str(p.payload["document_id"]))
         return found
 
-    def linking_to(self, tenant: str, keys: Sequence[str], limit: int) -> list[StoredLink]:
-        """Committed links whose key is one of ``keys`` (backlinks of the documents with those names)."""
+    def first_owners(self, tenant: str, keys: Iterable[str], limit: int) -> dict[str, str]:
+        """The document each key resolves to (the first when several share it, as ``resolve`` reads them)."""
+        return {key: docs[0] for key, docs in self.resolve(tenant, keys, limit).items() if docs}
+
+    def linking_to(self, tenant: str, keys: Sequence[str], limit: int, *, not_from: str = "") -> list[StoredLink]:
+        """Committed links whose key is one of ``keys`` (backlinks of the documents with those names), except
+        those of document ``not_from``."""
         if not keys:
             return []
-        points = self._points(tenant, [FieldMatch("point", ("link",)), FieldMatch("key", tuple(keys))], limit)
+        flt = [FieldMatch("point", ("link",)), FieldMatch("key", tuple(keys))]
+        if not_from:
+            flt.append(FieldMatch("document_id", (not_from,), exclude=True))
+        points = self._points(tenant, flt, limit)
         return [_link(p.payload) for p in points]
 
     def _points(self, tenant: str, flt: list[FieldMatch], limit: int) -> list[StoredPoint]:
@@ -169,3 +181,10 @@ def _link(payload: dict[str, Any]) -> StoredLink:
     return StoredLink(source_document_id=str(payload["document_id"]), target=str(payload.get("target", "")),
                       key=str(payload.get("key", "")), kind=str(payload.get("kind", "")),
                       confidence=float(payload.get("confidence", 0.0)), rule=str(payload.get("rule", "")))
+
+
+def _parsed(stored: StoredLink, source: str) -> Link:
+    """The parser's link behind a stored one: a name or a path, whichever gives the stored key."""
+    as_name = Link(stored.target, stored.kind, stored.confidence, stored.rule, "name")
+    as_path = Link(stored.target, stored.kind, stored.confidence, stored.rule, "path")
+    return as_name if link_key(as_name, source) == stored.key else as_path

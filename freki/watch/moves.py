@@ -58,7 +58,10 @@ def move_document(engine: FrekiEngine, tenant: str, old_id: str, new_id: str, *,
                 payload={**point.payload, "document_id": new_id, "source": source, "generation": generation},
             ))
         moved = replace(record, document_id=new_id, source=source, content_hash="", generation=generation)
-        engine.indexer.committer.commit(upserts, moved, previous, stage="move")
+        # Its knowledge-graph links move along (relative paths now resolved from the new source's folder).
+        links = engine.graph.links.links_of(tenant, old_id, record.source,
+                                            engine.settings.graph.max_links_per_document)
+        engine.indexer.committer.commit(upserts, moved, previous, stage="move", links=links)
         engine.indexer.committer.delete(tenant, old_id)
         engine.indexer.sentence_cache.rename(tenant, old_id, new_id)
         engine.blue_green.touch(tenant, old_id)  # a model migration re-reads both before its switch

@@ -9,7 +9,7 @@ import uuid
 
 import grpc
 import pytest
-from wolf.v1 import freki_pb2
+from wolf.v1 import common_pb2, freki_pb2
 
 from freki.gdpr.cli import main as gdpr_cli
 from freki.gdpr.export_file import read_jsonl
@@ -197,3 +197,56 @@ def test_odin_client_lists_links_explains_and_records_feedback(graph_corpus, fre
         done = client.record_feedback(found.context.query_id, 4, document_id="notes/coolant.md", comment="ok")
         assert done.rating == 4
     assert '"rating": 4' in log_path(engine.graph.feedback.folder, "default").read_text()
+
+
+def test_expansion_and_explain_never_name_a_document_outside_the_callers_filter_or_scope(graph_corpus) -> None:  # type: ignore[no-untyped-def]
+    stub, tenant = graph_corpus, "scoped"
+    index(stub, "pub.md", "# Public Note\n\nThe rocket budget is split in [[Private Salaries]].", tenant_id=tenant,
+          metadata={"level": "public"})
+    index(stub, "priv.md", "# Private Salaries\n\nThe rocket budget: salaries of every engineer.", tenant_id=tenant,
+          metadata={"level": "secret"})
+    index(stub, "back.md", "# Back\n\nRocket budget notes, see [[Public Note]].", tenant_id=tenant,
+          metadata={"level": "secret"})
+    public = [common_pb2.MetadataFilter(key="level", values=["public"])]
+    for scope in ({"filters": public}, {"document_ids": ["pub.md"]}, {"filters": public, "mmr_diversity": 0.5},
+                  {"filters": public, "query_variants": ["engineer salaries"], "top_k": 1000}):
+        found = retrieve(stub, "rocket budget salaries", tenant_id=tenant, score_threshold=0.0, graph_expand=True,
+                         explain=True, **scope).rag_context.documents
+        assert [d.document_id for d in found] == ["pub.md"], scope
+        explanation = found[0].explanation
+        assert list(explanation.edges) == [] and explanation.centrality == 0.0, scope
+    # Unscoped, the same links do count (the filter, not the graph, hid them).
+    found = retrieve(stub, "rocket budget salaries", tenant_id=tenant, score_threshold=0.0, graph_expand=True,
+                     explain=True).rag_context.documents
+    assert {(e.source_document_id, e.target_document_id) for d in found for e in d.explanation.edges} == {
+        ("pub.md", "priv.md"), ("back.md", "pub.md")}
+
+
+def test_a_link_to_a_name_two_documents_share_counts_for_one_of_them_everywhere(graph_corpus) -> None:  # type: ignore[no-untyped-def]
+    stub, tenant = graph_corpus, "dupes"
+    index(stub, "one.md", "# Same\n\nThe first granite quarry note.", source="one.md", tenant_id=tenant)
+    index(stub, "two.md", "# Same\n\nThe second granite quarry note.", source="two.md", tenant_id=tenant)
+    index(stub, "linker.md", "# Linker\n\nGranite quarry index: [[Same]].", source="linker.md", tenant_id=tenant)
+    [edge] = links(stub, "linker.md", tenant).outgoing
+    chosen = edge.target_document_id
+    other = ({"one.md", "two.md"} - {chosen}).pop()
+    assert [b.source_document_id for b in links(stub, chosen, tenant).backlinks] == ["linker.md"]
+    assert list(links(stub, other, tenant).backlinks) == []
+    found = retrieve(stub, "granite quarry note", tenant_id=tenant, score_threshold=0.0, graph_expand=True,
+                     explain=True).rag_context.documents
+    assert {(e.source_document_id, e.target_document_id) for d in found for e in d.explanation.edges} == {
+        ("linker.md", chosen)}
+
+
+def test_self_links_neither_show_as_backlinks_nor_hide_the_real_ones_from_a_page(graph_corpus) -> None:  # type: ignore[no-untyped-def]
+    stub, tenant = graph_corpus, "selfish"
+    variants = [''.join(c.upper() if i >> n & 1 else c for n, c in enumerate("selfy")) for i in range(32)]
+    index(stub, "selfy.md", "# Selfy\n\n" + " ".join(f"[[{v}]]" for v in variants), source="selfy.md",
+          tenant_id=tenant)
+    for name in ("fan1.md", "fan2.md"):
+        index(stub, name, f"# {name}\n\nA fan of [[Selfy]].", source=name, tenant_id=tenant)
+    assert len(links(stub, "selfy.md", tenant, page_size=100).outgoing) == 32
+    page = links(stub, "selfy.md", tenant, page_size=2)
+    assert sorted(b.source_document_id for b in page.backlinks) == ["fan1.md", "fan2.md"]
+    page = links(stub, "selfy.md", tenant, page_size=1)
+    assert len(page.backlinks) == 1

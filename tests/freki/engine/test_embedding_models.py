@@ -95,9 +95,10 @@ def test_a_model_that_does_not_load_falls_back_or_fails_when_required(
     tmp_path: Path, embedder, caplog: pytest.LogCaptureFixture,  # type: ignore[no-untyped-def]
 ) -> None:
     missing = str(tmp_path / "no-such-model")
-    with pytest.raises(FailedPrecondition, match="no-such-model"):
+    with pytest.raises(FailedPrecondition, match=r"^embedding_models \(FREKI_EMBEDDING_MODELS\).*no-such-model") as err:
         FrekiEngine(settings_for(tmp_path / "a", {"markdown": missing}, embedding_models_required=True),
                     embedder=embedder).close()
+    assert "'markdown'" in str(err.value) and "FREKI_EMBEDDING_MODEL " not in str(err.value)  # not the standard one
     with caplog.at_level(logging.WARNING, "freki.engine"):
         engine = FrekiEngine(settings_for(tmp_path / "b", {"markdown": missing}), embedder=embedder)
     try:

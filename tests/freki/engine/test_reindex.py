@@ -219,3 +219,57 @@ def test_freki_migrate_copies_the_index_a_model_migration_switched_to(built: Pat
     with pytest.raises(StoreError, match="model migration to 'other'.*let it finish"):
         migrate(source, settings(tmp_path_factory.mktemp("refused"), embedding_model=second_model,
                                  store={"backend": "remote", "url": str(elsewhere / "q2")}))
+@pytest.mark.parametrize("meanwhile", ["delete", "erase"])
+def test_a_document_deleted_or_erased_while_its_chunks_are_re_embedded_stays_gone(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch, meanwhile: str,  # type: ignore[no-untyped-def]
+) -> None:
+    import threading
+
+    from freki.engine import reindex
+
+    engine = FrekiEngine(settings(tmp_path, reindex={"keep_sources": False}), embedder=embedder)
+    try:
+        engine.index(doc("victim", text("heron", 3), owner="olga"))
+        record = engine.get_document(T, "victim")
+        remove = (lambda: engine.delete_document(T, "victim")) if meanwhile == "delete" else (
+            lambda: engine.delete_owner(T, "olga", [record]))
+        racer = threading.Thread(target=remove)
+        real = reindex.embed_in_slices
+
+        def embed_while_removed(embed, texts):  # type: ignore[no-untyped-def]
+            racer.start()  # the delete / erasure arrives while the stored texts are being embedded
+            racer.join(0.5)
+            return real(embed, texts)
+
+        monkeypatch.setattr(reindex, "embed_in_slices", embed_while_removed)
+        engine.full_reindex(T)
+        racer.join(30)
+        assert not racer.is_alive()
+        assert engine.chunks_of(T, "victim") == []
+        assert all(store.count([FieldMatch("document_id", ("victim",))]) == 0 for store in engine.chunk_stores)
+    finally:
+        engine.close()
+
+
+def test_a_migration_without_kept_sources_keeps_the_knowledge_graph(tmp_path, embedder, second_model) -> None:  # type: ignore[no-untyped-def]
+    no_sources = {"keep_sources": False, "switch_grace_s": 0.0}
+    engine = FrekiEngine(settings(tmp_path, reindex=no_sources), embedder=embedder)
+    try:
+        engine.index(doc("notes/a", "# Alpha\n\nAlpha needs [[Beta]], see [the spec](spec/b.md) and [[gamma/Delta]]."))
+        engine.index(doc("notes/spec/b", "# Beta\n\nBeta is the spec of alpha."))
+        before = engine.graph.document_links(T, "notes/a", 10)[0]
+        assert {(x.target, x.target_document_id) for x in before} == {
+            ("Beta", "notes/spec/b"), ("spec/b.md", "notes/spec/b"), ("gamma/Delta", "")}
+    finally:
+        engine.close()
+    engine = FrekiEngine(settings(tmp_path, reindex=no_sources, embedding_model=second_model), embedder=embedder)
+    try:
+        engine.blue_green.start()
+        wait_for(engine, "done")
+        assert engine.status(T).embedding_model == second_model
+        after = engine.graph.document_links(T, "notes/a", 10)[0]
+        assert sorted(after, key=str) == sorted(before, key=str)
+        assert [x.source_document_id for x in engine.graph.document_links(T, "notes/spec/b", 10)[1]] == [
+            "notes/a", "notes/a"]
+    finally:
+        engine.close()
