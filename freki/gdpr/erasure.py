@@ -1,4 +1,5 @@
-"""Erase a data owner's (or one document's) data from the index, the registry, the caches and the watcher's view."""
+"""Erase a data owner's (or one document's) data from the index, the registry, the caches, the feedback log
+and the watcher's view."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def erase_owner(engine: FrekiEngine, tenant: str, owner_id: str, *, watcher: Wat
         # Markers first: a crash after this leaves data to erase again, never erased data to resurrect.
         _keep_out_of_watch(engine, watcher, records)
         documents, chunks = engine.delete_owner(tenant, owner_id, records)
+        engine.graph.feedback.forget_documents(tenant, {r.document_id for r in records})
     return Erasure(documents=documents, chunks=chunks)
 
 
@@ -41,7 +43,9 @@ def erase_document(engine: FrekiEngine, tenant: str, document_id: str, *, watche
         record = engine.registry.get(tenant, document_id)
         if record is not None:
             _keep_out_of_watch(engine, watcher, [record])
-        return engine.delete_document(tenant, document_id, erase=True)
+        deleted = engine.delete_document(tenant, document_id, erase=True)
+        engine.graph.feedback.forget_documents(tenant, {document_id})
+        return deleted
 
 
 def _keep_out_of_watch(engine: FrekiEngine, watcher: Watcher | None, records: list[DocumentRecord]) -> None:

@@ -3,7 +3,8 @@
 Each tenant has its own append-only file ``<data_dir>/feedback/<sha256(tenant)[:32]>.jsonl`` (the tenant's
 name never becomes a path, so it cannot climb out of the folder); a line holds the time, tenant, the
 ``query_id`` RetrieveContext returned, the document, the rating and the comment. A file that reached
-``graph.feedback_log_max_bytes`` refuses more (RESOURCE_EXHAUSTED) rather than fill the disk.
+``graph.feedback_log_max_bytes`` refuses more (RESOURCE_EXHAUSTED) rather than fill the disk. Erasing a
+document or a data owner (``freki.gdpr``) rewrites the file without the lines about the erased documents.
 """
 
 from __future__ import annotations
@@ -52,3 +53,33 @@ class FeedbackLog:
             finally:
                 os.close(fd)
         return path
+
+    def forget_documents(self, tenant: str, document_ids: set[str]) -> int:
+        """Erasure: rewrite the tenant's log without the lines about ``document_ids`` (their ratings and
+        comments), atomically; returns how many lines went."""
+        path = log_path(self.folder, tenant)
+        with self._lock:
+            if not document_ids or not path.exists():
+                return 0
+            kept: list[bytes] = []
+            removed = 0
+            with path.open("rb") as log:
+                for raw in log:
+                    try:
+                        about = json.loads(raw).get("document_id")
+                    except (ValueError, AttributeError):
+                        about = None  # not a record line: kept as it was
+                    if about in document_ids:
+                        removed += 1
+                    else:
+                        kept.append(raw)
+            if removed:
+                tmp = path.with_name(f".{path.name}.tmp")
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                try:
+                    os.write(fd, b"".join(kept))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, path)
+            return removed

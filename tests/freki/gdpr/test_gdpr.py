@@ -14,6 +14,7 @@ from freki.api.server import build_server
 from freki.engine import FrekiEngine
 from freki.gdpr.cli import main as gdpr_cli
 from freki.gdpr.export_file import export_to_file, read_jsonl
+from freki.graph.feedback import log_path
 from freki.settings import FrekiSettings
 from freki.store import FieldMatch
 from tests.freki.watch.conftest import paragraphs
@@ -136,6 +137,11 @@ def test_erasing_an_owner_leaves_nothing_retrievable_listable_or_exportable(env:
     bob_before = env.engine.chunks.count([FieldMatch("owner_id", ("bob",))])
     other_tenant_before = env.engine.chunks.count([FieldMatch("tenant_id", ("t2",))])
     assert any(h.document_id.startswith("alice") for h in env.search("t1", "Where does Alice Example live?"))
+    query_id = env.stub.RetrieveContext(common_pb2.WolfRequest(
+        request_id="q", tenant_id="t1", model_type=common_pb2.RAG, prompt="Alice"), timeout=30).rag_context.query_id
+    for doc_id, comment in (("alice-diary", "Alice's address is wrong"), ("bob-notes", "useful")):
+        env.stub.RecordFeedback(freki_pb2.FeedbackRequest(request_id="f", tenant_id="t1", query_id=query_id,
+                                                          document_id=doc_id, rating=4, comment=comment), timeout=30)
 
     response = env.stub.DeleteOwnerData(freki_pb2.DeleteOwnerDataRequest(
         request_id="erase-alice", tenant_id="t1", owner_id="alice"), timeout=60)
@@ -160,6 +166,12 @@ def test_erasing_an_owner_leaves_nothing_retrievable_listable_or_exportable(env:
     again = env.stub.DeleteOwnerData(freki_pb2.DeleteOwnerDataRequest(
         request_id="erase-again", tenant_id="t1", owner_id="alice"), timeout=60)
     assert again.documents_deleted == 0 and again.chunks_deleted == 0
+    # The feedback log keeps no rating or comment about an erased document.
+    assert [line["document_id"] for line in feedback_lines(env, "t1")] == ["bob-notes"]
+
+
+def feedback_lines(env: Env, tenant: str) -> list[dict]:
+    return [json.loads(line) for line in log_path(env.engine.graph.feedback.folder, tenant).read_text().splitlines()]
 
 
 def test_deleting_one_document_removes_it_everywhere(env: Env) -> None:
@@ -167,6 +179,7 @@ def test_deleting_one_document_removes_it_everywhere(env: Env) -> None:
         request_id="del-bob", tenant_id="t1", document_id="bob-notes"), timeout=60)
     assert env.listed("t1") == [] and env.export("t1", "bob") == []
     assert env.engine.chunks.count([FieldMatch("document_id", ("bob-notes",))]) == 0
+    assert feedback_lines(env, "t1") == []
     with pytest.raises(grpc.RpcError) as info:
         env.stub.DeleteDocument(freki_pb2.DeleteDocumentRequest(
             request_id="del-bob-2", tenant_id="t1", document_id="bob-notes"), timeout=60)
