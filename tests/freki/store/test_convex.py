@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from freki.embed.calibration import Alignment
 from freki.search import fusion
 from freki.store import ChunkPoint, ConvexWeights, EdgeStore, FieldMatch, InvalidStoreInput, RemoteStore, SparseVector
 from tests.freki.store.points import make_points, random_dense, random_sparse
@@ -29,7 +30,8 @@ def reference(store: Store, dense: list[float], sparse: SparseVector, flt: list[
     cosines = {p.id: sum(a * b for a, b in zip(p.dense or [], dense, strict=True)) / norm
                for p in store.retrieve(union, with_vectors=True)}
     lexical = {h.id: fusion.sparse_relevance(h.score, weights.sparse_half) for h in sparse_hits}
-    relevance = {i: fusion.dense_relevance(c) for i, c in cosines.items()}
+    align = Alignment(weights.cosine_scale, weights.cosine_shift)  # a type-specific model's cosines
+    relevance = {i: fusion.dense_relevance(align(c)) for i, c in cosines.items()}
     return fusion.convex(relevance, lexical, weights.sparse_weight)[:limit]
 
 
@@ -41,16 +43,22 @@ def loaded(pair: tuple[EdgeStore, RemoteStore]) -> tuple[tuple[EdgeStore, Remote
     return pair, points
 
 
+# A model whose unrelated texts sit at cosine ~0.6, aligned onto the standard model's scale (freki.embed.calibration).
+ALIGNED = ConvexWeights(sparse_weight=0.4, sparse_half=6.0, cosine_scale=2.5, cosine_shift=-1.5)
+
+
+@pytest.mark.parametrize("weights", [WEIGHTS, ALIGNED], ids=["standard", "aligned"])
 @pytest.mark.parametrize("flt", [[], [FieldMatch("tenant_id", ("acme",))]], ids=["all", "tenant"])
-def test_engine_fusion_equals_fusion_of_the_separate_searches(loaded: Any, flt: list[FieldMatch]) -> None:
+def test_engine_fusion_equals_fusion_of_the_separate_searches(loaded: Any, flt: list[FieldMatch],
+                                                              weights: ConvexWeights) -> None:
     pair, _ = loaded
     rng = random.Random(21)
     for _ in range(8):
         dense, sparse = random_dense(rng), random_sparse(rng, terms=3)
         results = []
         for store in pair:
-            got = store.search_convex(dense, sparse, flt, 6, 15, WEIGHTS)
-            want = reference(store, dense, sparse, flt, 6, 15, WEIGHTS)
+            got = store.search_convex(dense, sparse, flt, 6, 15, weights)
+            want = reference(store, dense, sparse, flt, 6, 15, weights)
             assert [h.id for h in got] == [s.id for s in want], store.backend
             assert [h.score for h in got] == pytest.approx([s.score for s in want], abs=1e-5), store.backend
             assert got and all(h.payload for h in got)  # the fused top comes with payloads
@@ -107,7 +115,10 @@ def test_bad_weights_are_refused(loaded: Any) -> None:
     bad = [(ConvexWeights(1.5, 8.0), "sparse_weight must be in"),
            (ConvexWeights(-0.1, 8.0), "sparse_weight must be in"),
            (ConvexWeights(0.4, 0.0), "sparse_half must be a positive"),
-           (ConvexWeights(0.4, math.inf), "sparse_half must be a positive")]
+           (ConvexWeights(0.4, math.inf), "sparse_half must be a positive"),
+           (ConvexWeights(0.4, 8.0, cosine_scale=0.0), "cosine_scale must be in"),
+           (ConvexWeights(0.4, 8.0, cosine_scale=math.nan), "cosine_scale must be in"),
+           (ConvexWeights(0.4, 8.0, cosine_shift=math.inf), "cosine_shift must be in")]
     for store in pair:
         for weights, message in bad:
             with pytest.raises(InvalidStoreInput, match=message):
