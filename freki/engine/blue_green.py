@@ -39,7 +39,7 @@ from freki.ingest.parsing.errors import DocumentError
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, chunk_point_id, new_generation
 from freki.ingest.repair import repair
 from freki.settings import FrekiSettings
-from freki.store import ChunkPoint, FieldMatch
+from freki.store import ChunkPoint, FieldMatch, scroll_pages
 from freki.store.keys import KeyStore
 from freki.store.rwlock import ReadWriteLock
 from wolf_service.errors import FailedPrecondition, ServiceError
@@ -65,15 +65,11 @@ class MigrationStatus:
 def documents(registry: DocumentRegistry) -> Iterator[tuple[str, str]]:
     """(tenant, document id) of every record, page by page. A record written or deleted while the pages are read
     may come back without its payload: it is skipped here (such a document is marked, ``touch``, and migrated)."""
-    offset: str | None = None
-    while True:
-        points, offset = registry.store.scroll([], limit=256, offset=offset)
+    for points in scroll_pages(registry.store, [], 256):
         for point in points:
             tenant, document_id = point.payload.get("tenant_id"), point.payload.get("document_id")
             if isinstance(tenant, str) and isinstance(document_id, str):
                 yield tenant, document_id
-        if offset is None:
-            return
 
 
 class Engine(Protocol):

@@ -24,7 +24,7 @@ from typing import Any
 
 from freki.graph.names import document_names, link_key
 from freki.ingest.parsing.links import Link
-from freki.store import ChunkPoint, CollectionSpec, FieldMatch, StoredPoint, VectorStore
+from freki.store import ChunkPoint, CollectionSpec, FieldMatch, StoredPoint, VectorStore, scroll_pages
 
 _NAMESPACE = uuid.UUID("0f6c3d5e-2b8a-4c1e-9d47-6a5b3c2e1f90")
 _PLACEHOLDER = [1.0]
@@ -95,9 +95,7 @@ class LinkStore:
         """Start-up pass: delete points of versions no record commits (a crash between writing a version's
         links and its commit) for which ``stale(generation)`` holds; returns how many."""
         removed = 0
-        offset: str | None = None
-        while True:
-            page, offset = self.store.scroll([], limit=_PAGE, offset=offset)
+        for page in scroll_pages(self.store, [], _PAGE):
             docs: dict[str, set[str]] = {}
             for p in page:
                 docs.setdefault(str(p.payload.get("tenant_id")), set()).add(str(p.payload.get("document_id")))
@@ -108,8 +106,7 @@ class LinkStore:
             if orphans:
                 self.store.delete_ids(orphans)
                 removed += len(orphans)
-            if offset is None:
-                return removed
+        return removed
 
     # -- reads ---------------------------------------------------------------------------------------------
     def outgoing(self, tenant: str, document_ids: Sequence[str], limit: int) -> dict[str, list[StoredLink]]:

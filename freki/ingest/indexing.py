@@ -34,7 +34,7 @@ from freki.ingest.quotas import MetadataLimits, check_chunk_count, check_metadat
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, chunk_point_id, new_generation
 from freki.ingest.sandbox import ParserSandbox
 from freki.ingest.sources import KeptSource, SourceStore
-from freki.store import ChunkPoint, SparseVector, StoredPoint, VectorStore
+from freki.store import ChunkPoint, SparseVector, StoredPoint, VectorStore, scroll_pages
 from freki.store.keys import KeyStore
 from freki.store.metadata import Metadata, typed_fields
 from freki.store.sealed import Generations
@@ -79,15 +79,8 @@ def document_chunks(
     store: VectorStore, tenant: str, document_id: str, *, with_vectors: bool = False
 ) -> list[StoredPoint]:
     """Every stored chunk of one document, in chunk order, paging through the store."""
-    points: list[StoredPoint] = []
-    offset: str | None = None
-    while True:
-        page, offset = store.scroll(
-            document_filter(tenant, document_id), limit=512, offset=offset, with_vectors=with_vectors
-        )
-        points.extend(page)
-        if offset is None:
-            return sorted(points, key=lambda p: int(p.payload.get("chunk_index", 0)))
+    pages = scroll_pages(store, document_filter(tenant, document_id), 512, with_vectors=with_vectors)
+    return sorted((p for page in pages for p in page), key=lambda p: int(p.payload.get("chunk_index", 0)))
 
 
 SparseEncode = Callable[[Sequence[str]], list[SparseVector]]

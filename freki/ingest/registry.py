@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from freki.store import ChunkPoint, CollectionSpec, FieldMatch, VectorStore
+from freki.store import ChunkPoint, CollectionSpec, FieldMatch, VectorStore, scroll_pages
 from freki.store.metadata import Metadata, normalise
 
 # Fixed namespace so ids are stable across processes and releases.
@@ -158,12 +158,8 @@ class DocumentRegistry:
 
     def everything(self, page_size: int = 512) -> Iterator[DocumentRecord]:
         """Every record of every tenant (for the start-up consistency pass)."""
-        offset: str | None = None
-        while True:
-            points, offset = self._store.scroll([], limit=page_size, offset=offset)
+        for points in scroll_pages(self._store, [], page_size):
             yield from (DocumentRecord.from_payload(p.payload) for p in points)
-            if offset is None:
-                return
 
     def count(self, tenant: str | None = None) -> int:
         """Number of records, of one tenant or of all."""

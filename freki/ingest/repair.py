@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from freki.ingest.commit import document_filter
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, generation_age_s
 from freki.ingest.sources import SourceStore
-from freki.store import FieldMatch, VectorStore
+from freki.store import FieldMatch, VectorStore, scroll_pages
 from freki.store.errors import KeyStoreMismatch
 from freki.store.keys import KeyStore
 from freki.store.sealed import GENERATION, SEALED
@@ -117,16 +117,12 @@ def _drop_unreadable_records(registry: DocumentRegistry, keys: KeyStore, report:
     """
     raw = getattr(registry.store, "inner", registry.store)
     unreadable: list[tuple[str, str, str]] = []
-    offset: str | None = None
-    while True:
-        points, offset = raw.scroll([], limit=512, offset=offset)
+    for points in scroll_pages(raw, [], 512):
         for point in points:
             payload = point.payload
             if SEALED in payload and keys.get(str(payload.get(GENERATION, ""))) is None:
                 unreadable.append((str(payload.get(GENERATION, "")), str(payload.get("tenant_id", "")),
                                    str(payload.get("document_id", ""))))
-        if offset is None:
-            break
     erased = keys.destroyed(g for g, _, _ in unreadable)
     unknown = [(t, d) for g, t, d in unreadable if g not in erased]
     if unknown and not drop_unknown:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from freki.ingest.commit import document_filter
 from freki.ingest.registry import ID_NAMESPACE
-from freki.store import ChunkPoint, CollectionSpec, FieldMatch, VectorStore
+from freki.store import ChunkPoint, CollectionSpec, FieldMatch, VectorStore, scroll_pages
 from freki.store.metadata import Metadata
 from freki.store.sealed import GENERATION
 
@@ -77,14 +77,8 @@ class SourceStore:
         """The kept source of one committed version, or None (not kept, too large, or incomplete)."""
         if not generation:
             return None
-        found, offset = [], None
-        while True:
-            page, offset = self.store.scroll(
-                [*document_filter(tenant, document_id), FieldMatch(GENERATION, (generation,))], limit=64,
-                offset=offset)
-            found.extend(page)
-            if offset is None:
-                break
+        version = [*document_filter(tenant, document_id), FieldMatch(GENERATION, (generation,))]
+        found = [p for page in scroll_pages(self.store, version, 64) for p in page]
         found.sort(key=lambda p: int(p.payload.get("piece", 0)))
         if not found or len(found) != int(found[0].payload.get("pieces", -1)) or "request" not in found[0].payload:
             return None

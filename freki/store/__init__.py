@@ -28,6 +28,7 @@ from freki.store.base import (
     SparseVector,
     StoredPoint,
     VectorStore,
+    scroll_pages,
 )
 from freki.store.edge import EdgeStore
 from freki.store.errors import (
@@ -60,6 +61,7 @@ __all__ = [
     "StoreUnavailable",
     "StoredPoint",
     "VectorStore",
+    "scroll_pages",
     "make_store",
 ]
 

@@ -15,7 +15,7 @@ Conventions shared by both engines:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 
@@ -248,6 +248,18 @@ class VectorStore(Protocol):
     def close(self) -> None:
         """Release the engine after in-flight calls finish; later calls raise ``CollectionNotReady``."""
         ...
+
+
+def scroll_pages(store: VectorStore, filter: Filter, limit: int, *, with_vectors: bool = False) -> Iterator[
+    list[StoredPoint]
+]:
+    """Every point matching ``filter``, page by page (``scroll`` until it returns no next offset)."""
+    offset: str | None = None
+    while True:
+        page, offset = store.scroll(filter, limit=limit, offset=offset, with_vectors=with_vectors)
+        yield page
+        if offset is None:
+            return
 
 
 def vector_selector(with_vectors: bool, with_sparse: bool = False) -> bool | list[str]:
