@@ -21,10 +21,15 @@ from dataclasses import dataclass
 DOCUMENT_TYPE_KEY = "document_type"
 
 
+def model_collections_prefix(collection: str) -> str:
+    """What the name of every type-specific model's collection next to ``collection`` starts with."""
+    return f"{collection[:50]}__m"
+
+
 def model_collection(collection: str, model: str) -> str:
     """The collection holding ``model``'s chunks next to the standard ``collection`` (≤ 63 characters)."""
     digest = hashlib.sha256(f"{collection}\x1f{model}".encode()).hexdigest()[:10]
-    return f"{collection[:50]}__m{digest}"
+    return f"{model_collections_prefix(collection)}{digest}"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from freki.embed.embedder import Embedder
-from freki.embed.layout import EmbeddingLayout
+from freki.embed.layout import EmbeddingLayout, model_collections_prefix
 from freki.embed.sparse import Bm25Params, SparseEncoder
 from freki.engine import models
 from freki.engine.config import ingest_limits, store_config
@@ -201,7 +201,7 @@ def drop_index(settings: FrekiSettings, version: int) -> None:
     store = make_store(store_config(settings))
     try:
         names = collection_names(settings, version)
-        lanes = f"{names.chunks[:50]}__m"  # type-specific models' collections (freki.embed.layout)
+        lanes = model_collections_prefix(names.chunks)
         if isinstance(store, EdgeStore):
             for name in (*names.all(), *(p.name for p in store.data_dir.glob(f"{lanes}*"))):
                 shutil.rmtree(store.data_dir / name, ignore_errors=True)
