@@ -60,7 +60,9 @@ class Embedder:
         self, model: str = "all-MiniLM-L6-v2", *, device: str = "cpu", batch_size: int = 32,
         query_cache_size: int = 4096, backend: Literal["onnx", "torch"] = "onnx",
         cache_dir: Path | None = None, bulk_bf16: bool = True, bulk_runner: str = "auto",
+        setting: str = "FREKI_EMBEDDING_MODEL",
     ) -> None:
+        """``setting``: where the operator named this model (a load error tells them what to change)."""
         # Never let a run-time hub lookup hang or leak: models come from installed packages or paths.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -73,7 +75,7 @@ class Embedder:
             self._model = SentenceTransformer(path, device=device)
         except Exception as exc:  # OSError, ValueError, HF errors: all mean "cannot load"
             raise FailedPrecondition(
-                f"cannot load embedding model {model!r}: {exc}. Set FREKI_EMBEDDING_MODEL to a local "
+                f"cannot load embedding model {model!r}: {exc}. Set {setting} to a local "
                 "sentence-transformers model directory (no model hub is reachable at run time)."
             ) from exc
         dim: int | None = (

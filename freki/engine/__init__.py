@@ -108,14 +108,14 @@ class FrekiEngine:
         model); models are loaded once per process, so two indexes (a migration) share the type-specific ones."""
         return build_index(self.settings, version, self._load(model), self.keys, chunking=lambda: self.chunking,
                            sandbox=self.sandbox, on_change=self.results.invalidate, reranker=self._reranker,
-                           load_model=self._load)
+                           load_model=lambda m: self._load(m, "the model in FREKI_EMBEDDING_MODELS"))
 
-    def _load(self, model: str) -> Embedder:
+    def _load(self, model: str, setting: str = "FREKI_EMBEDDING_MODEL") -> Embedder:
         with self._models_lock:
             if model not in self._models:
                 given = self._given_embedder
                 self._models[model] = given if given is not None and given.identity.name == model \
-                    else build_embedder(self.settings, model)
+                    else build_embedder(self.settings, model, setting=setting)
             return self._models[model]
 
     def swap_active(self, index: IndexSet) -> IndexSet:

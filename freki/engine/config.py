@@ -13,13 +13,15 @@ from freki.settings import FrekiSettings
 from freki.store import StoreConfig
 
 
-def build_embedder(settings: FrekiSettings, model: str | None = None) -> Embedder:
-    """The embedder a Freki server with ``settings`` uses for ``model`` (default: the standard model)."""
+def build_embedder(settings: FrekiSettings, model: str | None = None, *,
+                   setting: str = "FREKI_EMBEDDING_MODEL") -> Embedder:
+    """The embedder a Freki server with ``settings`` uses for ``model`` (default: the standard model);
+    ``setting`` names where ``model`` was configured (for the load error)."""
     return Embedder(
         model or settings.embedding_model, device=settings.embedding_device,
         batch_size=settings.embedding_batch_size, query_cache_size=settings.retrieval.query_cache_size,
         backend=settings.embedding_backend, cache_dir=settings.embedding_cache_dir,
-        bulk_bf16=settings.embedding_bulk_bf16, bulk_runner=settings.embedding_bulk_runner,
+        bulk_bf16=settings.embedding_bulk_bf16, bulk_runner=settings.embedding_bulk_runner, setting=setting,
     )
 
 

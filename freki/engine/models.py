@@ -78,13 +78,12 @@ def open_model_lanes(
             embedder = load(model)
         except Exception as exc:
             types = [t for t, m in layout.routes if m == model]
-            # The loader's message names embedding_model (the standard one); this model comes from another setting.
-            reason = str(exc).split(". Set FREKI_EMBEDDING_MODEL", 1)[0]
+            reason = str(exc)
             if settings.embedding_models_required:
                 raise FailedPrecondition(
                     f"embedding_models (FREKI_EMBEDDING_MODELS): the model {model!r} for document types {types} "
-                    f"did not load: {reason}; fix its path there, or unset embedding_models_required to embed "
-                    "those types with the standard model") from exc
+                    f"did not load ({reason}); or unset embedding_models_required to embed those types with the "
+                    "standard model") from exc
             log.warning("embedding model %r for document types %s (setting embedding_models) did not load (%s); "
                         "those types are embedded by the standard model %r", model, types, reason, layout.standard)
             failed.add(model)
