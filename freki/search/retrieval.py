@@ -10,10 +10,11 @@ Modes (``Query.mode``):
   ``freki.search.fusion`` for why, and for what ``relevance_score`` means in each mode — always in [0, 1]).
 
 With several embedding models (``freki.embed.layout``) every model's collection is searched with the query
-embedded by that model, and the per-model candidate lists are merged by relevance: each model's cosines go
-through the same calibration (``fusion.dense_relevance``), BM25 scores through the same saturation, so a
-merged list is on the one relevance scale (a model whose cosines run higher than MiniLM's is favoured by
-as much; see docs/embedding-models.md). A document lives in one model's collection, so lists never overlap.
+embedded by that model, and the per-model candidate lists are merged by relevance: each model's cosines are
+first aligned to the standard model's scale (``SearchLane.calibrate``, ``freki.embed.calibration``; inside the
+engine's fusion formula for hybrid search), then go through the same calibration (``fusion.dense_relevance``),
+BM25 scores through the same saturation, so a merged list is on the one relevance scale (docs/embedding-models.md).
+A document lives in one model's collection, so lists never overlap.
 
 Then, in order: query variants are merged (mean relevance, or RRF when fusion is RRF); the
 optional cross-encoder re-ranks the head of the list; the score threshold drops hits below it;
