@@ -71,7 +71,7 @@ class FrekiEngine:
         self.chunking = ChunkingConfig(
             max_tokens=cfg.max_tokens, min_tokens=cfg.min_tokens,
             overlap_tokens=cfg.overlap_tokens, similarity_threshold=cfg.similarity_threshold,
-            boundary_signal=cfg.boundary_signal,
+            boundary_signal=cfg.boundary_signal, context_header=cfg.context_header,
         )
         rs = settings.retrieval
         self.sandbox = ParserSandbox(sandbox_config(settings))
