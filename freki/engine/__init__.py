@@ -72,7 +72,6 @@ class FrekiEngine:
             max_tokens=cfg.max_tokens, min_tokens=cfg.min_tokens,
             overlap_tokens=cfg.overlap_tokens, similarity_threshold=cfg.similarity_threshold,
             boundary_signal=cfg.boundary_signal, context_header=cfg.context_header,
-            context_header_lexical=cfg.context_header_lexical,
         )
         rs = settings.retrieval
         self.sandbox = ParserSandbox(sandbox_config(settings))

@@ -62,18 +62,11 @@ class Chunk:
     overlap_chars: int = 0
     # Title and section path the dense vector sees before the text (freki.ingest.context); not stored text.
     header: str = ""
-    # Whether BM25 indexes the header too (chunking.context_header_lexical).
-    header_lexical: bool = False
 
     @property
     def embedding_text(self) -> str:
         """What the embedding model embeds: the header, a blank line, the text."""
         return embedding_input(self.header, self.text)
-
-    @property
-    def lexical_input(self) -> str:
-        """What BM25 indexes: the text without the overlap, after the header when that is indexed too."""
-        return embedding_input(self.header, self.new_text) if self.header_lexical else self.new_text
 
     @property
     def new_text(self) -> str:
@@ -134,7 +127,6 @@ class SemanticChunker:
             core_max_window=room * core_max // max_tokens,
             boundary_signal=config.boundary_signal,
             context_header=config.context_header,
-            context_header_lexical=config.context_header and config.context_header_lexical,
         )
 
     def chunk(self, doc: ParsedDocument, max_chunks: int | None = None, title: str | None = None) -> list[Chunk]:
@@ -165,7 +157,7 @@ class SemanticChunker:
             for text, overlap_chars in self._section_texts(plan):
                 header = chunk_header(parts, text, self._window_tokens, limits.window_limit) if parts else ""
                 chunks.append(_make_chunk(text, overlap_chars, len(chunks), self._counter.count(text), plan.section,
-                                          header, limits.context_header_lexical))
+                                          header))
         return chunks
 
     def _plan(self, section: Section) -> SectionPlan:
@@ -301,7 +293,7 @@ def _merge_small_tail(
 
 
 def _make_chunk(text: str, overlap_chars: int, index: int, token_count: int, section: Section,
-                header: str = "", header_lexical: bool = False) -> Chunk:
+                header: str = "") -> Chunk:
     metadata: dict[str, str] = {}
     if section.heading_path:
         metadata["section"] = " > ".join(section.heading_path)
@@ -311,4 +303,4 @@ def _make_chunk(text: str, overlap_chars: int, index: int, token_count: int, sec
     keyed = f"header:{len(header)}:{header}\n\n{text}" if header else text
     digest = hashlib.sha256(keyed.encode("utf-8")).hexdigest()
     return Chunk(text=text, index=index, token_count=token_count, hash=digest, metadata=metadata,
-                 overlap_chars=overlap_chars, header=header, header_lexical=header_lexical and bool(header))
+                 overlap_chars=overlap_chars, header=header)

@@ -26,7 +26,7 @@ from freki.embed.layout import EmbeddingLayout
 from freki.ingest.caches import SentenceVectorCache, embed_in_slices
 from freki.ingest.chunking import Chunk
 from freki.ingest.commit import Committer, Companion, document_filter  # noqa: F401 - re-exported
-from freki.ingest.context import embedding_input, header_title
+from freki.ingest.context import header_title
 from freki.ingest.deadline import NO_DEADLINE, Deadline
 from freki.ingest.lanes import ChunkerFactory, IndexLane, LaneRouter
 from freki.ingest.locks import LockTable
@@ -238,7 +238,7 @@ class Indexer:
 
         vectors = embed_in_slices(embed, [chunks[i].embedding_text for i in embed_positions])
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}
-        sparse = self.sparse_encode([c.lexical_input for c in chunks])  # overlap is BM25-indexed once
+        sparse = self.sparse_encode([c.new_text for c in chunks])  # overlap is BM25-indexed once
         deadline.check("embedding chunks")
         generation, content_type = new_generation(), parsed.content_type
         now = datetime.now(UTC).isoformat()
@@ -300,7 +300,6 @@ class Indexer:
             "content": chunk.text,
             "overlap_chars": chunk.overlap_chars,
             "context_header": chunk.header,
-            "header_lexical": chunk.header_lexical,
             "indexed_at": now,
             "metadata": (merged := {**metadata, **chunk.metadata}),
             **typed_fields(merged),
@@ -308,13 +307,10 @@ class Indexer:
 
 
 def lexical_text(payload: Mapping[str, Any]) -> str:
-    """What BM25 indexed for a stored chunk: its text without the leading overlap from the previous chunk
-    (none before that field), after its context header when that was indexed too."""
+    """A stored chunk's text without the leading overlap from the previous chunk (none before this field)."""
     content = str(payload.get("content", ""))
     overlap = payload.get("overlap_chars", 0)
-    text = content[overlap:] if isinstance(overlap, int) and 0 < overlap < len(content) else content
-    header = str(payload.get("context_header", "") or "") if payload.get("header_lexical") is True else ""
-    return embedding_input(header, text)
+    return content[overlap:] if isinstance(overlap, int) and 0 < overlap < len(content) else content
 
 
 def _ms(started: float) -> int:

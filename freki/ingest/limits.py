@@ -29,8 +29,6 @@ class ChunkingConfig:
     boundary_signal: str = "lexical"
     # Prepend the document title and section path to each chunk's embedding input (freki.ingest.context).
     context_header: bool = True
-    # ... and to the text BM25 indexes (the title's terms then count in every chunk of the document).
-    context_header_lexical: bool = False
 
     @property
     def threshold(self) -> float:
@@ -72,7 +70,6 @@ class EffectiveLimits:
     core_max_window: int  # word-pieces of new text per chunk, excluding special tokens
     boundary_signal: str = "lexical"
     context_header: bool = True
-    context_header_lexical: bool = False
     algorithm: str = ALGORITHM
 
     def describe(self) -> str:

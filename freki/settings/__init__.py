@@ -40,8 +40,6 @@ class ChunkingSettings(BaseModel):
     # Prepend the document's title and the chunk's section path to each chunk's embedding input (not to the
     # stored text, not to BM25): later chunks of a document keep what it is about (docs/retrieval.md).
     context_header: bool = True
-    # ... and to the text BM25 indexes (the title's terms then count in every chunk of a document).
-    context_header_lexical: bool = False
 
     @model_validator(mode="after")
     def _sizes_consistent(self) -> ChunkingSettings:

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from freki.ingest.chunking import SemanticChunker
-from freki.ingest.context import chunk_header, embedding_input, embedding_text, header_parts, header_title
-from freki.ingest.indexing import lexical_text
+from freki.ingest.context import chunk_header, embedding_input, header_parts, header_title
 from freki.ingest.limits import ChunkingConfig
 from freki.ingest.parsing import ParsedDocument, Section, parse_document
 from freki.ingest.parsing.text import first_line_title
@@ -132,21 +131,3 @@ def test_a_file_name_standing_in_for_a_title_is_no_header() -> None:
     assert header_title("Kestrel survey", "inbox/scan_0012.txt") == "Kestrel survey"
     assert header_title("Kestrel survey", "") == "Kestrel survey"
     assert header_title(["a", "list"], "") == ""
-
-
-def test_bm25_indexes_the_header_only_when_asked() -> None:
-    section = Section(text=f"Kestrel survey\n\n{sentences('alpha', 12)}")
-    dense_only = chunker().chunk(document("Kestrel survey", [section]))
-    both = chunker(context_header_lexical=True).chunk(document("Kestrel survey", [section]))
-    assert all(c.lexical_input == c.new_text for c in dense_only)
-    assert both[0].lexical_input == both[0].new_text, "no header, nothing added"
-    assert all(c.lexical_input == f"Kestrel survey\n\n{c.new_text}" for c in both[1:])
-    assert [c.hash for c in both] == [c.hash for c in dense_only], "the dense input, hence the vector, is the same"
-
-
-def test_stored_lexical_text_follows_what_was_indexed() -> None:
-    payload = {"content": "overlap. new text", "overlap_chars": 9, "context_header": "Kestrel survey"}
-    assert lexical_text(payload) == "new text"
-    assert lexical_text({**payload, "header_lexical": True}) == "Kestrel survey\n\nnew text"
-    assert embedding_text(payload) == "Kestrel survey\n\noverlap. new text"
-    assert embedding_text({"content": "old chunk"}) == "old chunk", "chunks stored before headers existed"
