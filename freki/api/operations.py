@@ -181,7 +181,7 @@ def apply_chunking(engine: FrekiEngine, chunking: ChunkingSettings) -> None:
     new = ChunkingConfig(max_tokens=chunking.max_tokens, min_tokens=chunking.min_tokens,
                          overlap_tokens=chunking.overlap_tokens,
                          similarity_threshold=chunking.similarity_threshold,
-                         boundary_signal=chunking.boundary_signal, context_header=chunking.context_header)
+                         boundary_signal=chunking.boundary_signal)
     old_effective, new_effective = _effective(engine, engine.chunking), _effective(engine, new)
     engine.chunking = new
     indexer: Any = engine.indexer

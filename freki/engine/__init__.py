@@ -71,7 +71,7 @@ class FrekiEngine:
         self.chunking = ChunkingConfig(
             max_tokens=cfg.max_tokens, min_tokens=cfg.min_tokens,
             overlap_tokens=cfg.overlap_tokens, similarity_threshold=cfg.similarity_threshold,
-            boundary_signal=cfg.boundary_signal, context_header=cfg.context_header,
+            boundary_signal=cfg.boundary_signal,
         )
         rs = settings.retrieval
         self.sandbox = ParserSandbox(sandbox_config(settings))

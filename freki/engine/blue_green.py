@@ -34,7 +34,6 @@ from freki.engine.active_index import ActiveIndex, MigrationRecord, load_active,
 from freki.engine.index_set import IndexSet, drop_index, embedding_config
 from freki.engine.reindex import input_from_source
 from freki.ingest.caches import embed_in_slices
-from freki.ingest.context import embedding_text
 from freki.ingest.indexing import document_chunks
 from freki.ingest.parsing.errors import DocumentError
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, chunk_point_id, new_generation
@@ -258,7 +257,7 @@ class BlueGreen:
             self._skipped += 1
             return
         generation = new_generation()
-        vectors = embed_in_slices(target.embedder.embed, [embedding_text(p.payload) for p in points])
+        vectors = embed_in_slices(target.embedder.embed, [str(p.payload.get("content", "")) for p in points])
         sparse = target.indexer.sparse_of_points(points)
         new_points = [
             ChunkPoint(id=chunk_point_id(old.tenant_id, old.document_id, generation, i), dense=v.tolist(), sparse=s,

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from freki.engine.index_set import IndexSet
 from freki.ingest.caches import embed_in_slices
-from freki.ingest.context import embedding_text
 from freki.ingest.indexing import IndexInput, IndexResult, document_chunks
 from freki.ingest.registry import DocumentRecord
 from freki.store import ChunkPoint
@@ -76,7 +75,7 @@ def reembed_stored(index: IndexSet, tenant: str, document_id: str, model: str = 
     standard one when that is not loaded); returns chunks embedded."""
     lane = index.indexer.router.lanes.get(model, index.indexer.router.standard)
     points = document_chunks(lane.chunks, tenant, document_id)
-    vectors = embed_in_slices(lane.embedder.embed, [embedding_text(p.payload) for p in points])
+    vectors = embed_in_slices(lane.embedder.embed, [str(p.payload.get("content", "")) for p in points])
     sparse = index.indexer.sparse_of_points(points)
     lane.chunks.upsert([
         ChunkPoint(id=p.id, dense=v.tolist(), sparse=s, payload=p.payload)

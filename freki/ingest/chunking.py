@@ -23,9 +23,6 @@ Decisions (the "why" behind the shape of this module):
   chunk's new text, at most `overlap_tokens`. `min_tokens` applies to the new text. The overlap is
   context for the dense vector only: `Chunk.new_text` (without it) is what BM25 indexes, so no term
   counts in two chunks.
-* Contextual header (``config.context_header``, ``freki.ingest.context``): the dense vector of a chunk is
-  computed from its document title and section path followed by its text; ``Chunk.hash`` covers the
-  header, so a changed title re-embeds every chunk whose header it is part of.
 * A section that fits one chunk (`max_tokens` and the model window) is one chunk, whatever its size: no
   boundary scoring, no overlap. A section too small to hold two chunks of `min_tokens` is never scored
   either (nothing to decide).
@@ -41,7 +38,6 @@ from typing import Protocol
 import numpy as np
 
 from freki.ingest.boundaries import score_gaps
-from freki.ingest.context import chunk_header, embedding_input, header_parts
 from freki.ingest.limits import ChunkingConfig, EffectiveLimits
 from freki.ingest.parsing import LimitExceeded, ParsedDocument, Section
 from freki.ingest.segmenting import SectionPlan, find_anchors, partition_span
@@ -50,7 +46,7 @@ from freki.ingest.sentences import SPACE, Unit, join_units, section_units
 
 @dataclass(frozen=True)
 class Chunk:
-    """A piece of a document ready to embed; `hash` (sha256 of header and text) identifies unchanged chunks."""
+    """A piece of a document ready to embed; `hash` (sha256 of text) identifies unchanged chunks."""
 
     text: str
     index: int
@@ -60,13 +56,6 @@ class Chunk:
     # Leading characters repeated from the previous chunk: the dense vector sees them (context), the
     # lexical index does not (a term in the overlap would count in two chunks).
     overlap_chars: int = 0
-    # Title and section path the dense vector sees before the text (freki.ingest.context); not stored text.
-    header: str = ""
-
-    @property
-    def embedding_text(self) -> str:
-        """What the embedding model embeds: the header, a blank line, the text."""
-        return embedding_input(self.header, self.text)
 
     @property
     def new_text(self) -> str:
@@ -126,14 +115,10 @@ class SemanticChunker:
             core_max_tokens=core_max,
             core_max_window=room * core_max // max_tokens,
             boundary_signal=config.boundary_signal,
-            context_header=config.context_header,
         )
 
-    def chunk(self, doc: ParsedDocument, max_chunks: int | None = None, title: str | None = None) -> list[Chunk]:
+    def chunk(self, doc: ParsedDocument, max_chunks: int | None = None) -> list[Chunk]:
         """Chunk every section of `doc` in order; deterministic for the same input.
-
-        ``title``: the document title for the chunks' headers (the caller's metadata may name one); None
-        takes ``doc.title``.
 
         Raises:
             LimitExceeded: the token count alone shows more than ``max_chunks`` chunks, found before any
@@ -151,13 +136,9 @@ class SemanticChunker:
         score_gaps([p for p in plans if p.needs_similarity], limits.boundary_signal, self._embed,
                    limits.similarity_threshold)
         chunks: list[Chunk] = []
-        title = doc.title if title is None else title
         for plan in plans:
-            parts = header_parts(title, plan.section.heading_path) if limits.context_header else []
             for text, overlap_chars in self._section_texts(plan):
-                header = chunk_header(parts, text, self._window_tokens, limits.window_limit) if parts else ""
-                chunks.append(_make_chunk(text, overlap_chars, len(chunks), self._counter.count(text), plan.section,
-                                          header))
+                chunks.append(_make_chunk(text, overlap_chars, len(chunks), self._counter.count(text), plan.section))
         return chunks
 
     def _plan(self, section: Section) -> SectionPlan:
@@ -292,15 +273,12 @@ def _merge_small_tail(
     return cores
 
 
-def _make_chunk(text: str, overlap_chars: int, index: int, token_count: int, section: Section,
-                header: str = "") -> Chunk:
+def _make_chunk(text: str, overlap_chars: int, index: int, token_count: int, section: Section) -> Chunk:
     metadata: dict[str, str] = {}
     if section.heading_path:
         metadata["section"] = " > ".join(section.heading_path)
     if section.page is not None:
         metadata["page"] = str(section.page)
-    # Without a header the hash is the text's alone, as before headers existed: stored vectors stay reusable.
-    keyed = f"header:{len(header)}:{header}\n\n{text}" if header else text
-    digest = hashlib.sha256(keyed.encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Chunk(text=text, index=index, token_count=token_count, hash=digest, metadata=metadata,
-                 overlap_chars=overlap_chars, header=header)
+                 overlap_chars=overlap_chars)

@@ -26,7 +26,6 @@ from freki.embed.layout import EmbeddingLayout
 from freki.ingest.caches import SentenceVectorCache, embed_in_slices
 from freki.ingest.chunking import Chunk
 from freki.ingest.commit import Committer, Companion, document_filter  # noqa: F401 - re-exported
-from freki.ingest.context import header_title
 from freki.ingest.deadline import NO_DEADLINE, Deadline
 from freki.ingest.lanes import ChunkerFactory, IndexLane, LaneRouter
 from freki.ingest.locks import LockTable
@@ -44,7 +43,7 @@ from wolf_service.errors import InvalidArgument
 log = logging.getLogger("freki.indexing")
 # Chunk payload fields sealed per generation (freki.store.sealed). The others stay plain because the engine
 # filters on them: tenant, owner, document, generation, source type, chunk index and the caller's metadata.
-CHUNK_SEALED_FIELDS = ("content", "source", "chunk_hash", "doc_hash", "context_header")
+CHUNK_SEALED_FIELDS = ("content", "source", "chunk_hash", "doc_hash")
 
 
 @dataclass(frozen=True)
@@ -197,8 +196,7 @@ class Indexer:
                 return lane.embedder.embed(texts)
 
             chunker = lane.make_chunker(self.sentence_cache.embedder_for(key, embed, lane.model))
-            title = header_title(metadata.get("title"), doc.source)  # the caller's wins over the parsed one
-            chunks = chunker.chunk(parsed, max_chunks=self.limits.max_chunks, title=title)
+            chunks = chunker.chunk(parsed, max_chunks=self.limits.max_chunks)
             check_chunk_count(len(chunks), self.limits.max_chunks, doc.document_id)
             if not chunks:
                 raise InvalidArgument(
@@ -236,7 +234,7 @@ class Indexer:
             deadline.check("embedding chunks")
             return lane.embedder.embed(texts)
 
-        vectors = embed_in_slices(embed, [chunks[i].embedding_text for i in embed_positions])
+        vectors = embed_in_slices(embed, [chunks[i].text for i in embed_positions])
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}
         sparse = self.sparse_encode([c.new_text for c in chunks])  # overlap is BM25-indexed once
         deadline.check("embedding chunks")
@@ -299,7 +297,6 @@ class Indexer:
             "token_count": chunk.token_count,
             "content": chunk.text,
             "overlap_chars": chunk.overlap_chars,
-            "context_header": chunk.header,
             "indexed_at": now,
             "metadata": (merged := {**metadata, **chunk.metadata}),
             **typed_fields(merged),

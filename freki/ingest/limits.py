@@ -27,8 +27,6 @@ class ChunkingConfig:
     overlap_tokens: int = 100
     similarity_threshold: float | None = None
     boundary_signal: str = "lexical"
-    # Prepend the document title and section path to each chunk's embedding input (freki.ingest.context).
-    context_header: bool = True
 
     @property
     def threshold(self) -> float:
@@ -69,7 +67,6 @@ class EffectiveLimits:
     core_max_tokens: int  # new text per chunk, leaving room for the overlap
     core_max_window: int  # word-pieces of new text per chunk, excluding special tokens
     boundary_signal: str = "lexical"
-    context_header: bool = True
     algorithm: str = ALGORITHM
 
     def describe(self) -> str:
@@ -78,5 +75,4 @@ class EffectiveLimits:
             f"chunks: max {self.max_tokens} tokens and {self.window_limit} model word-pieces, min "
             f"{self.min_tokens}, overlap {self.overlap_tokens}, {self.boundary_signal} boundaries below "
             f"similarity {self.similarity_threshold}"
-            f"{', title/section header in the embedding input' if self.context_header else ''}"
         )

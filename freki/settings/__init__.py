@@ -37,9 +37,6 @@ class ChunkingSettings(BaseModel):
     # the few sentences before it) is below this; None = the signal's default (lexical 0.44, embedding 0.7:
     # the two signals' scales differ).
     similarity_threshold: float | None = Field(None, ge=0.0, le=1.0)
-    # Prepend the document's title and the chunk's section path to each chunk's embedding input (not to the
-    # stored text, not to BM25): later chunks of a document keep what it is about (docs/retrieval.md).
-    context_header: bool = True
 
     @model_validator(mode="after")
     def _sizes_consistent(self) -> ChunkingSettings:

@@ -152,37 +152,9 @@ def lines_to_paragraphs(
     return paragraphs
 
 
-# A first line is taken for a title only when it looks like one: short, one line, set off by a blank line,
-# no sentence boundary inside and no lead-in punctuation at its end (a salutation "Dear all," or "Note:").
-# A trailing period is allowed: 58 % of the SciFact (PubMed) titles end with one.
-TITLE_MAX_CHARS = 200
-TITLE_MAX_WORDS = 30
-_SENTENCE_INSIDE = re.compile(r"[.!?]\s+\S")
-_LEAD_IN_END = (",", ":", ";", "-", "(", "[")
-
-
-def first_line_title(text: str) -> str:
-    """The first line of plain text when it reads as the document's title, else "".
-
-    The rule (what many text parsers do): the text's first non-blank line stands alone — the next line is
-    blank and more text follows — it is at most ``TITLE_MAX_CHARS`` characters and ``TITLE_MAX_WORDS``
-    words, holds a letter, is no list item, has no sentence boundary inside and does not end in lead-in
-    punctuation.
-    """
-    lines = text.lstrip("\n").split("\n", 2)
-    if len(lines) < 3 or lines[1].strip() or not lines[2].strip():
-        return ""
-    line = clean_inline(lines[0])
-    if (not line or len(line) > TITLE_MAX_CHARS or len(line.split()) > TITLE_MAX_WORDS
-            or not any(ch.isalpha() for ch in line) or LIST_ITEM.match(line)
-            or _SENTENCE_INSIDE.search(line) or line.endswith(_LEAD_IN_END)):
-        return ""
-    return line
-
-
 def parse_text(data: str | bytes, *, source: str = "") -> ParsedDocument:
-    """Parse plain text: one section, prose paragraphs unwrapped; a title-like first line is the title."""
+    """Parse plain text: one section, prose paragraphs unwrapped."""
     text = decode_text(data, source=source)
     paragraphs = lines_to_paragraphs(text.split("\n"))
     sections = [Section(text="\n\n".join(paragraphs))] if paragraphs else []
-    return build_document(sections, title=first_line_title(text), content_type="text", metadata={})
+    return build_document(sections, title="", content_type="text", metadata={})

@@ -185,9 +185,7 @@ def test_new_text_is_the_chunk_without_its_overlap(long_chunks: tuple[ParsedDocu
 def test_chunk_identity_fields(long_chunks: tuple[ParsedDocument, list[Chunk]]) -> None:
     _, chunks = long_chunks
     assert [c.index for c in chunks] == list(range(len(chunks)))
-    # Without a context header the hash is the text's; with one it covers the header too (test_context_header).
-    assert all(c.hash == hashlib.sha256(c.text.encode()).hexdigest() for c in chunks if not c.header)
-    assert all(c.hash != hashlib.sha256(c.text.encode()).hexdigest() for c in chunks if c.header)
+    assert all(c.hash == hashlib.sha256(c.text.encode()).hexdigest() for c in chunks)
 
 
 def test_chunking_is_deterministic(long_chunks: tuple[ParsedDocument, list[Chunk]]) -> None:
