@@ -5,7 +5,9 @@ only run one pass at a time anyway (``Embedder`` serialises encoding). So the ca
 while a pass is running are gathered and encoded together in the next pass: 64 clients each
 embedding one query share a couple of passes, and concurrent IndexDocument calls share passes
 over their chunks. Nobody waits for company when the model is idle (``max_wait_s`` = 0, the
-default), so a lone caller's latency is unchanged.
+default), so a lone caller's latency is unchanged. With ``max_wait_s`` > 0 a leader waits that long
+for company only when the last pass was shared or others are already queued: never for a caller
+that is alone.
 
 There is no background thread: whichever caller finds the model free becomes the *leader*, takes
 pending calls up to ``max_batch`` texts (always at least one call, however large), encodes them
@@ -13,7 +15,7 @@ in one pass, hands every waiter its rows and steps down, handing the lead to the
 waiting. Each waiter sleeps on its own event and is woken once, when its rows are ready or when it
 is to lead: with one shared condition and ``notify_all`` every pass woke every waiter (30 of them
 at 64 clients) only for most to find nothing to do and sleep again, each wake-up a thread switch
-and a GIL hand-off (0.43 ms of server CPU per query at 64 clients, see ``encode_many``).
+and a GIL hand-off (0.43 ms of server CPU per query at 64 clients; scripts/bench_query_stages.py).
 
 Queries jump the queue: a call made with ``urgent=True`` (``Embedder.embed_query``) is taken
 before every waiting indexing call, and a pass that carries urgent calls carries nothing else,
@@ -58,6 +60,8 @@ class QueryBatcher:
         self._pending: list[_Pending] = []
         self._busy = False
         self._gathering = False
+        # Whether the last pass served more than one call: a caller that is alone does not wait for company.
+        self._shared = True
         self.batches = 0
         self.texts = 0
 
@@ -86,7 +90,7 @@ class QueryBatcher:
                         break
                     assert mine.lead, "woken without a result or the lead"
                     mine.lead = False
-            if self._max_wait:
+            if self._max_wait and self._company_likely():
                 self._gather()
             self._run(self._take())
             with self._cond:
@@ -123,6 +127,13 @@ class QueryBatcher:
             self._pending = [p for p in self._pending if id(p) not in taken]
             return batch
 
+    def _company_likely(self) -> bool:
+        """Whether to wait ``max_wait_s`` for more calls: others are already queued, or the last pass was shared.
+        A lone client's passes serve one call each, so its queries are not delayed; under load the waits fill
+        the passes (64 clients, 10k chunks: 9.9 -> 8.8 ms server CPU per query with 3 ms, docs/scaling.md)."""
+        with self._cond:
+            return self._shared or len(self._pending) > 1
+
     def _gather(self) -> None:
         deadline = time.monotonic() + self._max_wait
         with self._cond:
@@ -154,3 +165,4 @@ class QueryBatcher:
                     p.wake.set()
                 self.batches += 1
                 self.texts += sum(len(p.texts) for p in batch)
+                self._shared = len(batch) > 1

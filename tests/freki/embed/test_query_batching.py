@@ -210,3 +210,17 @@ def test_many_callers_with_mixed_urgency_all_get_their_rows() -> None:
         t.join(30)
     assert not any(t.is_alive() for t in threads) and not wrong
     assert batcher.texts == sum(1 + (n + i) % 3 for n in range(32) for i in range(20))
+
+
+def test_a_lone_caller_does_not_wait_for_company_it_will_not_get() -> None:
+    """With max_wait_s set, waiting pays only under load: a caller alone (its last passes served it alone) is not
+    delayed, while callers that arrive together still gather."""
+    encoder = SlowEncoder()
+    batcher = QueryBatcher(encoder, max_batch=8, max_wait_s=0.5)
+    batcher.encode("first")  # the first pass may wait: nothing is known yet
+    started = time.perf_counter()
+    for i in range(3):
+        batcher.encode(f"alone {i}")
+    assert time.perf_counter() - started < 3 * 0.05 + 0.4  # three 50 ms passes, no 0.5 s waits
+    run_concurrently(batcher, [f"q{i}" for i in range(8)])
+    assert max(encoder.batches) > 1  # together they still share passes
