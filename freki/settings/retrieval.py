@@ -56,7 +56,9 @@ class RetrievalSettings(BaseModel):
     reranker_model: str | None = None
     rerank_candidates: int = Field(30, ge=1, le=1000)
     # Concurrent query embeddings are batched while the model is busy; a leader may also wait this
-    # long for company (0 = never delay a query; batches still form under load).
+    # long for company (0 = never delay a query; batches still form under load). It waits only when the
+    # last pass was shared or others are queued, never for a caller that is alone; it pays with
+    # max_workers >= the concurrent clients (docs/scaling.md, "Where a query's server CPU goes").
     query_batch_wait_ms: float = Field(0.0, ge=0.0, le=100.0)
     query_batch_max: int = Field(64, ge=1, le=4096)
 

@@ -159,3 +159,68 @@ def test_queries_jump_ahead_of_queued_indexing_work() -> None:
     assert passes[1] == ["the query"]
     assert query["v"][0][0] == len("the query")
     assert sorted(len(p) for p in passes[2:]) == [32, 64]  # the indexing slices still share passes
+
+
+def test_each_waiter_is_woken_once_not_on_every_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pass used to wake every waiter (notify_all) only for most to sleep again: a thread switch and a GIL
+    hand-off each. Now a waiter wakes when its rows are ready, or once more when it is handed the lead."""
+    import sys
+
+    wakeups: list[int] = []
+
+    class CountingCondition(threading.Condition):
+        """Counts the waits that return to code in query_batching (directly, or through an Event)."""
+
+        def wait(self, timeout: float | None = None) -> bool:
+            woke = super().wait(timeout)
+            frame = sys._getframe(1)  # Event.wait, or the waiting code itself
+            if any(f is not None and f.f_code.co_filename.endswith("freki/embed/query_batching.py")
+                   for f in (frame, frame.f_back)):
+                wakeups.append(1)
+            return woke
+
+    monkeypatch.setattr(threading, "Condition", CountingCondition)
+    encoder = SlowEncoder()
+    batcher = QueryBatcher(encoder, max_batch=4)  # 40 queries, >= 10 passes
+    results = run_concurrently(batcher, [f"q{i:02d}" for i in range(40)])
+    assert all(results[f"q{i:02d}"][0] == 3 for i in range(40))  # type: ignore[index]
+    assert len(encoder.batches) >= 10
+    assert len(wakeups) <= 40 + len(encoder.batches)  # one shared notify_all: 938 here
+
+
+def test_many_callers_with_mixed_urgency_all_get_their_rows() -> None:
+    """Hand-offs under churn: 32 threads, 20 calls each, 1-3 texts, some urgent; nobody hangs or gets another's rows."""
+    def fast(texts: Sequence[str]) -> np.ndarray:
+        return np.asarray([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
+
+    batcher = QueryBatcher(fast, max_batch=5)
+    wrong: list[str] = []
+
+    def caller(n: int) -> None:
+        for i in range(20):
+            texts = ["z" * (n * 100 + i * 3 + j) for j in range(1 + (n + i) % 3)]
+            rows = batcher.encode_many(texts, urgent=(n + i) % 2 == 0)
+            if [int(r[0]) for r in rows] != [len(t) for t in texts]:
+                wrong.append(f"{n}/{i}")
+
+    threads = [threading.Thread(target=caller, args=(n,)) for n in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads) and not wrong
+    assert batcher.texts == sum(1 + (n + i) % 3 for n in range(32) for i in range(20))
+
+
+def test_a_lone_caller_does_not_wait_for_company_it_will_not_get() -> None:
+    """With max_wait_s set, waiting pays only under load: a caller alone (its last passes served it alone) is not
+    delayed, while callers that arrive together still gather."""
+    encoder = SlowEncoder()
+    batcher = QueryBatcher(encoder, max_batch=8, max_wait_s=0.5)
+    batcher.encode("first")  # the first pass may wait: nothing is known yet
+    started = time.perf_counter()
+    for i in range(3):
+        batcher.encode(f"alone {i}")
+    assert time.perf_counter() - started < 3 * 0.05 + 0.4  # three 50 ms passes, no 0.5 s waits
+    run_concurrently(batcher, [f"q{i}" for i in range(8)])
+    assert max(encoder.batches) > 1  # together they still share passes

@@ -1,0 +1,197 @@
+"""Where a RetrieveContext's server CPU goes, stage by stage, under concurrent load.
+
+Prints figures; asserts nothing. A Freki server runs in this process on the synthesised 10k collection
+(``bench_freki.synthesise``; build it with ``bench_freki.py`` or ``bench_scale.py`` first), with every stage
+of the query path wrapped to add up its *exclusive* CPU time on the calling thread (``time.thread_time``:
+load from other work on the box does not inflate it the way it inflates wall time). The load comes from
+another process (``--client``: asyncio clients on one channel, distinct query texts, so neither the result
+cache nor the query-embedding LRU answers). Per level it prints queries/s, the process's CPU per query (all
+threads, from /proc), the load client's, and the stages. What no stage covers is gRPC's own work (its C
+core and the Python around the handler) and the encoder's worker threads (ONNX Runtime's intra-op pool,
+the bulk runner's workers): the process figure minus the stages.
+
+    .venv/bin/python scripts/bench_query_stages.py --clients 1,64 --queries 600 [--mode dense]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import functools
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_freki import cpu_seconds, synth_dir  # noqa: E402
+from evalsets import scifact  # noqa: E402
+from evalsets.harness import eval_settings, retrieve_request  # noqa: E402
+
+SPENT: collections.Counter[str] = collections.Counter()
+CALLS: collections.Counter[str] = collections.Counter()
+_STACK = threading.local()
+
+
+def account(owner: Any, name: str, label: str) -> None:
+    """Wrap ``owner.name`` so its exclusive thread CPU (children's time taken out) adds up under ``label``."""
+    fn = getattr(owner, name)
+
+    @functools.wraps(fn)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        stack = _STACK.__dict__.setdefault("stack", [])
+        started = time.thread_time()
+        stack.append(0.0)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent = time.thread_time() - started
+            SPENT[label] += spent - stack.pop()
+            CALLS[label] += 1
+            if stack:
+                stack[-1] += spent
+
+    setattr(owner, name, timed)
+
+
+def instrument() -> None:
+    import freki.api.convert as convert
+    import freki.api.validation as validation
+    import wolf_service.auth as auth
+    import wolf_service.error_mapping as error_mapping
+    import wolf_service.logs as logs
+    import wolf_service.metrics as metrics
+    from freki.api.servicer import FrekiServicer
+    from freki.embed import encoders, runners
+    from freki.embed.embedder import Embedder
+    from freki.embed.query_batching import QueryBatcher
+    from freki.embed.sparse import SparseEncoder
+    from freki.engine import FrekiEngine
+    from freki.search.retrieval import Retriever
+    from freki.store.edge import EdgeStore
+    from freki.store.guarded import GuardedStore
+    from freki.store.sealed import SealedStore
+
+    for owner, name, label in [
+        (metrics.MetricsInterceptor, "unary", "interceptor: metrics"),
+        (logs.AccessLogInterceptor, "unary", "interceptor: access log"),
+        (auth.ApiKeyInterceptor, "unary", "interceptor: API keys"),
+        (error_mapping.ErrorMappingInterceptor, "unary", "interceptor: error mapping"),
+        (FrekiServicer, "RetrieveContext", "servicer (response message)"),
+        (validation, "validate_retrieve", "validation"),
+        (convert, "query_from_request", "request -> Query"),
+        (convert, "rag_context", "hits -> RAGContext"),
+        (FrekiEngine, "retrieve", "engine.retrieve (result cache)"),
+        (Retriever, "retrieve", "retriever"),
+        (Embedder, "embed_query", "query-vector LRU"),
+        (QueryBatcher, "encode_many", "micro-batching hand-off"),
+        (encoders.BatchedEncoder, "encode", "encoder: padding, feeds"),
+        (encoders.BatchedEncoder, "_tokenize", "encoder: word-piece tokenizer"),
+        (runners.OnnxRunner, "run", "encoder: ONNX Runtime (calling thread)"),
+        (runners.TorchRunner, "run", "encoder: bulk runner (calling thread)"),
+        (SparseEncoder, "encode_query", "BM25 query terms"),
+        (SealedStore, "search_convex", "sealed store (opens payloads)"),
+        (SealedStore, "search_dense", "sealed store (opens payloads)"),
+        (GuardedStore, "search_convex", "store input checks"),
+        (GuardedStore, "search_dense", "store input checks"),
+        (EdgeStore, "_engine_search_convex", "engine search (qdrant-edge)"),
+        (EdgeStore, "_engine_search_dense", "engine search (qdrant-edge)"),
+    ]:
+        account(owner, name, label)
+
+
+def thread_groups() -> dict[str, float]:
+    """CPU seconds of this process's threads so far, by kind (from /proc: every thread, Python's or not)."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    groups: dict[str, float] = collections.defaultdict(float)
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended
+        name = names.get(int(task.name), "")
+        kind = ("request threads (gRPC pool)" if name.startswith(("rpc_", "ThreadPoolExecutor"))
+                else "gRPC's serving thread" if "_serve" in name
+                else "bulk runner workers" if name.startswith("freki-")
+                else "threads unknown to Python (ONNX Runtime pool, gRPC core)" if not name else "other")
+        groups[kind] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return groups
+
+
+def client(target: str, clients: int, texts: list[str], mode: str) -> None:
+    import grpc
+    from wolf.v1 import freki_pb2_grpc
+
+    async def run() -> None:
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = freki_pb2_grpc.FrekiServiceStub(channel)
+            pending = iter(texts)
+
+            async def one() -> None:
+                for text in pending:
+                    await stub.RetrieveContext(retrieve_request(text, mode, 5), timeout=60)
+
+            cpu, started = time.process_time(), time.perf_counter()
+            await asyncio.gather(*(one() for _ in range(clients)))
+            print(f"{len(texts) / (time.perf_counter() - started):.1f} {(time.process_time() - cpu) / len(texts)}")
+
+    asyncio.run(run())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", default="1,64", help="comma list of concurrency levels")
+    parser.add_argument("--queries", type=int, default=600, help="queries per level")
+    parser.add_argument("--mode", default="hybrid", choices=["hybrid", "dense"])
+    parser.add_argument("--seeds", default="*", help="the collection's seed count (synth_dir); * = any 10k one")
+    parser.add_argument("--client", nargs=3, metavar=("TARGET", "CLIENTS", "TAG"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    queries = list(scifact.load().queries.values())[300:]
+    texts = [f"{q} (stages {args.client[2] if args.client else ''})" for q in (queries * 4)[: args.queries]]
+    if args.client:
+        client(args.client[0], int(args.client[1]), texts, args.mode)
+        return
+    found = sorted(synth_dir(10_000, args.seeds).parent.glob(synth_dir(10_000, args.seeds).name))
+    if not found or not (found[0] / "complete").exists():
+        sys.exit(f"no synthesised 10k collection at {synth_dir(10_000, args.seeds)}; run bench_scale.py --sizes 10000")
+    instrument()
+    from freki.api.server import build_server
+
+    handle, engine = build_server(eval_settings(found[0]))
+    me = str(Path(__file__).resolve())
+
+    def load(clients: int, tag: str, n: int) -> list[str]:
+        cmd = [sys.executable, me, "--mode", args.mode, "--queries", str(n),
+               "--client", handle.address, str(clients), tag]
+        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()
+
+    try:
+        for level, clients in enumerate(int(c) for c in args.clients.split(",")):
+            load(4, f"warm {level}", 40)
+            SPENT.clear()
+            CALLS.clear()
+            process, threads = cpu_seconds(os.getpid()), thread_groups()
+            qps, client_cpu = load(clients, str(level), args.queries)
+            threads = {kind: spent - threads.get(kind, 0.0) for kind, spent in thread_groups().items()}
+            per_query = (cpu_seconds(os.getpid()) - process) / args.queries * 1000
+            print(f"{args.mode}, {clients} clients: {float(qps):.1f} queries/s; CPU per query: server process "
+                  f"{per_query:.2f} ms, load client {float(client_cpu) * 1000:.2f} ms", flush=True)
+            for label, spent in SPENT.most_common():
+                print(f"  {label:40s} {spent / args.queries * 1000:6.3f} ms  ({CALLS[label] / args.queries:.2f} calls)")
+            staged = sum(SPENT.values()) / args.queries * 1000
+            print(f"  {'(gRPC, encoder worker threads: the rest)':40s} {per_query - staged:6.3f} ms", flush=True)
+            print("  by thread: " + ", ".join(f"{kind} {spent / args.queries * 1000:.2f} ms"
+                                              for kind, spent in sorted(threads.items(), key=lambda kv: -kv[1])),
+                  flush=True)
+    finally:
+        handle.stop(1.0)
+        engine.close()
+
+
+if __name__ == "__main__":
+    main()
