@@ -104,7 +104,9 @@ def min_tokens(onnx: BatchRunner, bulk: BatchRunner, tokenizer: Any, cache_dir: 
                         for (rows, width), a, b in zip(LADDER, cpu["onnx"], cpu[bulk.name], strict=True))
     log.info("batches of %d padded tokens or more run on %s (CPU ms per row here: %s)", tokens, bulk.name, figures)
     record["min_tokens"] = {**known, bulk.name: tokens}
-    record["query_cpu_ms"] = {name: [round(seconds * 1000, 2) for seconds in values] for name, values in cpu.items()}
+    measured = record.get("query_cpu_ms")
+    record["query_cpu_ms"] = {**(measured if isinstance(measured, dict) else {}), bulk.name: {
+        name: [round(seconds * 1000, 2) for seconds in values] for name, values in cpu.items()}}
     _remember(path, record)
     return tokens
 
