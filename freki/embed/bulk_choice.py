@@ -7,6 +7,11 @@ the probe check runs the same two padded batches (sentence-sized and chunk-sized
 the fastest wins; the log line gives the timings. The result is remembered under the cache directory per
 CPU model, core count, library versions and model, so later starts on the same machine skip the timing
 (and the building of the runners that lost). ``embedding_bulk_runner`` overrides the choice.
+
+From how many padded tokens a batch pays on the chosen runner is measured too (``min_tokens``): query passes
+are many short batches, and where the bulk runner starts to cost less CPU than fp32 ONNX Runtime differs
+by CPU. On an AMD EPYC with AVX512-BF16 (2 vCPU) bf16 cost 5.4-6.1 ms of CPU per SciFact claim in batches
+of 8-64 against 9.4-11.4 ms for ONNX Runtime, and torch fp32 9.6-11.4 ms (so there it would never pay).
 """
 
 from __future__ import annotations
@@ -28,12 +33,15 @@ from freki.embed.runners import BatchRunner
 log = logging.getLogger("freki.encoders")
 
 # Bump when the benchmark changes, so choices made by an older one are measured again.
-BENCH_VERSION = 2
+BENCH_VERSION = 3
 ROUNDS = 2
 # Rows x word-pieces of the timed batches: like the passes of chunks that concurrent indexing calls share
 # (smaller batches of 32 and 128 word-pieces ranked ONNX and torch fp32 as equals on the AVX2-only box,
 # 313 vs 297 ms, where real indexing passes differ 1.4x).
 SHAPES = ((12, 160), (4, 256))
+# Query-shaped batches (rows x word-pieces) timed for ``min_tokens``, ``LADDER_ROWS`` rows of each per round.
+LADDER = ((2, 32), (4, 32), (8, 32), (16, 32))
+LADDER_ROWS = 32
 _TEXT = ("Mean pooling averages the token embeddings, weighted by the attention mask, before the vector is "
          "normalised to unit length so that cosine similarity is a dot product. ") * 12
 
@@ -41,10 +49,7 @@ _TEXT = ("Mean pooling averages the token embeddings, weighted by the attention 
 def recall(cache_dir: Path, model_path: str, candidates: list[str]) -> str | None:
     """The choice remembered for this machine and model, if it is one of ``candidates``."""
     path = _path(cache_dir, model_path)
-    try:
-        remembered = json.loads(path.read_text()).get("chosen")
-    except (OSError, ValueError, AttributeError):
-        return None
+    remembered = _read(path).get("chosen")
     if remembered in candidates:
         log.info("indexing batches run on %s (measured on this machine before; %s)", remembered, path)
         return str(remembered)
@@ -70,6 +75,62 @@ def measure(runners: dict[str, BatchRunner], tokenizer: Any, cache_dir: Path, mo
     record = {"chosen": chosen, "ms": {name: round(seconds * 1000, 1) for name, seconds in timings.items()}}
     _remember(_path(cache_dir, model_path), record)
     return chosen
+
+
+def min_tokens(onnx: BatchRunner, bulk: BatchRunner, tokenizer: Any, cache_dir: Path, model_path: str) -> int:
+    """Padded tokens (rows x width) from which a batch costs less CPU on ``bulk`` than on fp32 ``onnx`` here.
+
+    The smallest ``LADDER`` shape from which ``bulk`` is cheaper at every larger one; if at none, the
+    smallest indexing shape of ``SHAPES`` (where ``bulk`` was chosen as faster). CPU time of the whole
+    process, not wall time: what a busy server runs out of. Remembered with the runner choice.
+    """
+    path = _path(cache_dir, model_path)
+    record = _read(path)
+    known = record.get("min_tokens")
+    known = known if isinstance(known, dict) else {}
+    remembered = known.get(bulk.name)
+    if isinstance(remembered, int) and remembered > 0:
+        log.info("batches of %d padded tokens or more run on %s (measured on this machine before)", remembered,
+                 bulk.name)
+        return remembered
+    cpu = {name: [_cpu_per_row(runner, tokenizer, rows, width) for rows, width in LADDER]
+           for name, runner in (("onnx", onnx), (bulk.name, bulk))}
+    tokens = min(rows * width for rows, width in SHAPES)
+    for k in reversed(range(len(LADDER))):
+        if cpu[bulk.name][k] >= cpu["onnx"][k]:
+            break
+        tokens = LADDER[k][0] * LADDER[k][1]
+    figures = "; ".join(f"{rows}x{width}: onnx {a * 1000:.2f}, {bulk.name} {b * 1000:.2f}"
+                        for (rows, width), a, b in zip(LADDER, cpu["onnx"], cpu[bulk.name], strict=True))
+    log.info("batches of %d padded tokens or more run on %s (CPU ms per row here: %s)", tokens, bulk.name, figures)
+    record["min_tokens"] = {**known, bulk.name: tokens}
+    measured = record.get("query_cpu_ms")
+    record["query_cpu_ms"] = {**(measured if isinstance(measured, dict) else {}), bulk.name: {
+        name: [round(seconds * 1000, 2) for seconds in values] for name, values in cpu.items()}}
+    _remember(path, record)
+    return tokens
+
+
+def _cpu_per_row(runner: BatchRunner, tokenizer: Any, rows: int, width: int) -> float:
+    """The process's CPU seconds per row for ``LADDER_ROWS`` rows in batches of ``rows`` x ``width``, best of
+    ``ROUNDS``."""
+    feeds = [_feed(tokenizer, rows, width)] * max(1, LADDER_ROWS // rows)
+    runner.run(feeds[:1])
+    best = float("inf")
+    for _ in range(ROUNDS):
+        started = time.process_time()
+        for feed in feeds:  # one batch per call, as a query pass of one length batch runs
+            runner.run([feed])
+        best = min(best, time.process_time() - started)
+    return best / (len(feeds) * rows)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def _feed(tokenizer: Any, rows: int, width: int) -> dict[str, np.ndarray]:

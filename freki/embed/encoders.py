@@ -20,12 +20,18 @@ from freki.embed.runners import BatchRunner, OnnxRunner
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-# Padded tokens (rows x width) from which a batch runs on the bulk (bf16) runner. Measured on the
-# reference box, bf16 over fp32 ONNX: 0.56-0.95x for one text under 100 tokens, 1.15-1.3x from
-# ~100-200 tokens, 1.3-2.0x from 256 up to batches of 32 x 256.
+# Padded tokens (rows x width) from which a batch runs on the bulk runner when none was measured; servers
+# use the figure ``bulk_choice.min_tokens`` measures on their machine. On the AMX reference box, bf16 over
+# fp32 ONNX: 0.56-0.95x for one text under 100 tokens, 1.15-1.3x from ~100-200 tokens, 1.3-2.0x from 256.
 BULK_MIN_TOKENS = 256
-# A text joins a length batch when it is at least this share of the batch's longest (``length_batches``).
+# A text joins a length batch when it is at least this share of the batch's longest (``length_batches``)...
 MIN_LENGTH_RATIO = 0.8
+# ...or (with a bulk runner) at most this many word-pieces shorter. For short texts the ratio splits a query
+# pass (SciFact claims: 10-45 word-pieces) into batches too small for the bulk runner; a 20-piece claim
+# padded to 36 costs less than running on fp32 ONNX. CPU per claim in passes of 8/16/32 claims on bf16
+# with a measured crossover of 64 tokens (AVX512-BF16 EPYC, 2 vCPU, next to another benchmark): 6.7/5.6/4.7
+# ms with a slack of 8, 6.0/5.1/4.7 with 16, 5.5/5.4/5.0 with 24; 7.2/7.1/6.6 ms as before (no slack, 256).
+PAD_SLACK = 16
 # Passes of at most this many texts are tokenised one text at a time, holding the GIL (see
 # ``BatchedEncoder._tokenize``); larger ones (indexing) in one parallel batch call.
 PER_TEXT_TOKENIZE_MAX = 64
@@ -59,17 +65,19 @@ class BatchedEncoder:
     """Tokenises once, pads texts in length batches and runs each batch on a runner.
 
     Batches of at least ``bulk_min_tokens`` padded tokens, and rows enough for every one of its
-    workers, go to ``bulk`` when one is given (bf16 for indexing); the rest to ``runner`` (fp32).
+    workers (and never one text alone), go to ``bulk`` when one is given; the rest to ``runner`` (fp32).
     One 250-token chunk on a single bf16 worker took longer than on fp32 ONNX Runtime over two
-    cores, which slowed one-paragraph edits.
+    cores, which slowed one-paragraph edits. With a bulk runner, texts within ``pad_slack`` word-pieces
+    of a batch's longest join it (``length_batches``), so that query passes make batches big enough.
     """
 
     def __init__(self, tokenizer: Any, max_length: int, runner: BatchRunner, *, bulk: BatchRunner | None = None,
-                 bulk_min_tokens: int = BULK_MIN_TOKENS) -> None:
+                 bulk_min_tokens: int = BULK_MIN_TOKENS, pad_slack: int = 0) -> None:
         self.name = runner.name if bulk is None else f"{runner.name}+{bulk.name}"
         self.runner = runner
         self.bulk = bulk
         self._bulk_min_tokens = bulk_min_tokens
+        self._pad_slack = pad_slack if bulk is not None else 0
         self._tokenizer = tokenizer
         self._single = _single_text_tokenizer(tokenizer, max_length)
         self._names = list(tokenizer.model_input_names)
@@ -80,7 +88,7 @@ class BatchedEncoder:
         encoded = self._tokenize(texts)
         lengths = [len(ids) for ids in encoded["input_ids"]]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
-        batches = length_batches(order, lengths, batch_size)
+        batches = length_batches(order, lengths, batch_size, self._pad_slack)
         bulk = [self._goes_to_bulk(len(rows), lengths[rows[0]]) for rows in batches]
         out: np.ndarray | None = None
         # Bulk batches first, then the rest: the two runners would compete for the same cores.
@@ -114,7 +122,7 @@ class BatchedEncoder:
     def _goes_to_bulk(self, rows: int, width: int) -> bool:
         """Whether a batch is big enough for the bulk runner to beat the fp32 one."""
         return (self.bulk is not None and rows * width >= self._bulk_min_tokens
-                and rows >= self.bulk.parallel_rows)
+                and rows >= max(2, self.bulk.parallel_rows))
 
     def _feed(self, encoded: Any, lengths: list[int], rows: list[int]) -> dict[str, np.ndarray]:
         """The model inputs of one batch, padded to its longest text."""
@@ -149,12 +157,13 @@ def _single_text_tokenizer(tokenizer: Any, max_length: int) -> Any:
     return single
 
 
-def length_batches(order: list[int], lengths: list[int], batch_size: int) -> list[list[int]]:
+def length_batches(order: list[int], lengths: list[int], batch_size: int, slack: int = 0) -> list[list[int]]:
     """Split texts sorted longest first into batches that pad little.
 
     A batch is padded to its longest text, so one 250-word-piece chunk in a batch of 30-piece
     sentences makes the model do ~8x the work. A new batch starts at ``batch_size`` texts or when a
-    text is shorter than ``MIN_LENGTH_RATIO`` of the batch's first. On the texts Freki embeds while
+    text is shorter than ``MIN_LENGTH_RATIO`` of the batch's first and more than ``slack`` word-pieces
+    shorter (see ``PAD_SLACK``). On the texts Freki embeds while
     indexing 300 SciFact abstracts (chunks and sentences of several documents per call) batching by
     length cut encoding from 74 s to 34 s against fixed batches of 32. The ratio was 0.5 until the
     torch runners cut each batch into one row slice per worker: a slice of short rows then finishes
@@ -165,7 +174,8 @@ def length_batches(order: list[int], lengths: list[int], batch_size: int) -> lis
     batches: list[list[int]] = []
     for i in order:
         if (batches and len(batches[-1]) < batch_size
-                and lengths[i] >= MIN_LENGTH_RATIO * lengths[batches[-1][0]]):
+                and (lengths[i] >= MIN_LENGTH_RATIO * lengths[batches[-1][0]]
+                     or lengths[batches[-1][0]] - lengths[i] <= slack)):
             batches[-1].append(i)
         else:
             batches.append([i])

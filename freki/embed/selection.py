@@ -13,7 +13,8 @@ engines and the ONNX encoder is only used when each probe's cosine to torch is a
 ``MIN_PROBE_COSINE``. Otherwise, or when export fails (read-only directory, a model the exporter
 cannot trace), Freki logs why and stays on torch: slower, never different.
 
-Indexing batches (many texts at once, ``BULK_MIN_TOKENS`` padded tokens or more) may run on another
+Batches of many texts (indexing, and query passes under concurrency), from as many padded tokens as
+``bulk_choice.min_tokens`` measured on this machine, may run on another
 runner (``freki.embed.runners.TorchRunner``): the model traced to TorchScript, in fp32 or under bf16
 autocast (matrix products take bf16 inputs and accumulate in fp32; normalisation and softmax stay
 fp32), each batch cut into row slices on one worker per core. Which one pays depends on the CPU: on an
@@ -21,7 +22,7 @@ AVX2-only AMD EPYC the fp32 trace is 1.45x faster than ONNX Runtime for indexing
 with native bf16 (AVX512-BF16 or AMX) bf16 is 1.3-2.0x faster than fp32 ONNX Runtime (cosine to fp32
 0.99997), and emulated bf16 is slower than fp32. So ``embedding_bulk_runner: auto`` times every
 candidate that passes the probe check on this machine and keeps the fastest (``freki.embed.bulk_choice``).
-A lone query always runs in fp32 ONNX.
+A lone text always runs in fp32 ONNX.
 
 int8 quantisation (onnxruntime dynamic, per channel) was measured and rejected: 1.5x faster than
 fp32 ONNX but cosine to fp32 down to 0.988 on short sentences, below the 0.99 equivalence bar.
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from freki.embed import bulk_choice
-from freki.embed.encoders import BatchedEncoder, Encoder, TorchEncoder
+from freki.embed.encoders import PAD_SLACK, BatchedEncoder, Encoder, TorchEncoder
 from freki.embed.onnx_export import export_onnx
 from freki.embed.runners import BatchRunner, OnnxRunner, TorchRunner
 
@@ -98,7 +99,11 @@ def build_encoder(
         chosen = wanted[0] if wanted[0] in runners else "onnx"
         if bulk != "auto":
             log.info("indexing batches run on %s (embedding_bulk_runner)", chosen)
-    return BatchedEncoder(model.tokenizer, max_length, onnx, bulk=None if chosen == "onnx" else runners[chosen])
+    if chosen == "onnx":
+        return BatchedEncoder(model.tokenizer, max_length, onnx)
+    min_tokens = bulk_choice.min_tokens(onnx, runners[chosen], model.tokenizer, cache_dir, model_path)
+    return BatchedEncoder(model.tokenizer, max_length, onnx, bulk=runners[chosen], bulk_min_tokens=min_tokens,
+                          pad_slack=PAD_SLACK)
 
 
 def _bulk_candidates(bulk: str, bulk_bf16: bool) -> list[str]:

@@ -233,7 +233,8 @@ class FrekiSettings(FileSettings):
     embedding_backend: Literal["onnx", "torch"] = "onnx"
     # Where the ONNX export is cached; None = $XDG_CACHE_HOME/freki (~/.cache/freki).
     embedding_cache_dir: Path | None = None
-    # With the ONNX backend, what embeds indexing batches (>= 256 padded tokens; queries always run fp32 ONNX):
+    # With the ONNX backend, what embeds batches of many texts (indexing, and query passes under concurrency),
+    # from as many padded tokens as it measured to cost less CPU than fp32 ONNX here (a lone text runs fp32 ONNX):
     # "auto" times the candidates at first start on this machine and keeps the fastest (remembered in
     # embedding_cache_dir; freki/embed/bulk_choice.py), "onnx", "torch-fp32" (traced torch on one thread per
     # core) or "bf16" (traced torch under bf16 autocast; pays only with native bf16: AVX512-BF16 or AMX).

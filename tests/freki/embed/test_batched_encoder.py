@@ -43,9 +43,45 @@ class RecordingRunner:
         return out
 
 
-def encoder(bulk_min_tokens: int = 256) -> tuple[BatchedEncoder, RecordingRunner, RecordingRunner]:
-    small, bulk = RecordingRunner("fp32"), RecordingRunner("bulk", parallel_rows=2)
-    return BatchedEncoder(WordTokenizer(), 256, small, bulk=bulk, bulk_min_tokens=bulk_min_tokens), small, bulk
+def encoder(bulk_min_tokens: int = 256, pad_slack: int = 0,
+            parallel_rows: int = 2) -> tuple[BatchedEncoder, RecordingRunner, RecordingRunner]:
+    small, bulk = RecordingRunner("fp32"), RecordingRunner("bulk", parallel_rows=parallel_rows)
+    return (BatchedEncoder(WordTokenizer(), 256, small, bulk=bulk, bulk_min_tokens=bulk_min_tokens,
+                           pad_slack=pad_slack), small, bulk)
+
+
+def words(n: int) -> str:
+    return " ".join(["w"] * n)  # n + 2 tokens
+
+
+def test_short_texts_within_the_pad_slack_share_a_batch_on_the_bulk_runner() -> None:
+    queries = [words(n) for n in (28, 20, 24, 12, 30, 16, 22, 9)]  # 11-32 tokens, a query pass
+    enc, small, bulk = encoder(bulk_min_tokens=64, pad_slack=16)
+    enc.encode(queries, batch_size=64)
+    # 14 is 18 short of 32: a new batch, which 11 joins (3 short), too small for the bulk runner (28 < 64)
+    assert bulk.shapes == [(6, 32)] and small.shapes == [(2, 14)]
+    enc, small, bulk = encoder(bulk_min_tokens=64, pad_slack=0)  # the ratio alone splits the same pass
+    enc.encode(queries, batch_size=64)
+    assert bulk.shapes == [(3, 32)] and small.shapes == [(2, 24), (1, 18), (1, 14), (1, 11)]
+
+
+def test_long_texts_keep_the_ratio_rule_under_the_pad_slack() -> None:
+    enc, small, bulk = encoder(bulk_min_tokens=64, pad_slack=16)
+    enc.encode([words(200), words(150), words(145)], batch_size=64)
+    assert small.shapes == [(1, 202)] and bulk.shapes == [(2, 152)]  # 152 < 0.8 x 202 and 50 > 16 apart
+
+
+def test_without_a_bulk_runner_the_pad_slack_is_ignored() -> None:
+    small = RecordingRunner("fp32")
+    enc = BatchedEncoder(WordTokenizer(), 256, small, pad_slack=16)
+    enc.encode([words(30), words(20)], batch_size=32)
+    assert sorted(small.shapes) == [(1, 22), (1, 32)]
+
+
+def test_a_lone_text_never_runs_on_the_bulk_runner() -> None:
+    enc, small, bulk = encoder(bulk_min_tokens=16, parallel_rows=1)  # even with one worker and a low crossover
+    enc.encode([words(100)], batch_size=32)
+    assert small.shapes == [(1, 102)] and bulk.shapes == []
 
 
 def test_a_lone_query_runs_on_the_fp32_runner() -> None:

@@ -153,6 +153,40 @@ def test_torch_runner_handles_a_batch_smaller_than_its_workers(model: SentenceTr
     assert got.shape == (1, 384) and float(got[0] @ expected[0]) > 0.9999
 
 
+QUERIES = [  # SciFact-like claims, 10-40 word-pieces
+    "0-dimensional biomaterials show inductive properties.",
+    "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
+    "Vitamin D deficiency is unrelated to birth weight.",
+    "A high microerythrocyte count raises vulnerability to severe anemia in homozygous alpha (+)- thalassemia "
+    "trait subjects.",
+    "Taking anti-depressants is associated with a decrease in the risk of stroke.",
+    "Smoking increases the risk of lung cancer.",
+    "The relay listens on port 9427 for admin requests, and its TLS certificate is renewed every 90 days.",
+    "Macrolides protect against myocardial infarction.",
+] * 2
+
+
+def test_a_query_pass_on_the_bulk_runner_agrees_with_fp32(model: SentenceTransformer, exported: Path) -> None:
+    """A pass of 16 short queries shares length batches within PAD_SLACK and runs on the bulk runner (bf16
+    where native, else traced fp32), with vectors within the probe's bar of torch fp32."""
+    from freki.embed.encoders import PAD_SLACK
+    from freki.embed.runners import OnnxRunner
+
+    bulk = TorchRunner(model, workers=2, bf16=selection.native_bf16())
+    encoder = BatchedEncoder(model.tokenizer, 256, OnnxRunner(exported), bulk=bulk, bulk_min_tokens=64,
+                             pad_slack=PAD_SLACK)
+    calls: list[str] = []
+    recording(encoder.runner, calls)
+    recording(bulk, calls)
+    got = encoder.encode(QUERIES, batch_size=64)
+    assert calls == [bulk.name]
+    expected = TorchEncoder(model).encode(QUERIES, batch_size=64)
+    assert np.min(np.sum(got * expected, axis=1)) > 0.999  # bf16 measured 0.9999+; the probe's bar is 0.99
+    calls.clear()
+    encoder.encode(QUERIES[:1], batch_size=64)  # a lone query stays on fp32 ONNX
+    assert calls == ["onnx"]
+
+
 def recording(runner: BatchRunner, calls: list[str]) -> None:
     run = runner.run
 
@@ -174,7 +208,8 @@ def test_embedder_routes_large_batches_to_the_bulk_runner_and_queries_to_onnx() 
     chosen.embed_query("which port does the relay listen on")
     assert calls == ["onnx"]
     calls.clear()
-    chosen.embed([f"Sentence number {i} of a document that is being indexed right now." for i in range(32)])
+    # Chunk-sized texts: 8 x ~150 tokens is above any crossover bulk_choice.min_tokens can measure (<= 1024).
+    chosen.embed([f"Chunk number {i} of a document that is being indexed right now. " * 10 for i in range(8)])
     assert calls == ["torch-fp32"]
     assert Embedder("all-MiniLM-L6-v2", bulk_runner="onnx").backend == "onnx"
 
@@ -203,8 +238,11 @@ def test_auto_times_the_runners_once_per_machine_and_remembers(
     record = json.loads(remembered.read_text())
     assert first == ("onnx" if record["chosen"] == "onnx" else f"onnx+{record['chosen']}")
     assert record["ms"][record["chosen"]] == min(record["ms"].values())
+    if record["chosen"] != "onnx":  # and from how many tokens it pays, remembered with the choice
+        assert record["min_tokens"][record["chosen"]] in (64, 128, 256, 512, 1024)
     # The next start on this machine trusts the record: no timing, and the loser is not even built.
     monkeypatch.setattr(bulk_choice, "measure", lambda *args: pytest.fail("measured again"))
+    monkeypatch.setattr(bulk_choice, "_cpu_per_row", lambda *args: pytest.fail("crossover measured again"))
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="freki.encoders"):
         assert build() == first
@@ -228,6 +266,43 @@ def test_the_fastest_runner_wins(model: SentenceTransformer, tmp_path: Path) -> 
     assert bulk_choice.measure(runners, model.tokenizer, tmp_path, "some-model") == "torch-fp32"
     runners = {"onnx": Sleepy("onnx", 0.001), "torch-fp32": Sleepy("torch-fp32", 0.03)}
     assert bulk_choice.measure(runners, model.tokenizer, tmp_path / "other", "some-model") == "onnx"
+
+
+def burn(seconds: float) -> None:
+    started = time.process_time()
+    while time.process_time() - started < seconds:
+        pass
+
+
+class CpuCost:
+    """A runner that burns CPU: ``per_batch`` seconds per call plus ``per_row`` per row."""
+
+    parallel_rows = 1
+
+    def __init__(self, name: str, per_batch: float, per_row: float) -> None:
+        self.name, self.per_batch, self.per_row = name, per_batch, per_row
+
+    def run(self, feeds: Sequence[dict[str, np.ndarray]]) -> list[np.ndarray]:
+        burn(sum(self.per_batch + self.per_row * len(f["input_ids"]) for f in feeds))
+        return [np.zeros((len(f["input_ids"]), 384), dtype=np.float32) for f in feeds]
+
+
+def test_the_crossover_is_measured_in_cpu_and_remembered(
+    model: SentenceTransformer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the seam: a bulk runner with a fixed cost per batch pays from 8 rows (3 ms / 8 < 0.5 ms a row)."""
+    onnx, bulk = CpuCost("onnx", 0.0, 0.0005), CpuCost("bf16", 0.003, 0.0)
+    assert bulk_choice.min_tokens(onnx, bulk, model.tokenizer, tmp_path, "some-model") == 8 * 32
+    [path] = (tmp_path / "bulk-runner").iterdir()
+    assert json.loads(path.read_text())["min_tokens"] == {"bf16": 256}
+    # Remembered: the next start does not measure; another runner is measured, and never pays here.
+    monkeypatch.setattr(bulk_choice, "_cpu_per_row", lambda *args: pytest.fail("measured again"))
+    assert bulk_choice.min_tokens(onnx, bulk, model.tokenizer, tmp_path, "some-model") == 256
+    monkeypatch.undo()
+    slow = CpuCost("torch-fp32", 0.0, 0.001)
+    never = min(rows * width for rows, width in bulk_choice.SHAPES)
+    assert bulk_choice.min_tokens(onnx, slow, model.tokenizer, tmp_path, "some-model") == never
+    assert json.loads(path.read_text())["min_tokens"] == {"bf16": 256, "torch-fp32": never}
 
 
 def test_bf16_is_left_out_without_native_support_or_when_it_disagrees(
