@@ -23,6 +23,8 @@ import os
 import platform
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +64,7 @@ def measure(runners: dict[str, BatchRunner], tokenizer: Any, cache_dir: Path, mo
     timings: dict[str, float] = {}
     for name, runner in runners.items():
         runner.run(feeds[:1])  # warm-up: first-run allocations and thread pools
-        best = float("inf")
-        for _ in range(ROUNDS):
-            started = time.perf_counter()
-            runner.run(feeds)
-            best = min(best, time.perf_counter() - started)
-        timings[name] = best
+        timings[name] = _best_of_rounds(partial(runner.run, feeds), time.perf_counter)
     chosen = min(timings, key=lambda name: timings[name])
     figures = ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in timings.items())
     log.info("indexing batches run on %s: fastest on this machine (%s; set embedding_bulk_runner to override)",
@@ -116,13 +113,22 @@ def _cpu_per_row(runner: BatchRunner, tokenizer: Any, rows: int, width: int) -> 
     ``ROUNDS``."""
     feeds = [_feed(tokenizer, rows, width)] * max(1, LADDER_ROWS // rows)
     runner.run(feeds[:1])
+
+    def one_batch_per_call() -> None:  # as a query pass of one length batch runs
+        for feed in feeds:
+            runner.run([feed])
+
+    return _best_of_rounds(one_batch_per_call, time.process_time) / (len(feeds) * rows)
+
+
+def _best_of_rounds(run: Callable[[], object], clock: Callable[[], float]) -> float:
+    """The shortest of ``ROUNDS`` runs of ``run``, timed by ``clock`` (wall or CPU seconds)."""
     best = float("inf")
     for _ in range(ROUNDS):
-        started = time.process_time()
-        for feed in feeds:  # one batch per call, as a query pass of one length batch runs
-            runner.run([feed])
-        best = min(best, time.process_time() - started)
-    return best / (len(feeds) * rows)
+        started = clock()
+        run()
+        best = min(best, clock() - started)
+    return best
 
 
 def _read(path: Path) -> dict[str, Any]:
