@@ -331,35 +331,40 @@ def encoder_ceiling(queries: list[str], threads: int) -> tuple[float, float]:
     return len(queries) / (time.perf_counter() - started), (time.process_time() - cpu) / len(queries)
 
 
+def proc_stat(path: Path) -> list[str]:
+    """The fields of a /proc ``…/stat`` file after the command name: ppid is [1], utime [11], stime [12],
+    cutime [13], cstime [14] (clock ticks)."""
+    return path.read_text().rsplit(")", 1)[1].split()
+
+
+def stat_cpu_seconds(fields: list[str], waited_children: bool = False) -> float:
+    """User + system CPU seconds in ``proc_stat`` fields (with ``waited_children``, also what the children the
+    process has waited for used)."""
+    ticks = fields[11:15] if waited_children else fields[11:13]
+    return sum(int(t) for t in ticks) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a process has used so far (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return stat_cpu_seconds(proc_stat(Path(f"/proc/{pid}/stat")))
 
 
 def tree_cpu_seconds(pid: int) -> float:
     """``cpu_seconds`` of a process and its live descendants (Freki's parser sandboxes are child processes);
     plus what its waited-for children used (cutime + cstime)."""
-    parents: dict[int, int] = {}
+    stats: dict[int, list[str]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            stats[int(stat.parent.name)] = proc_stat(stat)
         except (OSError, ValueError):
             continue  # exited while scanning
     tree, frontier = {pid}, [pid]
     while frontier:
         parent = frontier.pop()
-        children = [p for p, pp in parents.items() if pp == parent and p not in tree]
+        children = [p for p, fields in stats.items() if int(fields[1]) == parent and p not in tree]
         tree.update(children)
         frontier.extend(children)
-    total = 0.0
-    for member in tree:
-        try:
-            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(f) for f in fields[11:15 if member == pid else 13]) / os.sysconf("SC_CLK_TCK")
-    return total
+    return sum(stat_cpu_seconds(stats[member], waited_children=member == pid) for member in tree if member in stats)
 
 
 def concurrency(data_dir: Path, queries: list[str], levels: list[int], total: int

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_freki import cpu_seconds, synth_dir  # noqa: E402
+from bench_freki import cpu_seconds, proc_stat, stat_cpu_seconds, synth_dir  # noqa: E402
 from evalsets import scifact  # noqa: E402
 from evalsets.harness import eval_settings, retrieve_request  # noqa: E402
 
@@ -111,7 +111,7 @@ def thread_groups() -> dict[str, float]:
     groups: dict[str, float] = collections.defaultdict(float)
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
         try:
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            fields = proc_stat(task / "stat")
         except OSError:
             continue  # the thread ended
         name = names.get(int(task.name), "")
@@ -119,7 +119,7 @@ def thread_groups() -> dict[str, float]:
                 else "gRPC's serving thread" if "_serve" in name
                 else "bulk runner workers" if name.startswith("freki-")
                 else "threads unknown to Python (ONNX Runtime pool, gRPC core)" if not name else "other")
-        groups[kind] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        groups[kind] += stat_cpu_seconds(fields)
     return groups
 
 
