@@ -170,6 +170,16 @@ def bench_encoders(texts: list[str], queries: list[str]) -> None:
         print(f"  onnx CPU per query, batches of {size:2d}: {cpu * 1000 / len(queries):.1f} ms", flush=True)
 
 
+def complete_seed_dir(preferred: Path | None = None) -> Path | None:
+    """A completely indexed SciFact cache to take real chunks from: ``preferred`` (the current code's) when it
+    is complete, else the newest complete one (its key changes with the index code; seed chunks only need to be
+    real ones); None when there is none."""
+    if preferred is not None and (preferred / "eval-complete.json").exists():
+        return preferred
+    found = sorted(CACHE.glob("scifact-*/eval-complete.json"), key=lambda p: p.stat().st_mtime)
+    return found[-1].parent if found else None
+
+
 def seed_points(seed_dir: Path, collection: str = "freki_chunks") -> list[StoredPoint]:
     """Every chunk (with its vectors, payload unsealed) of an indexed Freki data dir."""
     keys = KeyStore(seed_dir / "keys.sqlite")
@@ -513,16 +523,11 @@ def main() -> None:
         bench_encoders(passages[:256], queries[:100])
     if "index" not in skip:
         bench_indexing(n_index)
-    seed_dir = data_dir_for("scifact", es.corpus, eval_settings(Path(".")))
-    if not (seed_dir / "eval-complete.json").exists():
-        # Any complete SciFact index serves as seed (its key changes with the index code; the seed chunks only
-        # need to be real ones).
-        found = sorted(CACHE.glob("scifact-*/eval-complete.json"), key=lambda p: p.stat().st_mtime)
-        seed_dir = found[-1].parent if found else seed_dir
-    if not (seed_dir / "eval-complete.json").exists():
-        print(f"no indexed SciFact cache at {seed_dir}; run scripts/eval_retrieval.py --sets scifact first")
+    seed_dir = complete_seed_dir(data_dir_for("scifact", es.corpus, eval_settings(Path("."))))
+    if seed_dir is None:
+        print(f"no indexed SciFact cache under {CACHE}; run scripts/eval_retrieval.py --sets scifact first")
         skip |= {"latency", "concurrency"}
-    if "latency" not in skip or "concurrency" not in skip:
+    if seed_dir is not None and ("latency" not in skip or "concurrency" not in skip):
         seed = seed_points(seed_dir)
         identity = shared_embedder(eval_settings(Path("."))).identity
         print(f"seed: {len(seed)} real SciFact chunks", flush=True)

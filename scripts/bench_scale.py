@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_freki import cpu_seconds, seed_points, synth_dir, synthesise  # noqa: E402
+from bench_freki import complete_seed_dir, cpu_seconds, seed_points, synth_dir, synthesise  # noqa: E402
 from demo import free_port, start_service, stop_service, wait_serving  # noqa: E402
 from evalsets import scifact  # noqa: E402
 from evalsets.harness import CACHE, eval_settings, retrieve_request, shared_embedder  # noqa: E402
@@ -69,10 +69,10 @@ def serve(data_dir: Path) -> Iterator[tuple[str, int]]:
 
 
 def seed_dir() -> Path:
-    found = sorted(CACHE.glob("scifact-*/eval-complete.json"), key=lambda p: p.stat().st_size)
-    if not found:
+    found = complete_seed_dir()
+    if found is None:
         sys.exit(f"no indexed SciFact cache under {CACHE}; run scripts/eval_retrieval.py --sets scifact first")
-    return found[-1].parent
+    return found
 
 
 async def load(targets: list[str], texts: list[str], clients: int) -> float:
