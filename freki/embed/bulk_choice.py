@@ -44,6 +44,9 @@ SHAPES = ((12, 160), (4, 256))
 # Query-shaped batches (rows x word-pieces) timed for ``min_tokens``, ``LADDER_ROWS`` rows of each per round.
 LADDER = ((2, 32), (4, 32), (8, 32), (16, 32))
 LADDER_ROWS = 32
+# ``min_tokens`` when the bulk runner is cheaper at no LADDER shape: the smallest shape it was chosen on.
+_NEVER_CHEAPER = min(rows * width for rows, width in SHAPES)
+_CROSSOVERS = frozenset(rows * width for rows, width in LADDER) | {_NEVER_CHEAPER}
 _TEXT = ("Mean pooling averages the token embeddings, weighted by the attention mask, before the vector is "
          "normalised to unit length so that cosine similarity is a dot product. ") * 12
 
@@ -86,13 +89,14 @@ def min_tokens(onnx: BatchRunner, bulk: BatchRunner, tokenizer: Any, cache_dir: 
     known = record.get("min_tokens")
     known = known if isinstance(known, dict) else {}
     remembered = known.get(bulk.name)
-    if isinstance(remembered, int) and remembered > 0:
+    # Only a figure this function can produce is taken from the file (not true, -5 or 10**22: measure again).
+    if type(remembered) is int and remembered in _CROSSOVERS:
         log.info("batches of %d padded tokens or more run on %s (measured on this machine before)", remembered,
                  bulk.name)
         return remembered
     cpu = {name: [_cpu_per_row(runner, tokenizer, rows, width) for rows, width in LADDER]
            for name, runner in (("onnx", onnx), (bulk.name, bulk))}
-    tokens = min(rows * width for rows, width in SHAPES)
+    tokens = _NEVER_CHEAPER
     for k in reversed(range(len(LADDER))):
         if cpu[bulk.name][k] >= cpu["onnx"][k]:
             break

@@ -303,6 +303,10 @@ def test_the_crossover_is_measured_in_cpu_and_remembered(
     never = min(rows * width for rows, width in bulk_choice.SHAPES)
     assert bulk_choice.min_tokens(onnx, slow, model.tokenizer, tmp_path, "some-model") == never
     assert json.loads(path.read_text())["min_tokens"] == {"bf16": 256, "torch-fp32": never}
+    # A record no measurement could have written (a bool, a negative, a huge or odd figure) is measured again.
+    for tampered in (True, -5, 10**22, 300):
+        path.write_text(json.dumps({"min_tokens": {"bf16": tampered}}))
+        assert bulk_choice.min_tokens(onnx, bulk, model.tokenizer, tmp_path, "some-model") == 256
 
 
 def test_bf16_is_left_out_without_native_support_or_when_it_disagrees(
