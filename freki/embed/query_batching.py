@@ -20,16 +20,22 @@ and a GIL hand-off (0.43 ms of server CPU per query at 64 clients; scripts/bench
 Queries jump the queue: a call made with ``urgent=True`` (``Embedder.embed_query``) is taken
 before every waiting indexing call, and a pass that carries urgent calls carries nothing else,
 so a query waits for at most the one pass already running, never for the indexing backlog.
+
+A text that makes the encoder raise fails only its own call: when a shared pass fails, each of its calls
+is encoded again on its own (a hostile text among 64 clients' queries must not fail the other 63).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+log = logging.getLogger("freki.embedding")
 
 
 @dataclass
@@ -127,6 +133,16 @@ class QueryBatcher:
             self._pending = [p for p in self._pending if id(p) not in taken]
             return batch
 
+    def _isolate(self, batch: list[_Pending]) -> None:
+        """A shared pass failed: encode each call on its own, so only the call whose text makes the encoder
+        raise gets the error and the others their vectors (one pass per call, at most ``max_batch``)."""
+        log.warning("an embedding pass of %d calls failed; retrying each call on its own", len(batch))
+        for p in batch:
+            try:
+                p.vectors = np.array(self._encode(p.texts), copy=True)
+            except Exception as exc:
+                p.error = exc
+
     def _company_likely(self) -> bool:
         """Whether to wait ``max_wait_s`` for more calls: others are already queued, or the last pass was shared.
         A lone client's passes serve one call each, so its queries are not delayed; under load the waits fill
@@ -149,15 +165,22 @@ class QueryBatcher:
 
     def _run(self, batch: list[_Pending]) -> None:
         try:
-            vectors = self._encode([t for p in batch for t in p.texts])
-            start = 0
-            for p in batch:
-                # Own copies: a cached query vector must not pin the whole batch array.
-                p.vectors = np.array(vectors[start:start + len(p.texts)], copy=True)
-                start += len(p.texts)
+            try:
+                vectors = self._encode([t for p in batch for t in p.texts])
+            except Exception:
+                if len(batch) == 1:
+                    raise
+                self._isolate(batch)
+            else:
+                start = 0
+                for p in batch:
+                    # Own copies: a cached query vector must not pin the whole batch array.
+                    p.vectors = np.array(vectors[start:start + len(p.texts)], copy=True)
+                    start += len(p.texts)
         except BaseException as exc:  # every waiter must learn of the failure, not hang
             for p in batch:
-                p.error = exc
+                if p.vectors is None and p.error is None:
+                    p.error = exc
         finally:
             with self._cond:
                 for p in batch:

@@ -69,14 +69,53 @@ def test_batch_size_is_capped() -> None:
     assert max(encoder.batches) <= 4 and sum(encoder.batches) == 20
 
 
-def test_a_failed_pass_fails_every_query_in_it_and_nothing_hangs() -> None:
+def test_a_text_that_fails_the_encoder_fails_only_its_own_call() -> None:
     encoder = SlowEncoder(fail_on="bad")
     batcher = QueryBatcher(encoder, max_batch=64)
-    results = run_concurrently(batcher, ["bad", *[f"q{i}" for i in range(10)]])
-    assert len(results) == 11
+    good = [f"q{i}" for i in range(10)]
+    results: dict[str, object] = {}
+    first = threading.Thread(target=lambda: results.update(first=batcher.encode("first")))
+    first.start()
+    time.sleep(0.01)  # "first" holds the model: the rest queue up and share the next pass
+    results.update(run_concurrently(batcher, ["bad", *good]))
+    first.join(10)
+    assert encoder.batches[:2] == [1, 11]  # "bad" and the ten others were in one pass, which failed
     assert isinstance(results["bad"], RuntimeError)
+    assert all(results[t][0] == len(t) for t in good)  # type: ignore[index]
     assert batcher.encode("fine")[0] == 4.0  # the batcher recovers
 
+
+def test_a_failure_that_is_not_an_exception_is_not_retried_call_by_call() -> None:
+    class Stop(BaseException):
+        pass
+
+    passes: list[int] = []
+
+    def encoder(texts: Sequence[str]) -> np.ndarray:
+        passes.append(len(texts))
+        time.sleep(0.05)
+        if len(passes) > 1:  # the first (lone) pass succeeds while the others queue up behind it
+            raise Stop
+        return np.zeros((len(texts), 2), dtype=np.float32)
+
+    batcher = QueryBatcher(encoder, max_batch=64)
+    outcomes: list[str] = []
+
+    def one(text: str) -> None:
+        try:
+            batcher.encode(text)
+            outcomes.append("ok")
+        except Stop:
+            outcomes.append("stopped")
+
+    threads = [threading.Thread(target=one, args=(f"q{i}",)) for i in range(6)]
+    for t in threads:
+        t.start()
+        time.sleep(0.005)
+    for t in threads:
+        t.join(10)
+    assert sorted(outcomes) == ["ok"] + ["stopped"] * 5
+    assert passes == [1, 5]  # the failed shared pass was not retried one call at a time
 
 def test_waiting_for_company_gathers_a_batch() -> None:
     encoder = SlowEncoder()
