@@ -137,7 +137,13 @@ class Embedder:
         return vectors
 
     def enable_batching(self, max_batch: int = 64, max_wait_s: float = 0.0) -> None:
-        """Merge concurrent ``embed`` calls (queries, indexing) into shared passes; see freki.embed.query_batching."""
+        """Merge concurrent ``embed`` calls (queries, indexing) into shared passes; see freki.embed.query_batching.
+
+        Idempotent: a model shared by two indexes (a migration builds the new one beside the served one) keeps
+        its batcher, so concurrent calls keep landing in one queue; other settings replace it (calls already
+        waiting in the old one finish there: both encode under the model's lock)."""
+        if self._batcher is not None and self._batcher.settings == (max_batch, max_wait_s):
+            return
         self._batcher = QueryBatcher(self._encode, max_batch=max_batch, max_wait_s=max_wait_s)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:

@@ -71,6 +71,11 @@ class QueryBatcher:
         self.batches = 0
         self.texts = 0
 
+    @property
+    def settings(self) -> tuple[int, float]:
+        """``(max_batch, max_wait_s)`` as constructed."""
+        return self._max_batch, self._max_wait
+
     def encode(self, text: str) -> np.ndarray:
         """The embedding of one text."""
         return self.encode_many([text])[0]

@@ -166,6 +166,22 @@ def test_embedder_batches_concurrent_calls_with_the_real_model(embedder) -> None
     assert all(float(np.dot(out[i], alone[i])) > 0.999 for i in range(12))
 
 
+@pytest.mark.integration
+def test_enabling_batching_again_keeps_one_queue(embedder) -> None:  # type: ignore[no-untyped-def]
+    """A model shared by two indexes (migration) is enabled twice: its calls must keep sharing one batcher."""
+    from freki.embed.embedder import Embedder
+
+    model = Embedder("all-MiniLM-L6-v2")
+    model.enable_batching(max_batch=64)
+    first = model._batcher
+    model.enable_batching(max_batch=64)
+    assert model._batcher is first
+    model.enable_batching(max_batch=8, max_wait_s=0.002)  # a settings reload does replace it
+    assert model._batcher is not first and model._batcher is not None
+    assert model._batcher.settings == (8, 0.002)
+    assert float(np.dot(model.embed_query("coolant pump"), embedder.embed(["coolant pump"])[0])) > 0.999
+
+
 def test_queries_jump_ahead_of_queued_indexing_work() -> None:
     """While one pass runs, indexing slices queue up; a query arriving last goes in the next pass, alone."""
     release = threading.Event()
