@@ -8,9 +8,11 @@ another process (``--client``: asyncio clients on one channel, distinct query te
 cache nor the query-embedding LRU answers). Per level it prints queries/s, the process's CPU per query (all
 threads, from /proc), the load client's, and the stages. What no stage covers is gRPC's own work (its C
 core and the Python around the handler) and the encoder's worker threads (ONNX Runtime's intra-op pool,
-the bulk runner's workers): the process figure minus the stages.
+the bulk runner's workers): the process figure minus the stages. Then the embedding passes: how many, how
+full, what share of the loaded span a pass was running (near 100 %: the passes are the bottleneck), and the
+RetrieveContext calls in flight (at ``--max-workers``: every request thread busy).
 
-    .venv/bin/python scripts/bench_query_stages.py --clients 1,64 --queries 600 [--mode dense]
+    .venv/bin/python scripts/bench_query_stages.py --clients 1,64 --queries 600 [--mode dense] [--max-workers 64]
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from evalsets.harness import eval_settings, retrieve_request  # noqa: E402
 SPENT: collections.Counter[str] = collections.Counter()
 CALLS: collections.Counter[str] = collections.Counter()
 _STACK = threading.local()
+PASSES: list[tuple[float, float, int]] = []  # (start, end, texts) of every embedding pass
+IN_FLIGHT = [0]  # RetrieveContext calls in the servicer now
+_FLIGHT_LOCK = threading.Lock()
 
 
 def account(owner: Any, name: str, label: str) -> None:
@@ -57,6 +62,52 @@ def account(owner: Any, name: str, label: str) -> None:
                 stack[-1] += spent
 
     setattr(owner, name, timed)
+
+
+def time_passes(batcher: Any) -> None:
+    """Record each ``QueryBatcher`` pass's wall span and size (is the encoder the bottleneck, how full are passes)."""
+    run = batcher._run
+
+    def timed(self: Any, batch: list[Any]) -> None:
+        started = time.perf_counter()
+        try:
+            run(self, batch)
+        finally:
+            PASSES.append((started, time.perf_counter(), sum(len(p.texts) for p in batch)))
+
+    batcher._run = timed
+
+
+def count_in_flight(servicer: Any) -> None:
+    handler = servicer.RetrieveContext
+
+    def counted(self: Any, request: Any, context: Any) -> Any:
+        with _FLIGHT_LOCK:
+            IN_FLIGHT[0] += 1
+        try:
+            return handler(self, request, context)
+        finally:
+            with _FLIGHT_LOCK:
+                IN_FLIGHT[0] -= 1
+
+    servicer.RetrieveContext = counted
+
+
+def sample_in_flight(samples: list[int], stop: threading.Event) -> None:
+    while not stop.wait(0.002):
+        samples.append(IN_FLIGHT[0])
+
+
+def pass_report(samples: list[int]) -> str:
+    """Passes, their mean size, the share of the loaded span a pass was running, median calls in flight."""
+    if not PASSES:
+        return "no embedding passes (every query vector came from the LRU)"
+    span = PASSES[-1][1] - PASSES[0][0]
+    busy = sum(end - start for start, end, _ in PASSES)
+    loaded = [n for n in samples if n] or [0]
+    return (f"{len(PASSES)} passes of {sum(n for *_, n in PASSES) / len(PASSES):.1f} texts on average; a pass was "
+            f"running {busy / span:.0%} of the loaded span; calls in flight (median while loaded) "
+            f"{sorted(loaded)[len(loaded) // 2]}")
 
 
 def instrument() -> None:
@@ -103,6 +154,8 @@ def instrument() -> None:
         (EdgeStore, "_engine_search_dense", "engine search (qdrant-edge)"),
     ]:
         account(owner, name, label)
+    time_passes(QueryBatcher)
+    count_in_flight(FrekiServicer)
 
 
 def thread_groups() -> dict[str, float]:
@@ -148,6 +201,7 @@ def main() -> None:
     parser.add_argument("--clients", default="1,64", help="comma list of concurrency levels")
     parser.add_argument("--queries", type=int, default=600, help="queries per level")
     parser.add_argument("--mode", default="hybrid", choices=["hybrid", "dense"])
+    parser.add_argument("--max-workers", type=int, default=32, help="the server's request threads")
     parser.add_argument("--seeds", default="*", help="the collection's seed count (synth_dir); * = any 10k one")
     parser.add_argument("--client", nargs=3, metavar=("TARGET", "CLIENTS", "TAG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -162,7 +216,8 @@ def main() -> None:
     instrument()
     from freki.api.server import build_server
 
-    handle, engine = build_server(eval_settings(found[0]))
+    settings = eval_settings(found[0]).model_copy(update={"max_workers": args.max_workers})
+    handle, engine = build_server(settings)
     me = str(Path(__file__).resolve())
 
     def load(clients: int, tag: str, n: int) -> list[str]:
@@ -175,8 +230,15 @@ def main() -> None:
             load(4, f"warm {level}", 40)
             SPENT.clear()
             CALLS.clear()
+            PASSES.clear()
+            samples: list[int] = []
+            stop = threading.Event()
+            sampler = threading.Thread(target=sample_in_flight, args=(samples, stop), daemon=True)
+            sampler.start()
             process, threads = cpu_seconds(os.getpid()), thread_groups()
             qps, client_cpu = load(clients, str(level), args.queries)
+            stop.set()
+            sampler.join()
             threads = {kind: spent - threads.get(kind, 0.0) for kind, spent in thread_groups().items()}
             per_query = (cpu_seconds(os.getpid()) - process) / args.queries * 1000
             print(f"{args.mode}, {clients} clients: {float(qps):.1f} queries/s; CPU per query: server process "
@@ -188,6 +250,7 @@ def main() -> None:
             print("  by thread: " + ", ".join(f"{kind} {spent / args.queries * 1000:.2f} ms"
                                               for kind, spent in sorted(threads.items(), key=lambda kv: -kv[1])),
                   flush=True)
+            print(f"  encoder: {pass_report(samples)}", flush=True)
     finally:
         handle.stop(1.0)
         engine.close()
