@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -11,28 +12,35 @@ from odin_client import OdinClient, OdinSettings
 from tests.odin.servicers import ControlledFreki, ControlledGeri, serve_freki, serve_geri
 from wolf_service.serving import ServerHandle
 
+S = TypeVar("S")
+
+
+@contextlib.contextmanager
+def running(servicer: S, serve: Callable[[S], ServerHandle]) -> Iterator[tuple[S, ServerHandle]]:
+    """``servicer`` on a real gRPC server (port 0) until the block ends; a servicer blocked on its ``release``
+    event is released first."""
+    handle = serve(servicer)
+    try:
+        yield servicer, handle
+    finally:
+        release = getattr(servicer, "release", None)
+        if release is not None:
+            release.set()
+        handle.stop(0)
+
 
 @pytest.fixture
 def freki() -> Iterator[tuple[ControlledFreki, ServerHandle]]:
     """A running controllable Freki and its server handle."""
-    servicer = ControlledFreki()
-    handle = serve_freki(servicer)
-    try:
-        yield servicer, handle
-    finally:
-        handle.stop(0)
+    with running(ControlledFreki(), serve_freki) as pair:
+        yield pair
 
 
 @pytest.fixture
 def geri() -> Iterator[tuple[ControlledGeri, ServerHandle]]:
     """A running controllable Geri and its server handle."""
-    servicer = ControlledGeri()
-    handle = serve_geri(servicer)
-    try:
-        yield servicer, handle
-    finally:
-        servicer.release.set()
-        handle.stop(0)
+    with running(ControlledGeri(), serve_geri) as pair:
+        yield pair
 
 
 @pytest.fixture
