@@ -60,3 +60,20 @@ def make_client() -> Iterator[Callable[..., OdinClient]]:
     finally:
         for client in clients:
             client.close()
+
+
+@pytest.fixture(scope="module")
+def real_freki(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[ServerHandle]:
+    """A real Freki on port 0 with the packaged embedding model and the embedded Qdrant engine (per module)."""
+    from freki.api.server import build_server
+    from freki.engine import FrekiEngine
+    from freki.settings import FrekiSettings
+
+    settings = FrekiSettings(host="127.0.0.1", port=0, data_dir=tmp_path_factory.mktemp("freki"),
+                             shutdown_grace_s=1.0)
+    handle, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
+    try:
+        yield handle
+    finally:
+        handle.stop(1.0)
+        engine.close()
