@@ -8,7 +8,7 @@ from typing import Any, Self, TypeVar
 
 from wolf.v1 import freki_pb2_grpc, geri_pb2_grpc
 
-from odin_client.call_specs import CallSpec
+from odin_client.call_specs import CallSpec, tenant_of
 from odin_client.calls import CallRunner, RetryListener
 from odin_client.channels import ChannelPool, call_metadata
 from odin_client.retry import RETRY_ALWAYS, RETRY_IDEMPOTENT_READ, Clock, RetryPolicy
@@ -73,7 +73,7 @@ class Connection:
         return geri_pb2_grpc.GeriServiceStub(self.channels.get(self.settings.geri_target))
 
     def _tenant(self, tenant_id: str | None) -> str:
-        return self.settings.tenant_id if tenant_id is None else tenant_id
+        return tenant_of(self.settings, tenant_id)
 
     def _unary(self, method: Callable[..., Any], request: Any, *, service: str, name: str,
                budget_s: float, idempotent_read: bool) -> tuple[Any, int]:

@@ -38,10 +38,11 @@ def test_document_and_graph_calls_against_the_real_freki(real_freki: ServerHandl
     caplog.set_level(logging.INFO, logger="odin")
     files = {"notes/reactor.md": REACTOR, "notes/broken.md": BROKEN, "notes/coolant.md": COOLANT}
     docs = []
-    for source, text in files.items():
+    for source, text in list(files.items())[:2]:
         path = tmp_path / Path(source).name
         path.write_text(text, encoding="utf-8")
         docs.append(DocumentFile(path, source, "markdown"))
+    docs.append(DocumentFile(Path("coolant.md"), "notes/coolant.md", "markdown", content=COOLANT.encode()))  # in memory
     settings = OdinSettings(freki_target=real_freki.address, index_deadline_s=120)
 
     async def run(client: AsyncOdinClient) -> dict[str, Any]:
