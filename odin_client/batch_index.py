@@ -1,79 +1,190 @@
 """Indexing many files over Freki's IndexDocuments stream (one call, results in order).
 
-``stream_index`` sends one request per document (built lazily, so a large folder is never held in memory)
-and yields ``(position, IndexResult | OdinError)`` as Freki answers. A document Freki refuses becomes an
-OdinError in its place. If the stream cannot be used — an older Freki without IndexDocuments, or the
-stream breaks — ``StreamUnusable`` says how far it got, and the caller indexes the rest one call at a time
-(with retries). Indexing is idempotent (an unchanged document is a no-op), so re-sending is safe.
+``stream_index`` (blocking) and ``stream_index_async`` (grpc.aio) send one request per document of an
+:class:`IndexBatch` (built lazily, so a large folder is never held in memory) and settle each document's
+``IndexResult | OdinError`` as Freki answers. A document Freki refuses becomes an OdinError in its place. If
+the stream cannot be used — an older Freki without IndexDocuments, or the stream breaks — they log why and
+stop; the caller indexes ``batch.missing()`` one call at a time (with retries). Indexing is idempotent (an
+unchanged document is a no-op), so re-sending is safe. The stream bookkeeping both drivers share is
+:class:`IndexStream`; the outcomes, progress and ``stop_on_error`` are :class:`IndexBatch`'s.
 """
 
 from __future__ import annotations
 
-import queue
-from collections.abc import Callable, Iterator, Sequence
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import grpc
 from wolf.v1 import freki_pb2
 
+from odin_client import messages
 from odin_client.documents import DocumentFile
-from odin_client.errors import OdinError, from_rpc_error, from_status, status_of
+from odin_client.errors import DeadlineExceeded, OdinError, ServiceUnavailable, from_rpc_error, from_status, status_of
 from odin_client.results import IndexResult, index_result_from_proto
+
+log = logging.getLogger("odin")
 
 # Statuses of the whole stream that per-document calls would meet again: raised, not retried one by one.
 _FINAL = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
 
-
-class StreamUnusable(Exception):
-    """The stream ended before every document had its result; ``reason`` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+Outcome = IndexResult | OdinError
+MakeRequest = Callable[[DocumentFile], freki_pb2.IndexDocumentRequest]
+ProgressCallback = Callable[[DocumentFile, Outcome], None]
 
 
-def stream_index(
-    call: Callable[..., Any], docs: Sequence[DocumentFile],
-    make_request: Callable[[DocumentFile], freki_pb2.IndexDocumentRequest], *, timeout: float,
-    metadata: Sequence[tuple[str, str]],
-) -> Iterator[tuple[int, IndexResult | OdinError]]:
-    """Yield each document's position and outcome, in order (see the module docstring)."""
-    sent: queue.SimpleQueue[int] = queue.SimpleQueue()
-    local: dict[int, OdinError] = {}  # documents that could not even be read: never sent
-
-    def requests() -> Iterator[freki_pb2.IndexDocumentRequest]:
-        for i, doc in enumerate(docs):
-            try:
-                request = make_request(doc)
-            except OdinError as exc:
-                local[i] = exc
-                continue
-            sent.put(i)
-            yield request
-
-    responses = call(requests(), timeout=timeout, metadata=metadata)
-    next_doc = 0
+def built(make_request: MakeRequest, doc: DocumentFile) -> freki_pb2.IndexDocumentRequest | OdinError:
+    """The document's request, or the error that kept it from being built (e.g. an unreadable file)."""
     try:
-        for result in responses:
-            position = sent.get()
-            for skipped in range(next_doc, position):  # unreadable files before it, in order
-                yield skipped, local[skipped]
-            next_doc = position + 1
-            yield position, _outcome(result, docs[position])
-    except grpc.RpcError as exc:
+        return make_request(doc)
+    except OdinError as exc:
+        return exc
+
+
+class IndexStream:
+    """Which document each streamed result belongs to: results come in the order requests were sent, and
+    documents that could not even be read are never sent (their error takes their place)."""
+
+    def __init__(self, docs: Sequence[DocumentFile]) -> None:
+        self.docs = docs
+        self._sent: deque[int] = deque()  # appended before the request is handed to grpc
+        self._local: dict[int, OdinError] = {}
+        self._next = 0
+
+    def admit(self, position: int,
+              request: freki_pb2.IndexDocumentRequest | OdinError) -> freki_pb2.IndexDocumentRequest | None:
+        """The request to send for document ``position``, or None when it failed locally (kept as its outcome)."""
+        if isinstance(request, OdinError):
+            self._local[position] = request
+            return None
+        self._sent.append(position)
+        return request
+
+    def received(self, result: freki_pb2.IndexDocumentsResult) -> list[tuple[int, Outcome]]:
+        """Outcomes settled by one streamed result: unread documents before it, in order, then its own."""
+        position = self._sent.popleft()
+        settled: list[tuple[int, Outcome]] = [(p, self._local[p]) for p in range(self._next, position)]
+        self._next = position + 1
+        return [*settled, (position, _outcome(result, self.docs[position]))]
+
+    def broke(self, exc: grpc.RpcError) -> None:
+        """The stream failed: raise what per-document calls would meet too, else log (the caller goes on)."""
         code, details = status_of(exc)
         if code in _FINAL:
             raise from_rpc_error(exc, service="freki", method="IndexDocuments", attempts=1) from exc
-        raise StreamUnusable(f"{code.name}: {details}") from exc
+        _unusable(f"{code.name}: {details}")
+
+    def ended(self) -> list[tuple[int, Outcome]]:
+        """The stream ended: the unread documents after the last result — none when a sent one lacks its
+        result (all of them are then left to the caller)."""
+        rest = range(self._next, len(self.docs))
+        if any(p not in self._local for p in rest):
+            _unusable("the stream ended before every document had its result")
+            return []
+        return [(p, self._local[p]) for p in rest]
+
+
+def stream_index(call: Callable[..., Any], batch: IndexBatch, *, timeout: float,
+                 metadata: Sequence[tuple[str, str]]) -> None:
+    """Send the batch's documents over one IndexDocuments stream, settling each outcome (see the module
+    docstring); returns early, leaving documents missing, when the stream is unusable."""
+    stream = IndexStream(batch.docs)
+
+    def requests() -> Iterator[freki_pb2.IndexDocumentRequest]:
+        for i, doc in enumerate(batch.docs):
+            request = stream.admit(i, built(batch.make_request, doc))
+            if request is not None:
+                yield request
+
+    responses = call(requests(), timeout=timeout, metadata=metadata)
+    try:
+        for result in responses:
+            batch.settle_all(stream.received(result))
+        batch.settle_all(stream.ended())
+    except grpc.RpcError as exc:
+        stream.broke(exc)
     finally:
         responses.cancel()
-    for skipped in range(next_doc, len(docs)):
-        if skipped not in local:
-            raise StreamUnusable("the stream ended before every document had its result")
-        yield skipped, local[skipped]
 
 
-def _outcome(result: freki_pb2.IndexDocumentsResult, doc: DocumentFile) -> IndexResult | OdinError:
+async def stream_index_async(call: Callable[..., Any], batch: IndexBatch, *, timeout: float,
+                             metadata: Sequence[tuple[str, str]]) -> None:
+    """:func:`stream_index` on a grpc.aio stub; files are read in a worker thread, off the event loop."""
+    stream = IndexStream(batch.docs)
+
+    async def requests() -> AsyncIterator[freki_pb2.IndexDocumentRequest]:
+        for i, doc in enumerate(batch.docs):
+            request = stream.admit(i, await asyncio.to_thread(built, batch.make_request, doc))
+            if request is not None:
+                yield request
+
+    responses = call(requests(), timeout=timeout, metadata=metadata)
+    try:
+        async for result in responses:
+            batch.settle_all(stream.received(result))
+        batch.settle_all(stream.ended())
+    except grpc.RpcError as exc:
+        stream.broke(exc)
+    finally:
+        responses.cancel()
+
+
+def _unusable(reason: str) -> None:
+    log.info("IndexDocuments stream unusable (%s); indexing the remaining documents one by one", reason)
+
+
+class IndexBatch:
+    """The documents of one ``index_documents`` call and their outcomes, in order; progress and
+    ``stop_on_error`` applied as each outcome settles."""
+
+    def __init__(self, docs: Sequence[DocumentFile], *, tenant_id: str, metadata: Mapping[str, str] | None,
+                 on_progress: ProgressCallback | None, stop_on_error: bool) -> None:
+        self.docs = docs
+        self.tenant_id, self.metadata = tenant_id, metadata
+        self._results: list[Outcome | None] = [None] * len(docs)
+        self._on_progress = on_progress
+        self._stop_on_error = stop_on_error
+
+    def make_request(self, doc: DocumentFile) -> freki_pb2.IndexDocumentRequest:
+        """A document's IndexDocument request (reads the file: InvalidRequest when it cannot)."""
+        return messages.index_file_request(doc, tenant_id=self.tenant_id, metadata=self.metadata)
+
+    def stream_timeout(self, index_deadline_s: float) -> float:
+        """The whole stream's deadline: one document's budget per document."""
+        return index_deadline_s * max(1, len(self.docs))
+
+    def settle(self, position: int, outcome: Outcome) -> None:
+        """Record one document's outcome (raises it when it is an error and ``stop_on_error``)."""
+        if isinstance(outcome, OdinError) and self._stop_on_error:
+            raise outcome
+        self._results[position] = outcome
+        if self._on_progress is not None:
+            self._on_progress(self.docs[position], outcome)
+
+    def settle_all(self, outcomes: Iterable[tuple[int, Outcome]]) -> None:
+        """Settle ``(position, outcome)`` pairs in order."""
+        for position, outcome in outcomes:
+            self.settle(position, outcome)
+
+    def missing(self) -> list[int]:
+        """Documents still without an outcome (to index one call at a time)."""
+        return [p for p, r in enumerate(self._results) if r is None]
+
+    @staticmethod
+    def one_by_one_failed(exc: OdinError) -> OdinError:
+        """A single call's error as the document's outcome — but an unreachable Freki stops the run (raised)."""
+        if isinstance(exc, ServiceUnavailable | DeadlineExceeded):
+            raise exc
+        return exc
+
+    def results(self) -> list[Outcome]:
+        """Every outcome so far, in document order."""
+        return [r for r in self._results if r is not None]
+
+
+def _outcome(result: freki_pb2.IndexDocumentsResult, doc: DocumentFile) -> Outcome:
     if result.HasField("response"):
         return index_result_from_proto(result.response, doc.source)
     code = getattr(grpc.StatusCode, result.error_code, grpc.StatusCode.UNKNOWN)

@@ -1,7 +1,8 @@
 """Run one logical call (unary or server-streaming) with retries, a deadline and error conversion.
 
 The policy lives in :mod:`odin_client.retry`; this module applies it to blocking grpc calls and is
-the only place (with its asyncio twin in :mod:`odin_client.aio`) where ``grpc.RpcError`` is caught.
+the only place (with its asyncio twin in :mod:`odin_client.aio_connection`) where ``grpc.RpcError`` is caught.
+:class:`Attempts` is the bookkeeping both share: the deadline, the attempt count, the decision to retry.
 """
 
 from __future__ import annotations
@@ -66,6 +67,40 @@ def notify_retry(listener: RetryListener | None, exc: grpc.RpcError, *, service:
             log.exception("the on_retry listener failed")
 
 
+class Attempts:
+    """The attempts of one logical call under a :class:`RetryPolicy`, whatever does the waiting.
+
+    ``start()`` before each attempt gives its share of the budget (or raises DeadlineExceeded when none is
+    left); ``failed(exc)`` after a failed one gives the wait before the next (announced to ``on_retry``) or
+    raises the OdinError that ends the call.
+    """
+
+    def __init__(self, policy: RetryPolicy, monotonic: Callable[[], float], rng: random.Random,
+                 on_retry: RetryListener | None, *, service: str, method: str, budget_s: float,
+                 retryable: frozenset[grpc.StatusCode]) -> None:
+        self.policy, self.monotonic, self.rng, self.on_retry = policy, monotonic, rng, on_retry
+        self.service, self.method, self.budget_s, self.retryable = service, method, budget_s, retryable
+        self.deadline = monotonic() + budget_s
+        self.count = 0
+
+    def start(self) -> float:
+        """Count a new attempt; the budget it may use (the whole remainder)."""
+        remaining = self.deadline - self.monotonic()
+        if remaining <= 0:
+            raise deadline_error(self.service, self.method, self.budget_s, self.count)
+        self.count += 1
+        return remaining
+
+    def failed(self, exc: grpc.RpcError) -> float:
+        """Seconds to wait before the next attempt; raises the converted error when the call must give up."""
+        delay = self.policy.next_delay(attempts=self.count, code=status_of(exc)[0], retryable=self.retryable,
+                                       now=self.monotonic(), deadline=self.deadline, rng=self.rng)
+        if delay is None:
+            raise_from_rpc_error(exc, service=self.service, method=self.method, attempts=self.count)
+        notify_retry(self.on_retry, exc, service=self.service, method=self.method, attempt=self.count, delay=delay)
+        return delay
+
+
 class CallRunner:
     """Executes calls under a :class:`RetryPolicy`, with an injectable clock and random source."""
 
@@ -84,22 +119,11 @@ class CallRunner:
         self.clock: Clock = clock or SystemClock()
         self.rng = rng or random.Random()
 
-    def _retry_delay(
-        self, exc: grpc.RpcError, *, attempts: int, retryable: frozenset[grpc.StatusCode], deadline: float,
-        service: str, method: str,
-    ) -> float | None:
-        code, _ = status_of(exc)
-        delay = self.policy.next_delay(
-            attempts=attempts,
-            code=code,
-            retryable=retryable,
-            now=self.clock.monotonic(),
-            deadline=deadline,
-            rng=self.rng,
-        )
-        if delay is not None:
-            notify_retry(self.on_retry, exc, service=service, method=method, attempt=attempts, delay=delay)
-        return delay
+    def attempts(self, service: str, method: str, budget_s: float,
+                 retryable: frozenset[grpc.StatusCode]) -> Attempts:
+        """A new call's attempts, its deadline starting now."""
+        return Attempts(self.policy, self.clock.monotonic, self.rng, self.on_retry, service=service, method=method,
+                        budget_s=budget_s, retryable=retryable)
 
     def unary(
         self,
@@ -118,20 +142,13 @@ class CallRunner:
         Raises:
             OdinError: a subclass naming ``service``, the status and the attempts made.
         """
-        deadline = self.clock.monotonic() + budget_s
-        attempts = 0
+        tries = self.attempts(service, method, budget_s, retryable)
         while True:
-            remaining = deadline - self.clock.monotonic()
-            if remaining <= 0:
-                raise deadline_error(service, method, budget_s, attempts)
-            attempts += 1
+            remaining = tries.start()
             try:
-                return invoke(attempt_timeout(remaining, self.attempt_timeout_s)), attempts
+                return invoke(attempt_timeout(remaining, self.attempt_timeout_s)), tries.count
             except grpc.RpcError as exc:
-                delay = self._retry_delay(exc, attempts=attempts, retryable=retryable, deadline=deadline,
-                                          service=service, method=method)
-                if delay is None:
-                    raise_from_rpc_error(exc, service=service, method=method, attempts=attempts)
+                delay = tries.failed(exc)
             self.clock.sleep(delay)
 
     def stream(
@@ -150,27 +167,14 @@ class CallRunner:
         The deadline starts now, not at the first ``next()``; the whole stream shares it.
         ``on_attempt(n)`` is called as attempt ``n`` starts.
         """
-        deadline = self.clock.monotonic() + budget_s
-        return self._stream(open_stream, service, method, budget_s, deadline, retryable, on_attempt)
+        return self._stream(open_stream, self.attempts(service, method, budget_s, retryable), on_attempt)
 
-    def _stream(
-        self,
-        open_stream: Callable[[float], Any],
-        service: str,
-        method: str,
-        budget_s: float,
-        deadline: float,
-        retryable: frozenset[grpc.StatusCode],
-        on_attempt: Callable[[int], None] | None,
-    ) -> Generator[Any, None, None]:
-        attempts = 0
+    def _stream(self, open_stream: Callable[[float], Any], tries: Attempts,
+                on_attempt: Callable[[int], None] | None) -> Generator[Any, None, None]:
         while True:
-            remaining = deadline - self.clock.monotonic()
-            if remaining <= 0:
-                raise deadline_error(service, method, budget_s, attempts)
-            attempts += 1
+            remaining = tries.start()
             if on_attempt is not None:
-                on_attempt(attempts)
+                on_attempt(tries.count)
             try:
                 # The whole remaining budget: a per-attempt cap would cut long generations short.
                 call = open_stream(remaining)
@@ -179,10 +183,7 @@ class CallRunner:
             except StopIteration:
                 return
             except grpc.RpcError as exc:
-                delay = self._retry_delay(exc, attempts=attempts, retryable=retryable, deadline=deadline,
-                                          service=service, method=method)
-                if delay is None:
-                    raise_from_rpc_error(exc, service=service, method=method, attempts=attempts)
+                delay = tries.failed(exc)
             self.clock.sleep(delay)
         received = 1
         try:
@@ -191,9 +192,8 @@ class CallRunner:
                 received += 1
                 yield message
         except grpc.RpcError as exc:
-            raise_from_rpc_error(
-                exc, service=service, method=method, attempts=attempts, after_messages=received
-            )
+            raise_from_rpc_error(exc, service=tries.service, method=tries.method, attempts=tries.count,
+                                 after_messages=received)
         finally:
             # A consumer that stops early must not leave the server generating for nobody.
             call.cancel()

@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from wolf.v1 import common_pb2, freki_pb2, geri_pb2
+from wolf.v1 import common_pb2, geri_pb2
 
-from odin_client import messages
+from odin_client import call_specs, messages
 from odin_client.answering.flow import AskOptions, Call, GenerateCall, RetrieveCall, answer_policy, drive, grounded_ask
 from odin_client.answering.free_text import free_text_ask
 from odin_client.document_calls import DocumentCalls
@@ -34,7 +34,7 @@ from odin_client.results import (
     retrieval_from_proto,
 )
 from odin_client.retry import RETRY_ALWAYS
-from odin_client.status import IndexStatusInfo, ModelList, models_from_proto, status_from_proto
+from odin_client.status import IndexStatusInfo, ModelList
 from odin_client.tools import ToolLoopResult, ToolRegistry
 from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, audit_log, drive_tools, loop_options
 
@@ -185,54 +185,29 @@ class OdinClient(DocumentCalls, GraphCalls):
 
     def get_session(self, session_id: str, *, tenant_id: str | None = None) -> geri_pb2.Session | None:
         """A conversation's stored turns in Geri, or None when it does not exist (or expired)."""
-        request = geri_pb2.SessionRequest(request_id=messages.new_request_id(), tenant_id=self._tenant(tenant_id),
-                                          session_id=session_id)
         try:
-            resp, _ = self._unary(self._geri().GetSession, request, service="geri", name="GetSession",
-                                  budget_s=self.settings.deadline_s, idempotent_read=True)
+            return self._call(call_specs.get_session(self.settings, session_id, tenant_id=tenant_id))
         except NotFound:
             return None
-        return resp  # type: ignore[no-any-return]
 
     def delete_session(self, session_id: str, *, tenant_id: str | None = None) -> bool:
         """Forget one conversation; whether it existed."""
-        request = geri_pb2.SessionRequest(request_id=messages.new_request_id(), tenant_id=self._tenant(tenant_id),
-                                          session_id=session_id)
-        resp, _ = self._unary(self._geri().DeleteSession, request, service="geri", name="DeleteSession",
-                              budget_s=self.settings.deadline_s, idempotent_read=False)
-        return bool(resp.deleted)
+        return self._call(call_specs.delete_session(self.settings, session_id, tenant_id=tenant_id))
 
     def erase_owner(self, owner_id: str, *, tenant_id: str | None = None) -> Erasure:
         """GDPR erasure of a data owner everywhere: Freki's documents and Geri's conversations."""
-        tenant = self._tenant(tenant_id)
-        freki, _ = self._unary(self._freki().DeleteOwnerData, freki_pb2.DeleteOwnerDataRequest(
-            request_id=messages.new_request_id(), tenant_id=tenant, owner_id=owner_id), service="freki",
-            name="DeleteOwnerData", budget_s=self.settings.index_deadline_s, idempotent_read=False)
-        geri, _ = self._unary(self._geri().DeleteOwnerSessions, geri_pb2.DeleteOwnerSessionsRequest(
-            request_id=messages.new_request_id(), tenant_id=tenant, owner_id=owner_id), service="geri",
-            name="DeleteOwnerSessions", budget_s=self.settings.deadline_s, idempotent_read=False)
-        return Erasure(documents=freki.documents_deleted, chunks=freki.chunks_deleted,
-                       sessions=geri.sessions_deleted)
+        documents, sessions = call_specs.erase_owner(self.settings, owner_id, tenant_id=tenant_id)
+        return call_specs.erasure(self._call(documents), self._call(sessions))
 
     def embed(self, texts: Sequence[str], *, tenant_id: str | None = None) -> Embeddings:
         """Embed texts with Freki's embedding model (unit vectors, in order)."""
-        request = freki_pb2.EmbedRequest(request_id=messages.new_request_id(), tenant_id=self._tenant(tenant_id),
-                                         texts=list(texts))
-        resp, _ = self._unary(self._freki().Embed, request, service="freki", name="Embed",
-                              budget_s=self.settings.deadline_s, idempotent_read=True)
-        return Embeddings([list(e.values) for e in resp.embeddings], resp.model, resp.dimension,
-                          resp.prompt_tokens)
+        return self._call(call_specs.embed(self.settings, texts, tenant_id=tenant_id))
 
     def status(self, *, tenant_id: str | None = None, deadline_s: float | None = None) -> IndexStatusInfo:
         """Freki's index status (document and chunk counts, embedding model, store)."""
-        request = freki_pb2.GetIndexStatusRequest(tenant_id=self._tenant(tenant_id))
-        resp, _ = self._unary(self._freki().GetIndexStatus, request, service="freki", name="GetIndexStatus",
-                              budget_s=deadline_s or self.settings.deadline_s, idempotent_read=True)
-        return status_from_proto(resp)
+        return self._call(call_specs.index_status(self.settings, tenant_id=tenant_id, deadline_s=deadline_s))
 
     def models(self, *, deadline_s: float | None = None) -> ModelList:
         """Models Geri can serve, and its default."""
-        resp, _ = self._unary(self._geri().ListModels, geri_pb2.ListModelsRequest(), service="geri",
-                              name="ListModels", budget_s=deadline_s or self.settings.deadline_s,
-                              idempotent_read=True)
-        return models_from_proto(resp)
+        return self._call(call_specs.list_models(self.settings, deadline_s=deadline_s))
+

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from typing import Any, Self
+from collections.abc import Callable, Iterator
+from typing import Any, Self, TypeVar
 
 from wolf.v1 import freki_pb2_grpc, geri_pb2_grpc
 
+from odin_client.call_specs import CallSpec, tenant_of
 from odin_client.calls import CallRunner, RetryListener
 from odin_client.channels import ChannelPool, call_metadata
 from odin_client.retry import RETRY_ALWAYS, RETRY_IDEMPOTENT_READ, Clock, RetryPolicy
 from odin_client.settings import OdinSettings
+
+R = TypeVar("R")
 
 
 def policy_from(settings: OdinSettings) -> RetryPolicy:
@@ -70,7 +73,7 @@ class Connection:
         return geri_pb2_grpc.GeriServiceStub(self.channels.get(self.settings.geri_target))
 
     def _tenant(self, tenant_id: str | None) -> str:
-        return self.settings.tenant_id if tenant_id is None else tenant_id
+        return tenant_of(self.settings, tenant_id)
 
     def _unary(self, method: Callable[..., Any], request: Any, *, service: str, name: str,
                budget_s: float, idempotent_read: bool) -> tuple[Any, int]:
@@ -81,3 +84,24 @@ class Connection:
             budget_s=budget_s,
             retryable=RETRY_IDEMPOTENT_READ if idempotent_read else RETRY_ALWAYS,
         )
+
+    def _call(self, spec: CallSpec[R]) -> R:
+        """Run a unary :class:`~odin_client.call_specs.CallSpec` with retries; its converted result."""
+        stub = self._freki() if spec.service == "freki" else self._geri()
+        resp, _ = self._unary(getattr(stub, spec.method), spec.request, service=spec.service, name=spec.method,
+                              budget_s=spec.budget_s, idempotent_read=spec.idempotent_read)
+        return spec.convert(resp)
+
+    def _stream_call(self, spec: CallSpec[R]) -> Iterator[R]:
+        """Run a server-streaming spec (retried until its first message); each message converted."""
+        stub = self._freki() if spec.service == "freki" else self._geri()
+        method = getattr(stub, spec.method)
+        messages = self.runner.stream(
+            lambda timeout: method(spec.request, timeout=timeout, metadata=self._metadata),
+            service=spec.service, method=spec.method, budget_s=spec.budget_s,
+            retryable=RETRY_IDEMPOTENT_READ if spec.idempotent_read else RETRY_ALWAYS)
+        try:
+            for message in messages:
+                yield spec.convert(message)
+        finally:
+            messages.close()  # a consumer that stops early cancels the call now

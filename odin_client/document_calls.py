@@ -3,25 +3,20 @@
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from wolf.v1 import freki_pb2
 
-from odin_client import messages
-from odin_client.batch_index import StreamUnusable, stream_index
+from odin_client import call_specs, messages
+from odin_client.batch_index import IndexBatch, ProgressCallback, stream_index
 from odin_client.connection import Connection
-from odin_client.document_records import DocumentPage, DocumentRecord, export_record_to_dict, record_from_proto
+from odin_client.document_records import DocumentPage, DocumentRecord
 from odin_client.documents import DocumentFile, discover
-from odin_client.errors import DeadlineExceeded, OdinError, ServiceUnavailable
-from odin_client.results import IndexResult, index_result_from_proto
-from odin_client.retry import RETRY_IDEMPOTENT_READ
-from odin_client.status import ReindexResult, reindex_from_proto
-
-log = logging.getLogger("odin")
-ProgressCallback = Callable[[DocumentFile, IndexResult | OdinError], None]
+from odin_client.errors import OdinError
+from odin_client.results import IndexResult
+from odin_client.status import ReindexResult
 
 
 class DocumentCalls(Connection):
@@ -38,9 +33,7 @@ class DocumentCalls(Connection):
         return self._index(request)
 
     def _index(self, request: freki_pb2.IndexDocumentRequest) -> IndexResult:
-        resp, _ = self._unary(self._freki().IndexDocument, request, service="freki", name="IndexDocument",
-                              budget_s=self.settings.index_deadline_s, idempotent_read=False)
-        return index_result_from_proto(resp, request.source)
+        return self._call(call_specs.index_document(self.settings, request))
 
     def index(self, paths: Iterable[str | os.PathLike[str]], *, metadata: Mapping[str, str] | None = None,
               tenant_id: str | None = None, on_progress: ProgressCallback | None = None,
@@ -63,46 +56,25 @@ class DocumentCalls(Connection):
         Returns:
             One IndexResult or OdinError per document, in order.
         """
-        docs = list(docs)
-        results: list[IndexResult | OdinError | None] = [None] * len(docs)
+        batch = IndexBatch(list(docs), tenant_id=self._tenant(tenant_id), metadata=metadata,
+                           on_progress=on_progress, stop_on_error=stop_on_error)
+        stream_index(self._freki().IndexDocuments, batch, timeout=batch.stream_timeout(self.settings.index_deadline_s),
+                     metadata=self._metadata)
+        for position in batch.missing():
+            batch.settle(position, self._index_one(batch, position))
+        return batch.results()
 
-        def settle(position: int, outcome: IndexResult | OdinError) -> None:
-            if isinstance(outcome, OdinError) and stop_on_error:
-                raise outcome
-            results[position] = outcome
-            if on_progress is not None:
-                on_progress(docs[position], outcome)
-
-        tenant = self._tenant(tenant_id)
+    def _index_one(self, batch: IndexBatch, position: int) -> IndexResult | OdinError:
         try:
-            for position, streamed in stream_index(
-                    self._freki().IndexDocuments, docs,
-                    lambda doc: messages.index_file_request(doc, tenant_id=tenant, metadata=metadata),
-                    timeout=self.settings.index_deadline_s * max(1, len(docs)), metadata=self._metadata):
-                settle(position, streamed)
-        except StreamUnusable as exc:
-            log.info("IndexDocuments stream unusable (%s); indexing the remaining documents one by one", exc.reason)
-        for position, doc in enumerate(docs):
-            if results[position] is not None:
-                continue
-            outcome: IndexResult | OdinError
-            try:
-                outcome = self._index(messages.index_file_request(doc, tenant_id=tenant, metadata=metadata))
-            except (ServiceUnavailable, DeadlineExceeded):
-                raise
-            except OdinError as exc:
-                outcome = exc
-            settle(position, outcome)
-        return [r for r in results if r is not None]
+            return self._index(batch.make_request(batch.docs[position]))
+        except OdinError as exc:
+            return batch.one_by_one_failed(exc)
 
     def list_documents(self, *, page_size: int = 100, page_token: str = "", owner_id: str = "",
                        tenant_id: str | None = None) -> DocumentPage:
         """One page of the tenant's documents (optionally one owner's), in id order."""
-        request = freki_pb2.ListDocumentsRequest(tenant_id=self._tenant(tenant_id), page_size=page_size,
-                                                 page_token=page_token, owner_id=owner_id)
-        resp, _ = self._unary(self._freki().ListDocuments, request, service="freki", name="ListDocuments",
-                              budget_s=self.settings.deadline_s, idempotent_read=True)
-        return DocumentPage([record_from_proto(d) for d in resp.documents], resp.next_page_token)
+        return self._call(call_specs.list_documents(self.settings, page_size=page_size, page_token=page_token,
+                                                    owner_id=owner_id, tenant_id=tenant_id))
 
     def iter_documents(self, *, owner_id: str = "", tenant_id: str | None = None,
                        page_size: int = 200) -> Iterator[DocumentRecord]:
@@ -118,44 +90,25 @@ class DocumentCalls(Connection):
 
     def get_document(self, document_id: str, *, tenant_id: str | None = None) -> DocumentRecord:
         """A document's record (raises NotFound when there is none)."""
-        request = freki_pb2.GetDocumentRequest(tenant_id=self._tenant(tenant_id), document_id=document_id)
-        resp, _ = self._unary(self._freki().GetDocument, request, service="freki", name="GetDocument",
-                              budget_s=self.settings.deadline_s, idempotent_read=True)
-        return record_from_proto(resp)
+        return self._call(call_specs.get_document(self.settings, document_id, tenant_id=tenant_id))
 
     def delete_document(self, document_id: str, *, tenant_id: str | None = None) -> int:
         """Delete a document and all its chunks; the number of chunks deleted (NotFound when none)."""
-        request = freki_pb2.DeleteDocumentRequest(request_id=messages.new_request_id(),
-                                                  tenant_id=self._tenant(tenant_id), document_id=document_id)
-        resp, _ = self._unary(self._freki().DeleteDocument, request, service="freki", name="DeleteDocument",
-                              budget_s=self.settings.index_deadline_s, idempotent_read=False)
-        return int(resp.chunks_deleted)
+        return self._call(call_specs.delete_document(self.settings, document_id, tenant_id=tenant_id))
 
     def full_reindex(self, *, document_id: str = "", migrate_model: bool = False,
                      tenant_id: str | None = None) -> ReindexResult:
         """FullReindex: re-chunk the tenant's documents (or one) from their kept sources with the current
         settings; with ``migrate_model``, start a blue/green migration of the whole index to the configured
         embedding model (it runs in the background: ``status().migration`` shows its progress)."""
-        request = freki_pb2.FullReindexRequest(request_id=messages.new_request_id(), tenant_id=self._tenant(tenant_id),
-                                               document_id=document_id, migrate_model=migrate_model)
-        resp, _ = self._unary(self._freki().FullReindex, request, service="freki", name="FullReindex",
-                              budget_s=self.settings.index_deadline_s, idempotent_read=False)
-        return reindex_from_proto(resp)
+        return self._call(call_specs.full_reindex(self.settings, document_id=document_id,
+                                                  migrate_model=migrate_model, tenant_id=tenant_id))
 
     def export_owner(self, owner_id: str, *, include_vectors: bool = False,
                      tenant_id: str | None = None) -> Iterator[dict[str, Any]]:
         """GDPR export (Art. 15/20): each of the owner's documents, then its outgoing links, then its chunks, as
         JSON-ready records."""
-        request = freki_pb2.ExportOwnerDataRequest(request_id=messages.new_request_id(),
-                                                   tenant_id=self._tenant(tenant_id), owner_id=owner_id,
-                                                   include_vectors=include_vectors)
-        stub = self._freki()
-        records = self.runner.stream(
-            lambda timeout: stub.ExportOwnerData(request, timeout=timeout, metadata=self._metadata),
-            service="freki", method="ExportOwnerData", budget_s=self.settings.index_deadline_s,
-            retryable=RETRY_IDEMPOTENT_READ)
-        try:
-            for record in records:
-                yield export_record_to_dict(record)
-        finally:
-            records.close()
+        return self._stream_call(call_specs.export_owner(self.settings, owner_id, include_vectors=include_vectors,
+                                                         tenant_id=tenant_id))
+
+

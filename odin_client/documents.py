@@ -21,11 +21,16 @@ from wolf_service import filetypes
 
 @dataclass(frozen=True)
 class DocumentFile:
-    """A file to index: its path, the source name Freki records, and its type ("" = Freki detects it)."""
+    """A file to index: its path, the source name Freki records, and its type ("" = Freki detects it).
+
+    ``content``, when given, is the document's bytes (a document held in memory, not a file): it is sent
+    as it is and ``path`` only names the document in errors.
+    """
 
     path: Path
     source: str
     content_type: str
+    content: bytes | None = None
 
 
 def content_type_for(path: Path) -> str:
@@ -108,11 +113,14 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[DocumentFile
 
 
 def read_document(doc: DocumentFile) -> bytes:
-    """A file's bytes (Freki parses them and detects the text encoding).
+    """A document's bytes, read from its file unless it has ``content`` (Freki parses them and detects the
+    text encoding).
 
     Raises:
         InvalidRequest: the file cannot be read.
     """
+    if doc.content is not None:
+        return doc.content
     try:
         return doc.path.read_bytes()
     except OSError as exc:

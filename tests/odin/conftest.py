@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -11,28 +12,35 @@ from odin_client import OdinClient, OdinSettings
 from tests.odin.servicers import ControlledFreki, ControlledGeri, serve_freki, serve_geri
 from wolf_service.serving import ServerHandle
 
+S = TypeVar("S")
+
+
+@contextlib.contextmanager
+def running(servicer: S, serve: Callable[[S], ServerHandle]) -> Iterator[tuple[S, ServerHandle]]:
+    """``servicer`` on a real gRPC server (port 0) until the block ends; a servicer blocked on its ``release``
+    event is released first."""
+    handle = serve(servicer)
+    try:
+        yield servicer, handle
+    finally:
+        release = getattr(servicer, "release", None)
+        if release is not None:
+            release.set()
+        handle.stop(0)
+
 
 @pytest.fixture
 def freki() -> Iterator[tuple[ControlledFreki, ServerHandle]]:
     """A running controllable Freki and its server handle."""
-    servicer = ControlledFreki()
-    handle = serve_freki(servicer)
-    try:
-        yield servicer, handle
-    finally:
-        handle.stop(0)
+    with running(ControlledFreki(), serve_freki) as pair:
+        yield pair
 
 
 @pytest.fixture
 def geri() -> Iterator[tuple[ControlledGeri, ServerHandle]]:
     """A running controllable Geri and its server handle."""
-    servicer = ControlledGeri()
-    handle = serve_geri(servicer)
-    try:
-        yield servicer, handle
-    finally:
-        servicer.release.set()
-        handle.stop(0)
+    with running(ControlledGeri(), serve_geri) as pair:
+        yield pair
 
 
 @pytest.fixture
@@ -52,3 +60,20 @@ def make_client() -> Iterator[Callable[..., OdinClient]]:
     finally:
         for client in clients:
             client.close()
+
+
+@pytest.fixture(scope="module")
+def real_freki(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[ServerHandle]:
+    """A real Freki on port 0 with the packaged embedding model and the embedded Qdrant engine (per module)."""
+    from freki.api.server import build_server
+    from freki.engine import FrekiEngine
+    from freki.settings import FrekiSettings
+
+    settings = FrekiSettings(host="127.0.0.1", port=0, data_dir=tmp_path_factory.mktemp("freki"),
+                             shutdown_grace_s=1.0)
+    handle, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
+    try:
+        yield handle
+    finally:
+        handle.stop(1.0)
+        engine.close()

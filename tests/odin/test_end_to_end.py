@@ -15,9 +15,6 @@ import pytest
 pytest.importorskip("freki.api.server")
 pytest.importorskip("geri.server")
 
-from freki.api.server import build_server as build_freki  # noqa: E402
-from freki.engine import FrekiEngine  # noqa: E402
-from freki.settings import FrekiSettings  # noqa: E402
 from odin_client import OdinClient, OdinSettings  # noqa: E402
 from odin_client.cli import main as odin_main  # noqa: E402
 from tests.geri.fixtures import embedded_backend, geri_server  # noqa: E402, F401
@@ -26,19 +23,6 @@ from wolf_service.serving import ServerHandle  # noqa: E402
 pytestmark = pytest.mark.integration
 
 CORPUS = Path(__file__).resolve().parents[2] / "scripts" / "sample_corpus"
-
-
-@pytest.fixture(scope="module")
-def real_freki(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[ServerHandle]:  # type: ignore[no-untyped-def]
-    """A real Freki on port 0 with the packaged embedding model and the embedded Qdrant engine."""
-    settings = FrekiSettings(host="127.0.0.1", port=0, data_dir=tmp_path_factory.mktemp("freki"),
-                             shutdown_grace_s=1.0)
-    handle, engine = build_freki(settings, engine=FrekiEngine(settings, embedder=embedder))
-    try:
-        yield handle
-    finally:
-        handle.stop(1.0)
-        engine.close()
 
 
 @pytest.fixture(scope="module")

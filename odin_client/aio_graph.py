@@ -1,0 +1,26 @@
+"""Knowledge-graph calls of the asyncio client (the twin of :mod:`odin_client.graph_calls`): a document's
+links and backlinks, and feedback on answers."""
+
+from __future__ import annotations
+
+from wolf.v1 import freki_pb2
+
+from odin_client import call_specs
+from odin_client.aio_connection import AsyncConnection
+
+
+class AsyncGraphCalls(AsyncConnection):
+    """ListLinks and RecordFeedback."""
+
+    async def list_links(self, document_id: str, *, page_size: int = 0,
+                         tenant_id: str | None = None) -> freki_pb2.LinkListResponse:
+        """A document's outgoing links (``target_document_id`` empty while dangling) and backlinks."""
+        return await self._call(call_specs.list_links(self.settings, document_id, page_size=page_size,
+                                                      tenant_id=tenant_id))
+
+    async def record_feedback(self, query_id: str, rating: int, *, document_id: str = "", comment: str = "",
+                              tenant_id: str | None = None) -> freki_pb2.FeedbackResponse:
+        """Rate (1-5) a retrieved document, or the answer as a whole, of the answer ``query_id`` names (a write:
+        not retried after a DEADLINE_EXCEEDED, when it may have been recorded)."""
+        return await self._call(call_specs.record_feedback(self.settings, query_id, rating, document_id=document_id,
+                                                           comment=comment, tenant_id=tenant_id))

@@ -1,0 +1,176 @@
+"""What each plain call sends and returns, written once for the blocking and the asyncio client.
+
+A :class:`CallSpec` names the RPC, carries the request built from the caller's arguments, the deadline
+budget, whether the call is an idempotent read (``DEADLINE_EXCEEDED`` is then retried too, see
+:mod:`odin_client.retry`) and how a response becomes the result. Each client only *runs* a spec — the
+blocking one with :class:`~odin_client.calls.CallRunner`, the asyncio one with ``grpc.aio`` — so the two
+cannot drift apart in what they send, how long they wait, what they retry or what they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from wolf.v1 import freki_pb2, geri_pb2
+
+from odin_client.document_records import DocumentPage, DocumentRecord, export_record_to_dict, record_from_proto
+from odin_client.messages import new_request_id
+from odin_client.results import Embeddings, Erasure, IndexResult, index_result_from_proto
+from odin_client.settings import OdinSettings
+from odin_client.status import (
+    IndexStatusInfo,
+    ModelList,
+    ReindexResult,
+    models_from_proto,
+    reindex_from_proto,
+    status_from_proto,
+)
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class CallSpec(Generic[R]):
+    """One call: ``method`` of ``service`` with ``request``; ``convert`` turns the response (each message of
+    a server stream) into the result."""
+
+    service: str  # "freki" | "geri"
+    method: str  # the RPC, the stub attribute of that name
+    request: Any
+    budget_s: float
+    idempotent_read: bool
+    convert: Callable[[Any], R]
+
+
+def tenant_of(settings: OdinSettings, tenant_id: str | None) -> str:
+    """The call's tenant: ``tenant_id`` when given (even ""), else the configured one."""
+    return settings.tenant_id if tenant_id is None else tenant_id
+
+
+def index_document(settings: OdinSettings, request: freki_pb2.IndexDocumentRequest) -> CallSpec[IndexResult]:
+    """IndexDocument (a write: retried only on UNAVAILABLE)."""
+    return CallSpec("freki", "IndexDocument", request, settings.index_deadline_s, False,
+                    lambda resp: index_result_from_proto(resp, request.source))
+
+
+def list_documents(settings: OdinSettings, *, page_size: int, page_token: str, owner_id: str,
+                   tenant_id: str | None) -> CallSpec[DocumentPage]:
+    """ListDocuments: one page of the tenant's (or an owner's) documents."""
+    request = freki_pb2.ListDocumentsRequest(tenant_id=tenant_of(settings, tenant_id), page_size=page_size,
+                                             page_token=page_token, owner_id=owner_id)
+    return CallSpec("freki", "ListDocuments", request, settings.deadline_s, True,
+                    lambda resp: DocumentPage([record_from_proto(d) for d in resp.documents],
+                                              resp.next_page_token))
+
+
+def get_document(settings: OdinSettings, document_id: str, *, tenant_id: str | None) -> CallSpec[DocumentRecord]:
+    """GetDocument: a document's record (NOT_FOUND when there is none)."""
+    request = freki_pb2.GetDocumentRequest(tenant_id=tenant_of(settings, tenant_id), document_id=document_id)
+    return CallSpec("freki", "GetDocument", request, settings.deadline_s, True, record_from_proto)
+
+
+def delete_document(settings: OdinSettings, document_id: str, *, tenant_id: str | None) -> CallSpec[int]:
+    """DeleteDocument: the number of chunks deleted."""
+    request = freki_pb2.DeleteDocumentRequest(request_id=new_request_id(), tenant_id=tenant_of(settings, tenant_id),
+                                              document_id=document_id)
+    return CallSpec("freki", "DeleteDocument", request, settings.index_deadline_s, False,
+                    lambda resp: int(resp.chunks_deleted))
+
+
+def full_reindex(settings: OdinSettings, *, document_id: str, migrate_model: bool,
+                 tenant_id: str | None) -> CallSpec[ReindexResult]:
+    """FullReindex: re-chunk from kept sources, or start a model migration."""
+    request = freki_pb2.FullReindexRequest(request_id=new_request_id(), tenant_id=tenant_of(settings, tenant_id),
+                                           document_id=document_id, migrate_model=migrate_model)
+    return CallSpec("freki", "FullReindex", request, settings.index_deadline_s, False, reindex_from_proto)
+
+
+def export_owner(settings: OdinSettings, owner_id: str, *, include_vectors: bool,
+                 tenant_id: str | None) -> CallSpec[dict[str, Any]]:
+    """ExportOwnerData (a server stream, retried until its first record): each record as JSON-ready dict."""
+    request = freki_pb2.ExportOwnerDataRequest(request_id=new_request_id(), tenant_id=tenant_of(settings, tenant_id),
+                                               owner_id=owner_id, include_vectors=include_vectors)
+    return CallSpec("freki", "ExportOwnerData", request, settings.index_deadline_s, True, export_record_to_dict)
+
+
+def embed(settings: OdinSettings, texts: Sequence[str], *, tenant_id: str | None) -> CallSpec[Embeddings]:
+    """Embed: unit vectors of Freki's model, in order."""
+    request = freki_pb2.EmbedRequest(request_id=new_request_id(), tenant_id=tenant_of(settings, tenant_id),
+                                     texts=list(texts))
+    return CallSpec("freki", "Embed", request, settings.deadline_s, True,
+                    lambda resp: Embeddings([list(e.values) for e in resp.embeddings], resp.model, resp.dimension,
+                                            resp.prompt_tokens))
+
+
+def index_status(settings: OdinSettings, *, tenant_id: str | None,
+                 deadline_s: float | None) -> CallSpec[IndexStatusInfo]:
+    """GetIndexStatus."""
+    request = freki_pb2.GetIndexStatusRequest(tenant_id=tenant_of(settings, tenant_id))
+    return CallSpec("freki", "GetIndexStatus", request, deadline_s or settings.deadline_s, True, status_from_proto)
+
+
+def list_models(settings: OdinSettings, *, deadline_s: float | None) -> CallSpec[ModelList]:
+    """ListModels (Geri)."""
+    return CallSpec("geri", "ListModels", geri_pb2.ListModelsRequest(), deadline_s or settings.deadline_s, True,
+                    models_from_proto)
+
+
+def list_links(settings: OdinSettings, document_id: str, *, page_size: int,
+               tenant_id: str | None) -> CallSpec[freki_pb2.LinkListResponse]:
+    """ListLinks: a document's outgoing links and backlinks (the response as it is)."""
+    request = freki_pb2.LinkListRequest(request_id=new_request_id(), tenant_id=tenant_of(settings, tenant_id),
+                                        document_id=document_id, page_size=page_size)
+    return CallSpec("freki", "ListLinks", request, settings.deadline_s, True, _same)
+
+
+def record_feedback(settings: OdinSettings, query_id: str, rating: int, *, document_id: str, comment: str,
+                    tenant_id: str | None) -> CallSpec[freki_pb2.FeedbackResponse]:
+    """RecordFeedback (a write: it appends to the feedback log, so a DEADLINE_EXCEEDED, after which it may have
+    arrived, is not retried)."""
+    request = freki_pb2.FeedbackRequest(request_id=new_request_id(), tenant_id=tenant_of(settings, tenant_id),
+                                        query_id=query_id, document_id=document_id, rating=rating, comment=comment)
+    return CallSpec("freki", "RecordFeedback", request, settings.deadline_s, False, _same)
+
+
+def get_session(settings: OdinSettings, session_id: str, *, tenant_id: str | None) -> CallSpec[geri_pb2.Session]:
+    """GetSession (Geri): NOT_FOUND when the conversation does not exist (or expired)."""
+    return CallSpec("geri", "GetSession", _session_request(settings, session_id, tenant_id), settings.deadline_s,
+                    True, _same)
+
+
+def delete_session(settings: OdinSettings, session_id: str, *, tenant_id: str | None) -> CallSpec[bool]:
+    """DeleteSession (Geri): whether the conversation existed."""
+    return CallSpec("geri", "DeleteSession", _session_request(settings, session_id, tenant_id), settings.deadline_s,
+                    False, lambda resp: bool(resp.deleted))
+
+
+def erase_owner(settings: OdinSettings, owner_id: str, *,
+                tenant_id: str | None) -> tuple[CallSpec[tuple[int, int]], CallSpec[int]]:
+    """DeleteOwnerData (Freki: documents, chunks) and DeleteOwnerSessions (Geri: sessions), run in this order."""
+    tenant = tenant_of(settings, tenant_id)
+    documents = CallSpec(
+        "freki", "DeleteOwnerData",
+        freki_pb2.DeleteOwnerDataRequest(request_id=new_request_id(), tenant_id=tenant, owner_id=owner_id),
+        settings.index_deadline_s, False, lambda resp: (int(resp.documents_deleted), int(resp.chunks_deleted)))
+    sessions = CallSpec(
+        "geri", "DeleteOwnerSessions",
+        geri_pb2.DeleteOwnerSessionsRequest(request_id=new_request_id(), tenant_id=tenant, owner_id=owner_id),
+        settings.deadline_s, False, lambda resp: int(resp.sessions_deleted))
+    return documents, sessions
+
+
+def erasure(documents: tuple[int, int], sessions: int) -> Erasure:
+    """The result of :func:`erase_owner`'s two calls."""
+    return Erasure(documents=documents[0], chunks=documents[1], sessions=sessions)
+
+
+def _session_request(settings: OdinSettings, session_id: str, tenant_id: str | None) -> geri_pb2.SessionRequest:
+    return geri_pb2.SessionRequest(request_id=new_request_id(), tenant_id=tenant_of(settings, tenant_id),
+                                   session_id=session_id)
+
+
+def _same(resp: Any) -> Any:
+    return resp
+
