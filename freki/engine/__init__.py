@@ -14,7 +14,7 @@ from pathlib import Path
 
 from freki.embed.embedder import Embedder
 from freki.engine import models
-from freki.engine.active_index import active_index_path, load_active
+from freki.engine.active_index import active_index_file, load_active
 from freki.engine.blue_green import BlueGreen
 from freki.engine.config import build_embedder, master_key, sandbox_config, store_config
 from freki.engine.index_set import IndexSet, build_index, built_with, drop_index, embedding_config
@@ -56,7 +56,7 @@ class FrekiEngine:
         self._models_lock = threading.Lock()
         self.keys = KeyStore(settings.gdpr.keys_path or Path(settings.data_dir) / "keys.sqlite",
                              master_key=master_key(settings))
-        self.active_index_path = active_index_path(settings.data_dir)
+        self.active_index_path = active_index_file(settings)
         pointer = load_active(self.active_index_path)
         # store.shared: other replicas write this collection (docs/scaling.md)
         grace = settings.store.orphan_grace_s if settings.store.shared else None

@@ -30,7 +30,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from freki.engine.active_index import ActiveIndex, MigrationRecord, load_active, save_active
+from freki.engine.active_index import (
+    ActiveIndex,
+    MigrationRecord,
+    load_active,
+    save_active,
+    shared_migration_refusal,
+)
 from freki.engine.index_set import IndexSet, drop_index, embedding_config
 from freki.engine.reindex import input_from_source
 from freki.ingest.caches import embed_in_slices
@@ -101,6 +107,12 @@ class BlueGreen:
         self._target: IndexSet | None = None
         self._state, self._error, self._done, self._total, self._skipped = "", "", 0, 0, 0
         self.switch_ms = 0.0  # how long writes were paused for the switch (the last migration's)
+        if self._record is not None and shared_migration_refusal(engine.settings):
+            # Another replica's migration, recorded in the shared active-index file: not ours to resume or drop.
+            log.warning("a model migration to %r (index %d) is recorded in %s; this replica (store.shared without "
+                        "reindex.shared_migration) neither resumes nor abandons it and serves index %d",
+                        self._record.model_to, self._record.target, self._path, active.version)
+            self._record = None
         if self._record is not None:
             if self._record.model_to != embedding_config(engine.settings):
                 log.warning("the interrupted migration to %r is abandoned: embedding_model is now %r",
@@ -136,6 +148,8 @@ class BlueGreen:
             assert status is not None
             return status
         engine = self._engine
+        if refusal := shared_migration_refusal(engine.settings):
+            raise FailedPrecondition(refusal)
         model_to, model_from = embedding_config(engine.settings), engine.active.model
         if model_to == model_from:
             raise FailedPrecondition(

@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable
 
 from freki.embed.layout import EmbeddingLayout
-from freki.engine.active_index import ActiveIndex, active_index_path, load_active, save_active
+from freki.engine.active_index import ActiveIndex, active_index_file, load_active, save_active
 from freki.engine.config import store_config
 from freki.engine.index_set import collection_names
 from freki.settings import FrekiSettings
@@ -37,7 +37,7 @@ def collections(settings: FrekiSettings, version: int = 0) -> list[str]:
 
 def serving_version(settings: FrekiSettings) -> int:
     """The index version that serves ``settings`` (its active-index record); refused mid-migration."""
-    active = load_active(active_index_path(settings.data_dir))
+    active = load_active(active_index_file(settings))
     if active.migration is not None:
         raise StoreError(
             f"a model migration to {active.migration.model_to!r} (index version {active.migration.target}) is under "
@@ -57,8 +57,8 @@ def migrate(
         raise StoreError("source and target must configure the same embedding_models: a migration copies "
                          "vectors, it does not re-embed them")
     version = serving_version(source)
-    target_record = active_index_path(target.data_dir)
-    if target_record != active_index_path(source.data_dir) and load_active(target_record).migration is not None:
+    target_record = active_index_file(target)
+    if target_record != active_index_file(source) and load_active(target_record).migration is not None:
         raise StoreError(f"the target's data_dir has a model migration under way ({target_record}): "
                          "use a fresh data_dir for the target")
     reports: list[CopyReport] = []

@@ -166,6 +166,14 @@ class ReindexSettings(BaseModel):
     max_source_bytes: int = Field(16 * 1024 * 1024, ge=1)
     # Seconds the old index stays open after a model migration's switch (requests still using it finish).
     switch_grace_s: float = Field(5.0, ge=0.0, le=600.0)
+    # The active-index record (which index version serves; the migration under way). None = <data_dir>/
+    # active_index.json. Replicas sharing a collection (store.shared) point it at one file they all read, as
+    # they share gdpr.keys_path: after a migration's switch they start on the new version.
+    active_index_path: Path | None = None
+    # store.shared only: allow this replica to run (and resume) a model migration. A migration cannot see other
+    # replicas' writes and drops the old index after its switch, so stop every other replica first; needs
+    # active_index_path (docs/reindex.md). Without it, FullReindex migrate_model is refused on a shared store.
+    shared_migration: bool = False
 
 
 # Editors' temporary and backup files, hidden files and folders (".git"), partial downloads.
