@@ -12,6 +12,7 @@ unchanged document is a no-op), so re-sending is safe. The stream bookkeeping bo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,7 +23,15 @@ from wolf.v1 import freki_pb2
 
 from odin_client import messages
 from odin_client.documents import DocumentFile
-from odin_client.errors import DeadlineExceeded, OdinError, ServiceUnavailable, from_rpc_error, from_status, status_of
+from odin_client.errors import (
+    DeadlineExceeded,
+    InvalidRequest,
+    OdinError,
+    ServiceUnavailable,
+    from_rpc_error,
+    from_status,
+    status_of,
+)
 from odin_client.results import IndexResult, index_result_from_proto
 
 log = logging.getLogger("odin")
@@ -140,16 +149,31 @@ class IndexBatch:
     ``stop_on_error`` applied as each outcome settles."""
 
     def __init__(self, docs: Sequence[DocumentFile], *, tenant_id: str, metadata: Mapping[str, str] | None,
-                 on_progress: ProgressCallback | None, stop_on_error: bool) -> None:
+                 on_progress: ProgressCallback | None, stop_on_error: bool, max_request_bytes: int) -> None:
         self.docs = docs
         self.tenant_id, self.metadata = tenant_id, metadata
+        self.max_request_bytes = max_request_bytes
         self._results: list[Outcome | None] = [None] * len(docs)
         self._on_progress = on_progress
         self._stop_on_error = stop_on_error
 
     def make_request(self, doc: DocumentFile) -> freki_pb2.IndexDocumentRequest:
-        """A document's IndexDocument request (reads the file: InvalidRequest when it cannot)."""
-        return messages.index_file_request(doc, tenant_id=self.tenant_id, metadata=self.metadata)
+        """A document's IndexDocument request (reads the file: InvalidRequest when it cannot, or when the request
+        would exceed ``max_request_bytes``: gRPC would refuse to send it and fail the whole stream with it)."""
+        if doc.content is None:
+            with contextlib.suppress(OSError):  # an unreadable file: read_document says why
+                self._check_size(doc, doc.path.stat().st_size)  # a huge file is refused before it is read
+        request = messages.index_file_request(doc, tenant_id=self.tenant_id, metadata=self.metadata)
+        self._check_size(doc, request.ByteSize())
+        return request
+
+    def _check_size(self, doc: DocumentFile, size: int) -> None:
+        if size > self.max_request_bytes:
+            raise InvalidRequest(
+                f"{doc.source}: the document's request is {size:,} bytes; the limit is {self.max_request_bytes:,} "
+                "(ODIN_MAX_MESSAGE_BYTES, which must not exceed the server's 64 MiB gRPC limit; Freki refuses "
+                "documents over FREKI_MAX_DOCUMENT_BYTES)", code=grpc.StatusCode.RESOURCE_EXHAUSTED,
+                details=f"request of {size} bytes over the limit of {self.max_request_bytes}")
 
     def stream_timeout(self, index_deadline_s: float) -> float:
         """The whole stream's deadline: one document's budget per document."""
