@@ -49,8 +49,12 @@ class AsyncDocumentCalls(AsyncConnection):
         batch = IndexBatch(list(docs), tenant_id=self._tenant(tenant_id), metadata=metadata,
                            on_progress=on_progress, stop_on_error=stop_on_error,
                            max_request_bytes=self.settings.max_message_bytes)
-        await stream_index_async(self._freki().IndexDocuments, batch,
-                                 timeout=batch.stream_timeout(self.settings.index_deadline_s), metadata=self._metadata)
+        try:
+            await stream_index_async(self._freki().IndexDocuments, batch,
+                                     timeout=batch.stream_timeout(self.settings.index_deadline_s),
+                                     metadata=self._metadata)
+        except asyncio.CancelledError as exc:
+            raise self._closed_under(exc) from None
         for position in batch.missing():
             batch.settle(position, await self._index_one(batch, position))
         return batch.results()

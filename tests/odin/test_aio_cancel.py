@@ -7,16 +7,33 @@ silently)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import grpc
 import pytest
+from wolf.v1 import freki_pb2
 
 from odin_client import ClientClosed, OdinSettings
 from odin_client.aio import AsyncOdinClient
+from odin_client.documents import DocumentFile
 from tests.odin.conftest import running
 from tests.odin.document_servicer import DocumentFreki
 from tests.odin.servicers import Faults, serve_freki
 from wolf_service.serving import ServerHandle
+
+
+class SlowStreamFreki(DocumentFreki):
+    """IndexDocuments that answers each document after a second."""
+
+    def IndexDocuments(self, requests: Iterator[freki_pb2.IndexDocumentRequest],  # noqa: N802
+                       context: grpc.ServicerContext) -> Iterator[Any]:
+        for request in requests:
+            time.sleep(1.0)
+            yield freki_pb2.IndexDocumentsResult(response=freki_pb2.IndexDocumentResponse(
+                request_id=request.request_id, document_id=request.source, chunk_count=1))
 
 
 @pytest.fixture
@@ -70,3 +87,17 @@ def test_a_cancelled_task_gets_cancelled_error_in_flight_and_in_backoff(docs_fre
     servicer.rec.faults = Faults(fail_times=-1)  # UNAVAILABLE: an immediate retry, then a 5 s backoff
     assert asyncio.run(cancel_after(0.5, _settings(handle, deadline_s=30, retry_initial_backoff_s=5.0)))
     assert servicer.rec.count("GetIndexStatus") == 3  # the cancelled wait sent nothing more
+
+
+def test_close_during_index_documents_is_client_closed() -> None:
+    with running(SlowStreamFreki(), serve_freki) as (_, handle):
+        docs = [DocumentFile(Path(f"{i}.md"), f"{i}.md", "markdown", content=b"# note") for i in range(3)]
+
+        async def run() -> list[BaseException | Any]:
+            client = AsyncOdinClient(_settings(handle))
+            task = asyncio.create_task(client.index_documents(docs))
+            await asyncio.sleep(0.5)
+            await client.close()
+            return await asyncio.gather(task, return_exceptions=True)
+
+        assert [type(o) for o in asyncio.run(run())] == [ClientClosed]
