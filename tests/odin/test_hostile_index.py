@@ -1,6 +1,7 @@
 """index_documents against the real Freki with hostile batches: a document too large for one gRPC message,
 documents Freki refuses, good ones between them — each outcome in its place, over the one IndexDocuments
-stream (a document the client cannot send must not break the stream for the others), in both clients."""
+stream (a document the client cannot send must not break the stream for the others), in both clients; and a
+client whose stream breaks off is not an internal error of Freki's."""
 
 from __future__ import annotations
 
@@ -71,3 +72,26 @@ def test_a_file_over_the_limit_is_refused_without_being_read(real_freki: ServerH
     assert isinstance(got[0], InvalidRequest) and got[0].code == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert f"{limit + 1:,} bytes" in str(got[0]) and f"{limit:,}" in str(got[0])
     assert isinstance(got[1], IndexResult) and got[1].document_id == "ok.txt"
+
+
+def test_a_client_that_breaks_off_its_stream_is_not_an_internal_error(real_freki: ServerHandle,
+                                                                     caplog: pytest.LogCaptureFixture):
+    """A client gone mid-stream (its send failed, it was killed, it cancelled) is the client's doing: no INTERNAL
+    status and no traceback in Freki's log (any caller could fill the log so)."""
+    import time
+
+    from wolf.v1 import freki_pb2, freki_pb2_grpc
+
+    caplog.set_level(logging.INFO)
+    small = freki_pb2.IndexDocumentRequest(request_id="r-1", tenant_id="gone", source="one.md", content="# One")
+    large = freki_pb2.IndexDocumentRequest(request_id="r-2", tenant_id="gone", source="two.md", content="x" * 4096)
+    # The client refuses to send the second message (its own limit): its stream ends in an error mid-way.
+    with grpc.insecure_channel(real_freki.address, options=[("grpc.max_send_message_length", 1024)]) as channel:
+        with pytest.raises(grpc.RpcError):
+            list(freki_pb2_grpc.FrekiServiceStub(channel).IndexDocuments(iter([small, large]), timeout=30))
+    for _ in range(50):  # the server notices a moment later
+        if "FrekiService/IndexDocuments" in caplog.text:
+            break
+        time.sleep(0.1)
+    assert "FrekiService/IndexDocuments CANCELLED" in caplog.text
+    assert "internal error" not in caplog.text and "Traceback" not in caplog.text
