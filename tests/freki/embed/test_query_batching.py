@@ -313,18 +313,14 @@ def test_a_failed_pass_of_bad_calls_costs_one_more_pass_per_call_and_no_more() -
 
 @pytest.mark.integration
 def test_hostile_texts_among_many_threads_fail_only_their_calls_with_the_real_model(embedder) -> None:  # type: ignore[no-untyped-def]
-    """16 threads, random urgency, texts of 1-50 characters, ~10 % of them making the (real) encoder raise: no
-    hang, every good call gets its own vectors, every call with a bad text fails."""
+    """16 threads, random urgency, texts of 1-50 characters, ~10 % of them making the real encoder raise (a lone
+    surrogate: the tokenizer refuses it; gRPC never delivers one, but nothing here relies on that): no hang,
+    every good call gets its own vectors, every call with a bad text fails."""
     import random
     import string
 
     rng = random.Random(7)
-    bad_mark = "\u2620"
-
-    def hostile(texts: Sequence[str]) -> np.ndarray:
-        if any(bad_mark in t for t in texts):
-            raise ValueError("hostile text")
-        return embedder._encode(texts)  # type: ignore[no-any-return]
+    bad_mark = "\ud800"
 
     def text() -> str:
         s = "".join(rng.choice(string.ascii_letters + " ") for _ in range(rng.randint(1, 50)))
@@ -334,14 +330,14 @@ def test_hostile_texts_among_many_threads_fail_only_their_calls_with_the_real_mo
              for _ in range(16)]
     good_texts = sorted({t for plan in plans for texts, _ in plan for t in texts if bad_mark not in t})
     reference = dict(zip(good_texts, embedder.embed(good_texts), strict=True))
-    batcher = QueryBatcher(hostile, max_batch=64)
+    batcher = QueryBatcher(embedder._encode, max_batch=64)
     outcomes: list[tuple[list[str], object]] = []
 
     def work(plan: list[tuple[list[str], bool]]) -> None:
         for texts, urgent in plan:
             try:
                 outcomes.append((texts, batcher.encode_many(texts, urgent=urgent)))
-            except ValueError as exc:
+            except TypeError as exc:
                 outcomes.append((texts, exc))
 
     threads = [threading.Thread(target=work, args=(plan,)) for plan in plans]
@@ -352,8 +348,8 @@ def test_hostile_texts_among_many_threads_fail_only_their_calls_with_the_real_mo
     assert not any(t.is_alive() for t in threads) and len(outcomes) == 96
     for texts, got in outcomes:
         if any(bad_mark in t for t in texts):
-            assert isinstance(got, ValueError)
+            assert isinstance(got, TypeError)
         else:
             assert isinstance(got, np.ndarray) and got.shape[0] == len(texts)
             assert all(float(np.dot(got[i], reference[t])) > 0.999 for i, t in enumerate(texts))
-    assert any(isinstance(got, ValueError) for _, got in outcomes) and batcher.batches < 96  # shared passes
+    assert any(isinstance(got, TypeError) for _, got in outcomes) and batcher.batches < 96  # shared passes
