@@ -2,7 +2,7 @@
 mid-backoff gets asyncio.CancelledError at once and nothing is sent again; a call cut short by ``close()`` from
 another task is ClientClosed — not a CancelledError in a task nobody cancelled (grpc.aio's way of reporting a
 locally cancelled call), which asyncio would take for a cancellation (a TaskGroup drops such a child
-silently)."""
+silently) — and in the blocking client, a call cut short by ``close()`` from another thread is ClientClosed too."""
 
 from __future__ import annotations
 
@@ -101,3 +101,27 @@ def test_close_during_index_documents_is_client_closed() -> None:
             return await asyncio.gather(task, return_exceptions=True)
 
         assert [type(o) for o in asyncio.run(run())] == [ClientClosed]
+
+
+def test_the_blocking_client_closed_during_a_call_raises_client_closed_too(docs_freki):
+    import threading
+
+    from odin_client import OdinClient
+
+    servicer, handle = docs_freki
+    servicer.rec.faults = Faults(hang_s=2.0, hang_times=1)
+    client = OdinClient(_settings(handle))
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            client.status()
+        except Exception as exc:  # noqa: BLE001 - the outcome is what the test checks
+            outcome.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    time.sleep(0.5)
+    client.close()
+    caller.join(10)
+    assert [type(o) for o in outcome] == [ClientClosed]
