@@ -3,9 +3,10 @@
 ``stream_index`` (blocking) and ``stream_index_async`` (grpc.aio) send one request per document of an
 :class:`IndexBatch` (built lazily, so a large folder is never held in memory) and settle each document's
 ``IndexResult | OdinError`` as Freki answers. A document Freki refuses becomes an OdinError in its place. If
-the stream cannot be used — an older Freki without IndexDocuments, or the stream breaks — they log why and
-stop; the caller indexes ``batch.missing()`` one call at a time (with retries). Indexing is idempotent (an
-unchanged document is a no-op), so re-sending is safe. The stream bookkeeping both drivers share is
+the stream cannot be used — an older Freki without IndexDocuments, the stream breaks, or a result does not
+carry the next document's request_id (out of order, one too many) — they log why and stop; the caller
+indexes ``batch.missing()`` one call at a time (with retries). Indexing is idempotent (an unchanged
+document is a no-op), so re-sending is safe. The stream bookkeeping both drivers share is
 :class:`IndexStream`; the outcomes, progress and ``stop_on_error`` are :class:`IndexBatch`'s.
 """
 
@@ -52,13 +53,18 @@ def built(make_request: MakeRequest, doc: DocumentFile) -> freki_pb2.IndexDocume
         return exc
 
 
+class StreamMismatch(Exception):
+    """A streamed result that is not the next document's (out of order, or one too many): the stream is not used
+    further, so no result is pinned on the wrong document."""
+
+
 class IndexStream:
     """Which document each streamed result belongs to: results come in the order requests were sent, and
     documents that could not even be read are never sent (their error takes their place)."""
 
     def __init__(self, docs: Sequence[DocumentFile]) -> None:
         self.docs = docs
-        self._sent: deque[int] = deque()  # appended before the request is handed to grpc
+        self._sent: deque[tuple[int, str]] = deque()  # (position, request_id), appended before grpc gets it
         self._local: dict[int, OdinError] = {}
         self._next = 0
 
@@ -68,12 +74,18 @@ class IndexStream:
         if isinstance(request, OdinError):
             self._local[position] = request
             return None
-        self._sent.append(position)
+        self._sent.append((position, request.request_id))
         return request
 
     def received(self, result: freki_pb2.IndexDocumentsResult) -> list[tuple[int, Outcome]]:
         """Outcomes settled by one streamed result: unread documents before it, in order, then its own."""
-        position = self._sent.popleft()
+        if not self._sent:
+            raise StreamMismatch(f"a result (request_id {result.request_id!r}) came for no document sent")
+        position, request_id = self._sent[0]
+        if result.request_id and result.request_id != request_id:
+            raise StreamMismatch(f"the result for {self.docs[position].source} carried request_id "
+                                 f"{result.request_id!r}, not {request_id!r}")
+        self._sent.popleft()
         settled: list[tuple[int, Outcome]] = [(p, self._local[p]) for p in range(self._next, position)]
         self._next = position + 1
         return [*settled, (position, _outcome(result, self.docs[position]))]
@@ -114,6 +126,8 @@ def stream_index(call: Callable[..., Any], batch: IndexBatch, *, timeout: float,
         batch.settle_all(stream.ended())
     except grpc.RpcError as exc:
         stream.broke(exc)
+    except StreamMismatch as exc:
+        _unusable(str(exc))
     finally:
         responses.cancel()
 
@@ -136,6 +150,8 @@ async def stream_index_async(call: Callable[..., Any], batch: IndexBatch, *, tim
         batch.settle_all(stream.ended())
     except grpc.RpcError as exc:
         stream.broke(exc)
+    except StreamMismatch as exc:
+        _unusable(str(exc))
     finally:
         responses.cancel()
 
