@@ -85,6 +85,15 @@ class AsyncConnection:
         for channel in channels:
             await channel.close()
 
+    def _closed_under(self, exc: asyncio.CancelledError) -> asyncio.CancelledError | ClientClosed:
+        """What a CancelledError out of a grpc.aio call means: ``close()`` cancelled the call (grpc.aio reports a
+        locally cancelled call as CancelledError even in a task nobody cancelled) -> ClientClosed; else the task
+        itself is being cancelled, and the CancelledError goes on as it is."""
+        task = asyncio.current_task()
+        if self._closed and task is not None and task.cancelling() == 0:
+            return ClientClosed("the Odin client was closed while the call was running")
+        return exc
+
     @property
     def open_targets(self) -> list[str]:
         """Targets with an open channel."""
@@ -125,6 +134,8 @@ class AsyncConnection:
                 return await invoke(attempt_timeout(remaining, self.settings.attempt_timeout_s)), tries.count
             except grpc.RpcError as exc:
                 delay = tries.failed(exc)
+            except asyncio.CancelledError as exc:
+                raise self._closed_under(exc) from None
             await self.clock.sleep(delay)
 
     async def _server_stream(self, open_call: Callable[[float], Any], tries: Attempts,
@@ -142,6 +153,8 @@ class AsyncConnection:
                 break
             except grpc.RpcError as exc:
                 delay = tries.failed(exc)
+            except asyncio.CancelledError as exc:
+                raise self._closed_under(exc) from None
             await self.clock.sleep(delay)
         received = 0
         try:
@@ -152,6 +165,8 @@ class AsyncConnection:
         except grpc.RpcError as exc:
             raise_from_rpc_error(exc, service=tries.service, method=tries.method, attempts=tries.count,
                                  after_messages=received)
+        except asyncio.CancelledError as exc:
+            raise self._closed_under(exc) from None
         finally:
             call.cancel()
 

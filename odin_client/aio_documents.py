@@ -47,9 +47,14 @@ class AsyncDocumentCalls(AsyncConnection):
         one-call-at-a-time fallback exactly as :meth:`OdinClient.index_documents`; ``on_progress`` runs in the
         event loop as each document's outcome arrives."""
         batch = IndexBatch(list(docs), tenant_id=self._tenant(tenant_id), metadata=metadata,
-                           on_progress=on_progress, stop_on_error=stop_on_error)
-        await stream_index_async(self._freki().IndexDocuments, batch,
-                                 timeout=batch.stream_timeout(self.settings.index_deadline_s), metadata=self._metadata)
+                           on_progress=on_progress, stop_on_error=stop_on_error,
+                           max_request_bytes=self.settings.max_message_bytes)
+        try:
+            await stream_index_async(self._freki().IndexDocuments, batch,
+                                     timeout=batch.stream_timeout(self.settings.index_deadline_s),
+                                     metadata=self._metadata)
+        except asyncio.CancelledError as exc:
+            raise self._closed_under(exc) from None
         for position in batch.missing():
             batch.settle(position, await self._index_one(batch, position))
         return batch.results()

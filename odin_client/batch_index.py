@@ -3,15 +3,17 @@
 ``stream_index`` (blocking) and ``stream_index_async`` (grpc.aio) send one request per document of an
 :class:`IndexBatch` (built lazily, so a large folder is never held in memory) and settle each document's
 ``IndexResult | OdinError`` as Freki answers. A document Freki refuses becomes an OdinError in its place. If
-the stream cannot be used — an older Freki without IndexDocuments, or the stream breaks — they log why and
-stop; the caller indexes ``batch.missing()`` one call at a time (with retries). Indexing is idempotent (an
-unchanged document is a no-op), so re-sending is safe. The stream bookkeeping both drivers share is
+the stream cannot be used — an older Freki without IndexDocuments, the stream breaks, or a result does not
+carry the next document's request_id (out of order, one too many) — they log why and stop; the caller
+indexes ``batch.missing()`` one call at a time (with retries). Indexing is idempotent (an unchanged
+document is a no-op), so re-sending is safe. The stream bookkeeping both drivers share is
 :class:`IndexStream`; the outcomes, progress and ``stop_on_error`` are :class:`IndexBatch`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,7 +24,15 @@ from wolf.v1 import freki_pb2
 
 from odin_client import messages
 from odin_client.documents import DocumentFile
-from odin_client.errors import DeadlineExceeded, OdinError, ServiceUnavailable, from_rpc_error, from_status, status_of
+from odin_client.errors import (
+    DeadlineExceeded,
+    InvalidRequest,
+    OdinError,
+    ServiceUnavailable,
+    from_rpc_error,
+    from_status,
+    status_of,
+)
 from odin_client.results import IndexResult, index_result_from_proto
 
 log = logging.getLogger("odin")
@@ -43,13 +53,18 @@ def built(make_request: MakeRequest, doc: DocumentFile) -> freki_pb2.IndexDocume
         return exc
 
 
+class StreamMismatch(Exception):
+    """A streamed result that is not the next document's (out of order, or one too many): the stream is not used
+    further, so no result is pinned on the wrong document."""
+
+
 class IndexStream:
     """Which document each streamed result belongs to: results come in the order requests were sent, and
     documents that could not even be read are never sent (their error takes their place)."""
 
     def __init__(self, docs: Sequence[DocumentFile]) -> None:
         self.docs = docs
-        self._sent: deque[int] = deque()  # appended before the request is handed to grpc
+        self._sent: deque[tuple[int, str]] = deque()  # (position, request_id), appended before grpc gets it
         self._local: dict[int, OdinError] = {}
         self._next = 0
 
@@ -59,12 +74,18 @@ class IndexStream:
         if isinstance(request, OdinError):
             self._local[position] = request
             return None
-        self._sent.append(position)
+        self._sent.append((position, request.request_id))
         return request
 
     def received(self, result: freki_pb2.IndexDocumentsResult) -> list[tuple[int, Outcome]]:
         """Outcomes settled by one streamed result: unread documents before it, in order, then its own."""
-        position = self._sent.popleft()
+        if not self._sent:
+            raise StreamMismatch(f"a result (request_id {result.request_id!r}) came for no document sent")
+        position, request_id = self._sent[0]
+        if result.request_id and result.request_id != request_id:
+            raise StreamMismatch(f"the result for {self.docs[position].source} carried request_id "
+                                 f"{result.request_id!r}, not {request_id!r}")
+        self._sent.popleft()
         settled: list[tuple[int, Outcome]] = [(p, self._local[p]) for p in range(self._next, position)]
         self._next = position + 1
         return [*settled, (position, _outcome(result, self.docs[position]))]
@@ -105,6 +126,8 @@ def stream_index(call: Callable[..., Any], batch: IndexBatch, *, timeout: float,
         batch.settle_all(stream.ended())
     except grpc.RpcError as exc:
         stream.broke(exc)
+    except StreamMismatch as exc:
+        _unusable(str(exc))
     finally:
         responses.cancel()
 
@@ -127,6 +150,8 @@ async def stream_index_async(call: Callable[..., Any], batch: IndexBatch, *, tim
         batch.settle_all(stream.ended())
     except grpc.RpcError as exc:
         stream.broke(exc)
+    except StreamMismatch as exc:
+        _unusable(str(exc))
     finally:
         responses.cancel()
 
@@ -140,16 +165,31 @@ class IndexBatch:
     ``stop_on_error`` applied as each outcome settles."""
 
     def __init__(self, docs: Sequence[DocumentFile], *, tenant_id: str, metadata: Mapping[str, str] | None,
-                 on_progress: ProgressCallback | None, stop_on_error: bool) -> None:
+                 on_progress: ProgressCallback | None, stop_on_error: bool, max_request_bytes: int) -> None:
         self.docs = docs
         self.tenant_id, self.metadata = tenant_id, metadata
+        self.max_request_bytes = max_request_bytes
         self._results: list[Outcome | None] = [None] * len(docs)
         self._on_progress = on_progress
         self._stop_on_error = stop_on_error
 
     def make_request(self, doc: DocumentFile) -> freki_pb2.IndexDocumentRequest:
-        """A document's IndexDocument request (reads the file: InvalidRequest when it cannot)."""
-        return messages.index_file_request(doc, tenant_id=self.tenant_id, metadata=self.metadata)
+        """A document's IndexDocument request (reads the file: InvalidRequest when it cannot, or when the request
+        would exceed ``max_request_bytes``: gRPC would refuse to send it and fail the whole stream with it)."""
+        if doc.content is None:
+            with contextlib.suppress(OSError):  # an unreadable file: read_document says why
+                self._check_size(doc, doc.path.stat().st_size)  # a huge file is refused before it is read
+        request = messages.index_file_request(doc, tenant_id=self.tenant_id, metadata=self.metadata)
+        self._check_size(doc, request.ByteSize())
+        return request
+
+    def _check_size(self, doc: DocumentFile, size: int) -> None:
+        if size > self.max_request_bytes:
+            raise InvalidRequest(
+                f"{doc.source}: the document's request is {size:,} bytes; the limit is {self.max_request_bytes:,} "
+                "(ODIN_MAX_MESSAGE_BYTES, which must not exceed the server's 64 MiB gRPC limit; Freki refuses "
+                "documents over FREKI_MAX_DOCUMENT_BYTES)", code=grpc.StatusCode.RESOURCE_EXHAUSTED,
+                details=f"request of {size} bytes over the limit of {self.max_request_bytes}")
 
     def stream_timeout(self, index_deadline_s: float) -> float:
         """The whole stream's deadline: one document's budget per document."""

@@ -14,9 +14,6 @@ import grpc
 from odin_client.errors import ClientClosed, OdinError
 from odin_client.settings import OdinSettings
 
-# Match the services' 64 MiB limit so large documents and long contexts get through.
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-
 
 def _read_pem(path: Path | None, what: str) -> bytes | None:
     if path is None:
@@ -37,8 +34,8 @@ def channel_options(settings: OdinSettings) -> list[tuple[str, int | str]]:
     initial_ms = max(100, int(settings.retry_initial_backoff_s * 1000))
     max_ms = max(initial_ms, int(min(settings.retry_max_backoff_s, 2.0) * 1000))
     options: list[tuple[str, int | str]] = [
-        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.initial_reconnect_backoff_ms", initial_ms),
         ("grpc.min_reconnect_backoff_ms", initial_ms),
         ("grpc.max_reconnect_backoff_ms", max_ms),

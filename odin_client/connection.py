@@ -6,11 +6,13 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any, Self, TypeVar
 
+import grpc
 from wolf.v1 import freki_pb2_grpc, geri_pb2_grpc
 
 from odin_client.call_specs import CallSpec, tenant_of
 from odin_client.calls import CallRunner, RetryListener
 from odin_client.channels import ChannelPool, call_metadata
+from odin_client.errors import ClientClosed, OdinError
 from odin_client.retry import RETRY_ALWAYS, RETRY_IDEMPOTENT_READ, Clock, RetryPolicy
 from odin_client.settings import OdinSettings
 
@@ -77,13 +79,19 @@ class Connection:
 
     def _unary(self, method: Callable[..., Any], request: Any, *, service: str, name: str,
                budget_s: float, idempotent_read: bool) -> tuple[Any, int]:
-        return self.runner.unary(
-            lambda timeout: method(request, timeout=timeout, metadata=self._metadata),
-            service=service,
-            method=name,
-            budget_s=budget_s,
-            retryable=RETRY_IDEMPOTENT_READ if idempotent_read else RETRY_ALWAYS,
-        )
+        try:
+            return self.runner.unary(
+                lambda timeout: method(request, timeout=timeout, metadata=self._metadata),
+                service=service,
+                method=name,
+                budget_s=budget_s,
+                retryable=RETRY_IDEMPOTENT_READ if idempotent_read else RETRY_ALWAYS,
+            )
+        except OdinError as exc:
+            if exc.code == grpc.StatusCode.CANCELLED and self.channels.closed:  # close() from another thread
+                raise ClientClosed("the Odin client was closed while the call was running", service=service,
+                                   code=exc.code, details=exc.details, attempts=exc.attempts) from exc
+            raise
 
     def _call(self, spec: CallSpec[R]) -> R:
         """Run a unary :class:`~odin_client.call_specs.CallSpec` with retries; its converted result."""

@@ -57,7 +57,8 @@ class DocumentCalls(Connection):
             One IndexResult or OdinError per document, in order.
         """
         batch = IndexBatch(list(docs), tenant_id=self._tenant(tenant_id), metadata=metadata,
-                           on_progress=on_progress, stop_on_error=stop_on_error)
+                           on_progress=on_progress, stop_on_error=stop_on_error,
+                           max_request_bytes=self.settings.max_message_bytes)
         stream_index(self._freki().IndexDocuments, batch, timeout=batch.stream_timeout(self.settings.index_deadline_s),
                      metadata=self._metadata)
         for position in batch.missing():

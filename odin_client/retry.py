@@ -6,8 +6,11 @@ Design (and why it is not gRPC's built-in retry or a retry library):
   retried for every call; ``DEADLINE_EXCEEDED`` is retried too for idempotent reads
   (RetrieveContext, GetIndexStatus, ListModels), where a hung attempt is cheap to repeat.
   INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED and every other code fail at once: sending the same
-  request again cannot change the answer. Every Wolfpack RPC we call is safe to repeat (IndexDocument
-  is idempotent by contract, generation has no side effects).
+  request again cannot change the answer. An UNAVAILABLE can also come after the service did the work
+  (the connection dropped before the answer), so a retried write must be safe to repeat: IndexDocument
+  is idempotent by contract, RecordFeedback is recorded once per request_id (a retry sends the same
+  request), deletions and erasures repeat as no-ops — but a repeated DeleteDocument then answers
+  NOT_FOUND, and a repeated Generate with a ``session_id`` stores its turn in the session twice.
 * **When**: the first retry is immediate — the usual cause of a single UNAVAILABLE is a connection the
   server closed (restart, idle timeout) and a fresh connect succeeds at once. Later retries wait
   ``initial * multiplier**(n-2)`` seconds, capped at ``max_backoff`` (default 60 s), minus up to

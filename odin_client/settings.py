@@ -40,6 +40,12 @@ class OdinSettings(FileSettings):
         default=None, gt=0, description="Cap on one attempt so a hung read is retried (None: whole budget)"
     )
 
+    # Freki's servers take messages up to 64 MiB (wolf_service.serving); a larger IndexDocument request is refused
+    # by the client before it is sent, as that document's error, so it does not break a batch's stream.
+    max_message_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024, description="Largest gRPC message sent or received (a document's request)"
+    )
+
     retry_max_attempts: int = Field(default=10, ge=1, description="Attempts per call, first one included")
     retry_initial_backoff_s: float = Field(default=0.2, ge=0, description="Wait before the 2nd retry")
     retry_max_backoff_s: float = Field(default=60.0, ge=0, description="Cap on the wait between attempts")

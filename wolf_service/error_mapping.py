@@ -121,4 +121,10 @@ class ErrorMappingInterceptor(WrappingInterceptor):
         except Exception as exc:
             if _is_abort(exc, context):
                 raise
+            if isinstance(exc, grpc.RpcError) and not context.is_active():
+                # The client's stream of requests broke off (it cancelled, was killed, or its send failed): the
+                # client's doing, not an internal error — no traceback any caller could fill the log with.
+                log.info("%s: the client ended the call mid-stream (request_id=%s)", method,
+                         request_id_of(request, context))
+                context.abort(grpc.StatusCode.CANCELLED, "the client ended the call")
             _abort_for(exc, method, request, context)

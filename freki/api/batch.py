@@ -10,7 +10,8 @@ deadline, shutdown) or the client's messages are malformed.
 
 from __future__ import annotations
 
-from collections import deque
+import queue
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -23,19 +24,53 @@ IndexOne = Callable[[freki_pb2.IndexDocumentRequest], freki_pb2.IndexDocumentRes
 
 def index_stream(requests: Iterator[freki_pb2.IndexDocumentRequest], index_one: IndexOne,
                  parallel: int) -> Iterator[freki_pb2.IndexDocumentsResult]:
-    """Index ``requests`` with ``index_one``, ``parallel`` at a time; yield their results in request order."""
-    pending: deque[tuple[freki_pb2.IndexDocumentRequest, Future[freki_pb2.IndexDocumentResponse]]] = deque()
+    """Index ``requests`` with ``index_one``, ``parallel`` at a time; yield their results in request order.
+
+    Requests are read on a thread of their own, so a result goes out as soon as it is ready: a client that waits
+    for each result before it sends the next document is answered (read here, between results, the stream waited
+    for the next request before sending the result the client was waiting for, until the deadline).
+    """
+    slots = threading.Semaphore(parallel)  # a request is read only when a slot is free: nothing is buffered
+    started: queue.Queue[tuple[freki_pb2.IndexDocumentRequest, Future[freki_pb2.IndexDocumentResponse]]
+                         | BaseException | None] = queue.Queue()
+    ended = threading.Event()
     with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="freki-batch") as pool:
+
+        def read() -> None:
+            try:
+                while True:
+                    slots.acquire()  # held by the document until its result has gone out
+                    if ended.is_set():
+                        return
+                    request = next(requests, None)
+                    if request is None:
+                        started.put(None)
+                        return
+                    started.put((request, pool.submit(index_one, request)))
+            except BaseException as exc:  # the call ended, or a malformed message aborted it: the handler raises it
+                started.put(exc)
+
+        threading.Thread(target=read, name="freki-batch-reader", daemon=True).start()
+        held: list[Future[freki_pb2.IndexDocumentResponse]] = []
         try:
-            for request in requests:
-                pending.append((request, pool.submit(index_one, request)))
-                while len(pending) >= parallel or (pending and pending[0][1].done()):
-                    yield _result(*pending.popleft())
-            while pending:
-                yield _result(*pending.popleft())
+            while (item := started.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                request, future = item
+                held.append(future)
+                result = _result(request, future)
+                held.remove(future)
+                slots.release()
+                yield result
         finally:
-            for _, future in pending:  # the call ended early: do not start what has not started
+            ended.set()
+            slots.release()  # a reader waiting for a slot sees the end
+            for future in held:  # the call ended early: do not start what has not started
                 future.cancel()
+            while not started.empty():
+                item = started.get_nowait()
+                if isinstance(item, tuple):
+                    item[1].cancel()
 
 
 def _result(request: freki_pb2.IndexDocumentRequest,

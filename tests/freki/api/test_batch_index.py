@@ -76,3 +76,23 @@ def test_odin_index_streams_a_folder_and_reports_each_file(freki_server, tmp_pat
     assert seen == ["a.md", "b.md", "c.md", "d.txt"]
     assert [type(r) for r in results] == [IndexResult, IndexResult, InvalidRequest, IndexResult]
     assert len(calls) == 4  # each file once: over the stream, no per-file fallback
+
+
+def test_a_client_that_waits_for_each_result_before_sending_the_next_gets_it(freki_stub) -> None:  # type: ignore[no-untyped-def]
+    """Send one document, wait for its result, then send the next (a client applying its own back-pressure): the
+    result must come while the stream is open, not only once the next request or the end of the stream arrives."""
+    import queue
+
+    outbox: queue.Queue[freki_pb2.IndexDocumentRequest | None] = queue.Queue()
+
+    def requests():  # type: ignore[no-untyped-def]
+        while (item := outbox.get(timeout=30)) is not None:
+            yield item
+
+    results = freki_stub.IndexDocuments(requests(), timeout=30)
+    got = []
+    for doc_id, text in [("pingpong/geri.md", GERI_DOC), ("pingpong/bread.md", BAKERY_DOC)]:
+        outbox.put(request(doc_id, text))
+        got.append(next(results).document_id)  # blocked until the 30 s deadline when results waited for requests
+    outbox.put(None)
+    assert got == ["pingpong/geri.md", "pingpong/bread.md"] and list(results) == []

@@ -169,6 +169,22 @@ def test_feedback_goes_to_the_tenants_log_and_bad_feedback_is_refused(graph_corp
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and named in (err.value.details() or "")
 
 
+def test_a_retried_feedback_request_is_recorded_once(graph_corpus, freki_server) -> None:  # type: ignore[no-untyped-def]
+    """Odin retries RecordFeedback on UNAVAILABLE with the same request, which may have been written already (the
+    connection dropped before the answer): the same request_id again appends nothing; a new one does."""
+    stub = graph_corpus
+    _, engine = freki_server
+    query_id = retrieve(stub, "zorblat coolant", tenant_id="retry").rag_context.query_id
+    request = freki_pb2.FeedbackRequest(request_id=rid(), tenant_id="retry", query_id=query_id, rating=2)
+    first, again = stub.RecordFeedback(request, timeout=30), stub.RecordFeedback(request, timeout=30)
+    assert first == again
+    path = log_path(engine.graph.feedback.folder, "retry")
+    assert len(path.read_text().splitlines()) == 1
+    stub.RecordFeedback(freki_pb2.FeedbackRequest(request_id=rid(), tenant_id="retry", query_id=query_id, rating=2),
+                        timeout=30)
+    assert len(path.read_text().splitlines()) == 2  # the same rating again, asked for again: recorded
+
+
 def test_the_export_tool_writes_each_documents_outgoing_links(graph_corpus, freki_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
     handle, _ = freki_server
     out = tmp_path / "alice.jsonl"

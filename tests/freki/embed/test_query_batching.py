@@ -279,3 +279,77 @@ def test_a_lone_caller_does_not_wait_for_company_it_will_not_get() -> None:
     assert time.perf_counter() - started < 3 * 0.05 + 0.4  # three 50 ms passes, no 0.5 s waits
     run_concurrently(batcher, [f"q{i}" for i in range(8)])
     assert max(encoder.batches) > 1  # together they still share passes
+
+
+class PrefixFailEncoder(SlowEncoder):
+    """Fails a pass that holds any text starting with "bad"."""
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        if any(t.startswith("bad") for t in texts):
+            self.batches.append(len(texts))
+            time.sleep(0.01)
+            raise RuntimeError("model failed")
+        return super().__call__(texts)
+
+
+def _in_one_shared_pass(batcher: QueryBatcher, texts: list[str]) -> dict[str, object]:
+    """``texts`` encoded concurrently while a first call holds the model, so they queue up and share a pass."""
+    first = threading.Thread(target=batcher.encode, args=("first",))
+    first.start()
+    time.sleep(0.01)
+    results = run_concurrently(batcher, texts)
+    first.join(10)
+    return results
+
+
+def test_a_failed_pass_of_bad_calls_costs_one_more_pass_per_call_and_no_more() -> None:
+    """The pathological stream (every call bad): each text is encoded at most twice, in k + 1 passes for k calls."""
+    encoder = PrefixFailEncoder()
+    texts = [f"bad{i}" for i in range(16)]
+    results = _in_one_shared_pass(QueryBatcher(encoder, max_batch=64), texts)
+    assert all(isinstance(results[t], RuntimeError) for t in texts)
+    assert encoder.batches == [1, 16] + [1] * 16
+
+
+@pytest.mark.integration
+def test_hostile_texts_among_many_threads_fail_only_their_calls_with_the_real_model(embedder) -> None:  # type: ignore[no-untyped-def]
+    """16 threads, random urgency, texts of 1-50 characters, ~10 % of them making the real encoder raise (a lone
+    surrogate: the tokenizer refuses it; gRPC never delivers one, but nothing here relies on that): no hang,
+    every good call gets its own vectors, every call with a bad text fails."""
+    import random
+    import string
+
+    rng = random.Random(7)
+    bad_mark = "\ud800"
+
+    def text() -> str:
+        s = "".join(rng.choice(string.ascii_letters + " ") for _ in range(rng.randint(1, 50)))
+        return s[:-1] + bad_mark if rng.random() < 0.1 else s
+
+    plans = [[([text() for _ in range(rng.choice([1, 1, 2, 3]))], rng.random() < 0.5) for _ in range(6)]
+             for _ in range(16)]
+    good_texts = sorted({t for plan in plans for texts, _ in plan for t in texts if bad_mark not in t})
+    reference = dict(zip(good_texts, embedder.embed(good_texts), strict=True))
+    batcher = QueryBatcher(embedder._encode, max_batch=64)
+    outcomes: list[tuple[list[str], object]] = []
+
+    def work(plan: list[tuple[list[str], bool]]) -> None:
+        for texts, urgent in plan:
+            try:
+                outcomes.append((texts, batcher.encode_many(texts, urgent=urgent)))
+            except TypeError as exc:
+                outcomes.append((texts, exc))
+
+    threads = [threading.Thread(target=work, args=(plan,)) for plan in plans]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads) and len(outcomes) == 96
+    for texts, got in outcomes:
+        if any(bad_mark in t for t in texts):
+            assert isinstance(got, TypeError)
+        else:
+            assert isinstance(got, np.ndarray) and got.shape[0] == len(texts)
+            assert all(float(np.dot(got[i], reference[t])) > 0.999 for i, t in enumerate(texts))
+    assert any(isinstance(got, TypeError) for _, got in outcomes) and batcher.batches < 96  # shared passes
