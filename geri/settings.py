@@ -111,6 +111,10 @@ class GeriSettings(FileSettings):
     host: str = "127.0.0.1"  # like Freki; containers set 0.0.0.0 in their settings file
     port: int = Field(default=50052, ge=0, le=65535)
     max_workers: int = Field(default=16, ge=1, description="Concurrent RPCs.")
+    max_message_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024 * 1024, le=2**31 - 1,
+        description="Largest gRPC message received or sent; gRPC refuses a larger request (RESOURCE_EXHAUSTED).",
+    )
     shutdown_grace_s: float = Field(
         default=30.0, ge=0, description="How long in-flight (streaming) calls may run on SIGTERM."
     )

@@ -187,8 +187,8 @@ class IndexBatch:
         if size > self.max_request_bytes:
             raise InvalidRequest(
                 f"{doc.source}: the document's request is {size:,} bytes; the limit is {self.max_request_bytes:,} "
-                "(ODIN_MAX_MESSAGE_BYTES, which must not exceed the server's 64 MiB gRPC limit; Freki refuses "
-                "documents over FREKI_MAX_DOCUMENT_BYTES)", code=grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "(ODIN_MAX_MESSAGE_BYTES, which must not exceed the server's max_message_bytes, 64 MiB by default; "
+                "Freki refuses documents over FREKI_MAX_DOCUMENT_BYTES)", code=grpc.StatusCode.RESOURCE_EXHAUSTED,
                 details=f"request of {size} bytes over the limit of {self.max_request_bytes}")
 
     def stream_timeout(self, index_deadline_s: float) -> float:

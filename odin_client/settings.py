@@ -40,8 +40,9 @@ class OdinSettings(FileSettings):
         default=None, gt=0, description="Cap on one attempt so a hung read is retried (None: whole budget)"
     )
 
-    # Freki's servers take messages up to 64 MiB (wolf_service.serving); a larger IndexDocument request is refused
-    # by the client before it is sent, as that document's error, so it does not break a batch's stream.
+    # Freki's servers take messages up to their max_message_bytes (64 MiB by default); a larger IndexDocument
+    # request is refused by the client before it is sent, as that document's error, so it does not break a
+    # batch's stream.
     max_message_bytes: int = Field(
         default=64 * 1024 * 1024, ge=1024, description="Largest gRPC message sent or received (a document's request)"
     )

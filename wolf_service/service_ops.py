@@ -92,6 +92,7 @@ class ServiceOps:
             service_names=[service_name],
             address=f"{self.settings.host}:{self.settings.port}",
             max_workers=self.settings.max_workers,
+            max_message_bytes=self.settings.max_message_bytes,
             interceptors=self.interceptors(),
             credentials=self.credentials,
         )

@@ -228,6 +228,11 @@ class FrekiSettings(FileSettings):
     host: str = "127.0.0.1"
     port: int = Field(50051, ge=0, le=65535)
     max_workers: int = Field(16, ge=1, le=1024)
+    # The largest gRPC message received or sent (an IndexDocument request with its document, an export page);
+    # gRPC refuses a larger request with RESOURCE_EXHAUSTED before Freki reads it. Each request thread may
+    # hold one: max_workers x this is the memory requests can take. Odin's ODIN_MAX_MESSAGE_BYTES must not
+    # exceed it. gRPC's own ceiling is 2 GiB - 1.
+    max_message_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024, le=2**31 - 1)
     shutdown_grace_s: float = Field(10.0, ge=0)
     data_dir: Path = Path(".data/freki")
 

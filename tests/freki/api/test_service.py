@@ -305,3 +305,27 @@ def test_embed_returns_unit_vectors_of_the_index_model_and_refuses_too_much(frek
         with pytest.raises(grpc.RpcError) as err:
             freki_stub.Embed(freki_pb2.EmbedRequest(request_id=rid(), texts=texts))
         assert err.value.code() == code and says in err.value.details()
+
+
+def test_a_request_over_max_message_bytes_is_refused_by_size(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """The gRPC message limit is a setting: a document over it gets RESOURCE_EXHAUSTED; one under it is indexed."""
+    from wolf.v1 import freki_pb2_grpc
+
+    from freki.api.server import build_server
+
+    settings = freki_settings(tmp_path, max_message_bytes=1024 * 1024)
+    engine = FrekiEngine(settings, embedder=embedder)
+    handle, engine = build_server(settings, engine=engine)
+    channel = grpc.insecure_channel(handle.address, options=[("grpc.max_send_message_length", 8 << 20)])
+    try:
+        stub = freki_pb2_grpc.FrekiServiceStub(channel)
+        big = "Harbour lights burn whale oil. " * (2 * 1024 * 1024 // 31)
+        with pytest.raises(grpc.RpcError) as refused:
+            index(stub, "big", big)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "1048576" in (refused.value.details() or ""), refused.value.details()
+        assert index(stub, "small", big[:2_000]).chunk_count > 0
+    finally:
+        channel.close()
+        handle.stop(0.5)
+        engine.close()
