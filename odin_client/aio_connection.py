@@ -21,7 +21,7 @@ from odin_client.calls import Attempts, RetryListener
 from odin_client.channels import call_metadata, channel_credentials, channel_options
 from odin_client.connection import policy_from
 from odin_client.errors import ClientClosed, raise_from_rpc_error
-from odin_client.retry import RETRY_ALWAYS, RETRY_IDEMPOTENT_READ, RetryPolicy, attempt_timeout
+from odin_client.retry import RetryPolicy, attempt_timeout, retryable
 from odin_client.settings import OdinSettings
 
 T = TypeVar("T")
@@ -49,11 +49,6 @@ class LoopClock:
     async def sleep(self, seconds: float) -> None:
         """``asyncio.sleep``."""
         await asyncio.sleep(seconds)
-
-
-def retryable(idempotent_read: bool) -> frozenset[grpc.StatusCode]:
-    """The codes a call may retry: DEADLINE_EXCEEDED too only for an idempotent read."""
-    return RETRY_IDEMPOTENT_READ if idempotent_read else RETRY_ALWAYS
 
 
 class AsyncConnection:

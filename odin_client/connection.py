@@ -13,7 +13,7 @@ from odin_client.call_specs import CallSpec, tenant_of
 from odin_client.calls import CallRunner, RetryListener
 from odin_client.channels import ChannelPool, call_metadata
 from odin_client.errors import ClientClosed, OdinError
-from odin_client.retry import RETRY_ALWAYS, RETRY_IDEMPOTENT_READ, Clock, RetryPolicy
+from odin_client.retry import Clock, RetryPolicy, retryable
 from odin_client.settings import OdinSettings
 
 R = TypeVar("R")
@@ -85,7 +85,7 @@ class Connection:
                 service=service,
                 method=name,
                 budget_s=budget_s,
-                retryable=RETRY_IDEMPOTENT_READ if idempotent_read else RETRY_ALWAYS,
+                retryable=retryable(idempotent_read),
             )
         except OdinError as exc:
             if exc.code == grpc.StatusCode.CANCELLED and self.channels.closed:  # close() from another thread
@@ -93,21 +93,22 @@ class Connection:
                                    code=exc.code, details=exc.details, attempts=exc.attempts) from exc
             raise
 
+    def _stub_method(self, spec: CallSpec[Any]) -> Any:
+        return getattr(self._freki() if spec.service == "freki" else self._geri(), spec.method)
+
     def _call(self, spec: CallSpec[R]) -> R:
         """Run a unary :class:`~odin_client.call_specs.CallSpec` with retries; its converted result."""
-        stub = self._freki() if spec.service == "freki" else self._geri()
-        resp, _ = self._unary(getattr(stub, spec.method), spec.request, service=spec.service, name=spec.method,
+        resp, _ = self._unary(self._stub_method(spec), spec.request, service=spec.service, name=spec.method,
                               budget_s=spec.budget_s, idempotent_read=spec.idempotent_read)
         return spec.convert(resp)
 
     def _stream_call(self, spec: CallSpec[R]) -> Iterator[R]:
         """Run a server-streaming spec (retried until its first message); each message converted."""
-        stub = self._freki() if spec.service == "freki" else self._geri()
-        method = getattr(stub, spec.method)
+        method = self._stub_method(spec)
         messages = self.runner.stream(
             lambda timeout: method(spec.request, timeout=timeout, metadata=self._metadata),
             service=spec.service, method=spec.method, budget_s=spec.budget_s,
-            retryable=RETRY_IDEMPOTENT_READ if spec.idempotent_read else RETRY_ALWAYS)
+            retryable=retryable(spec.idempotent_read))
         try:
             for message in messages:
                 yield spec.convert(message)

@@ -49,6 +49,11 @@ RETRY_IDEMPOTENT_READ: frozenset[grpc.StatusCode] = frozenset(
 )
 
 
+def retryable(idempotent_read: bool) -> frozenset[grpc.StatusCode]:
+    """The codes a call may retry: DEADLINE_EXCEEDED too only for an idempotent read."""
+    return RETRY_IDEMPOTENT_READ if idempotent_read else RETRY_ALWAYS
+
+
 class Clock(Protocol):
     """Time source and sleeper; tests inject a fake one to check waits exactly."""
 
