@@ -44,6 +44,16 @@ def run_concurrently(batcher: QueryBatcher, texts: list[str]) -> dict[str, objec
     return results
 
 
+def in_one_shared_pass(batcher: QueryBatcher, texts: list[str]) -> dict[str, object]:
+    """``texts`` encoded concurrently while a first call holds the model, so they queue up and share a pass."""
+    first = threading.Thread(target=batcher.encode, args=("first",))
+    first.start()
+    time.sleep(0.01)
+    results = run_concurrently(batcher, texts)
+    first.join(10)
+    return results
+
+
 def test_concurrent_queries_share_passes_and_get_their_own_vector() -> None:
     encoder = SlowEncoder()
     batcher = QueryBatcher(encoder, max_batch=64)
@@ -73,12 +83,7 @@ def test_a_text_that_fails_the_encoder_fails_only_its_own_call() -> None:
     encoder = SlowEncoder(fail_on="bad")
     batcher = QueryBatcher(encoder, max_batch=64)
     good = [f"q{i}" for i in range(10)]
-    results: dict[str, object] = {}
-    first = threading.Thread(target=lambda: results.update(first=batcher.encode("first")))
-    first.start()
-    time.sleep(0.01)  # "first" holds the model: the rest queue up and share the next pass
-    results.update(run_concurrently(batcher, ["bad", *good]))
-    first.join(10)
+    results = in_one_shared_pass(batcher, ["bad", *good])
     assert encoder.batches[:2] == [1, 11]  # "bad" and the ten others were in one pass, which failed
     assert isinstance(results["bad"], RuntimeError)
     assert all(results[t][0] == len(t) for t in good)  # type: ignore[index]
@@ -292,21 +297,11 @@ class PrefixFailEncoder(SlowEncoder):
         return super().__call__(texts)
 
 
-def _in_one_shared_pass(batcher: QueryBatcher, texts: list[str]) -> dict[str, object]:
-    """``texts`` encoded concurrently while a first call holds the model, so they queue up and share a pass."""
-    first = threading.Thread(target=batcher.encode, args=("first",))
-    first.start()
-    time.sleep(0.01)
-    results = run_concurrently(batcher, texts)
-    first.join(10)
-    return results
-
-
 def test_a_failed_pass_of_bad_calls_costs_one_more_pass_per_call_and_no_more() -> None:
     """The pathological stream (every call bad): each text is encoded at most twice, in k + 1 passes for k calls."""
     encoder = PrefixFailEncoder()
     texts = [f"bad{i}" for i in range(16)]
-    results = _in_one_shared_pass(QueryBatcher(encoder, max_batch=64), texts)
+    results = in_one_shared_pass(QueryBatcher(encoder, max_batch=64), texts)
     assert all(isinstance(results[t], RuntimeError) for t in texts)
     assert encoder.batches == [1, 16] + [1] * 16
 
