@@ -279,6 +279,10 @@ def _make_chunk(text: str, overlap_chars: int, index: int, token_count: int, sec
         metadata["section"] = " > ".join(section.heading_path)
     if section.page is not None:
         metadata["page"] = str(section.page)
+    if section.slide is not None:
+        metadata["slide"] = str(section.slide)
+    if section.sheet:
+        metadata["sheet"] = section.sheet
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Chunk(text=text, index=index, token_count=token_count, hash=digest, metadata=metadata,
                  overlap_chars=overlap_chars)

@@ -209,7 +209,8 @@ def _document_or_raise(answer: dict[str, object], source: str, config: SandboxCo
     raw = answer.get("document")
     if not isinstance(raw, dict):
         raise CorruptDocument(f"the parser returned no document for {describe_source(source)}", source=source)
-    sections = [Section(text=s["text"], heading=s["heading"], heading_path=tuple(s["heading_path"]), page=s["page"])
+    sections = [Section(text=s["text"], heading=s["heading"], heading_path=tuple(s["heading_path"]), page=s["page"],
+                        slide=s.get("slide"), sheet=s.get("sheet", ""))
                 for s in raw["sections"]]
     return ParsedDocument(text=raw["text"], title=raw["title"], content_type=raw["content_type"],
                           metadata={str(k): normalise(v) for k, v in raw["metadata"].items()}, sections=sections,

@@ -14,7 +14,7 @@ Metadata = dict[str, MetaValue]
 
 @dataclass(frozen=True)
 class Section:
-    """A run of text under one heading (or on one PDF page).
+    """A run of text under one heading (or on one PDF page, slide or sheet).
 
     `text` starts with the section's own heading as a paragraph of its own. Paragraphs are separated by a
     blank line; a single newline inside a paragraph is a hard break (list item, table row, code line) —
@@ -24,7 +24,11 @@ class Section:
     text: str
     heading: str = ""
     heading_path: tuple[str, ...] = ()
+    # Where the text sits in the original, for citations: a PDF or scanned page (1-based), a slide
+    # (1-based), a spreadsheet's sheet name. Each becomes chunk metadata of the same name.
     page: int | None = None
+    slide: int | None = None
+    sheet: str = ""
 
 
 @dataclass(frozen=True)
