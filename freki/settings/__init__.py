@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from freki.settings.limits import MIB, LimitsSettings  # noqa: F401 - re-exported
 from freki.settings.retrieval import GraphSettings, ModeThresholds, RetrievalSettings  # noqa: F401 - re-exported
 from wolf_service import filetypes
 from wolf_service.audit_log import AuditRotation
@@ -96,46 +97,10 @@ class StoreSettings(BaseModel):
         return self
 
 
-MIB = 1024 * 1024
 # A key of `embedding_models`: a detected content type or a caller's `document_type` metadata value.
 DocumentTypeKey = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.\-]{0,63}$")]
 # A sentence-transformers model name or local path: printable, no control characters.
 ModelName = Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^[^\x00-\x1f\x7f]+$")]
-
-
-class LimitsSettings(BaseModel):
-    """What one document may cost (docs/operations.md, "Limits"); each refusal names its setting."""
-
-    # Parser sandbox (freki/ingest/sandbox.py): worker processes, their memory cap and wall-clock limit.
-    parse_timeout_s: float = Field(30.0, gt=0.0, le=3600.0)
-    # IndexDocuments: documents of one stream in work at once (parsing one while embedding another).
-    batch_parallel: int = Field(2, ge=1, le=64)
-    # Embed RPC: texts per request and characters per text.
-    embed_max_texts: int = Field(64, ge=1, le=2048)
-    embed_max_chars: int = Field(8192, ge=16, le=1_000_000)
-    parse_memory_mb: int = Field(1024, ge=256, le=65536)
-    parse_workers: int = Field(2, ge=1, le=64)
-    parse_worker_documents: int = Field(200, ge=1)
-    # What parsing may produce, and checks before parsing.
-    max_text_chars: int = Field(5_000_000, ge=1)
-    max_chunks_per_document: int = Field(10_000, ge=1)
-    zip_max_members: int = Field(2_000, ge=1)
-    zip_max_inflated_bytes: int = Field(128 * MIB, ge=1)
-    zip_max_ratio: float = Field(100.0, gt=1.0)
-    yaml_max_bytes: int = Field(64 * 1024, ge=1)
-    yaml_max_depth: int = Field(16, ge=1, le=1000)
-    yaml_max_keys: int = Field(1_000, ge=1)
-    html_max_depth: int = Field(512, ge=8, le=100_000)
-    # Document metadata (request metadata, and frontmatter/properties merged with it).
-    metadata_keys: int = Field(64, ge=1)
-    metadata_value_chars: int = Field(8192, ge=1)
-    metadata_bytes: int = Field(16 * 1024, ge=1)
-    # What one RetrieveContext may ask for: each query variant is one more query embedding and search; filters
-    # and their values, and document ids, become one engine filter.
-    max_query_variants: int = Field(8, ge=0, le=256)
-    max_filters: int = Field(32, ge=1, le=1024)
-    max_filter_values: int = Field(1024, ge=1, le=100_000)
-    max_document_ids: int = Field(1024, ge=1, le=100_000)
 
 
 class GdprSettings(BaseModel):
