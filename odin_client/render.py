@@ -12,10 +12,17 @@ def render_sources(sources: list[Source]) -> str:
         return "Sources: none"
     lines = ["Sources:"]
     for i, src in enumerate(sources, 1):
-        where = f"  ({src.source})" if src.source and src.source != src.document_id else ""
+        where = _where(src.source if src.source != src.document_id else "", src.location)
         lines.append(f"  [{i}] {src.document_id}{where}  score {src.score:.3f}  chunk {src.chunk_index}")
         lines.append(f"      {src.snippet}")
     return "\n".join(lines)
+
+
+def _where(name: str, location: str) -> str:
+    """``  (contract.pdf p. 4)``, ``  (handbook.md · Setup > Install)``: the source's name and where in it."""
+    joint = " " if location.startswith(("p. ", "slide ", "sheet ")) else " · "
+    shown = joint.join(filter(None, [name, location]))
+    return f"  ({shown})" if shown else ""
 
 
 def render_timings(timings: Timings, model: str = "") -> str:
@@ -29,7 +36,7 @@ def render_citations(citations: list[Citation]) -> str:
     """Each citation: marker, document, score, and the quoted sentence."""
     lines = ["Citations:"]
     for c in citations:
-        where = f" ({c.title})" if c.title and c.title != c.document_id else ""
+        where = _where(c.title if c.title != c.document_id else "", c.location)
         lines.append(f"  [{c.marker}] {c.document_id}{where}  chunk {c.chunk_index}  score {c.score:.3f}")
         lines.append(f'      "{c.quote}"')
     return "\n".join(lines)

@@ -27,6 +27,8 @@ class Source:
     content: str
     chunk_index: int = 0
     metadata: dict[str, str] = field(default_factory=dict)
+    # Where the chunk sits in its document, for people ("p. 4", "slide 3 · Results"; "" when unknown).
+    location: str = ""
 
     @property
     def snippet(self) -> str:
@@ -161,6 +163,7 @@ class Citation:
     title: str
     score: float
     quote: str
+    location: str = ""  # the source's location label ("p. 4"); "" when unknown
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -266,6 +269,7 @@ def source_from_proto(doc: common_pb2.RetrievedDocument) -> Source:
         content=doc.content,
         chunk_index=doc.chunk_index,
         metadata=dict(doc.metadata),
+        location=doc.location.label,
     )
 
 

@@ -104,7 +104,28 @@ def retrieved_document(hit: Hit) -> common_pb2.RetrievedDocument:
         source=str(payload.get("source", "")),
         explanation=graph.explanation(hit.explanation) if hit.explanation is not None else None,
         embedding_model=hit.model,
+        location=source_location(raw),
     )
+
+
+def source_location(metadata: Mapping[str, object]) -> common_pb2.SourceLocation:
+    """Where a chunk sits, from the chunk metadata the chunker wrote (``page``, ``slide``, ``sheet``,
+    ``section``); a value that is not what the chunker writes (a caller's own ``page: intro``) is ignored."""
+    page, slide = _positive(metadata.get("page")), _positive(metadata.get("slide"))
+    sheet = str(metadata.get("sheet") or "") if isinstance(metadata.get("sheet"), str) else ""
+    section = metadata.get("section")
+    path = [p for p in section.split(" > ") if p] if isinstance(section, str) else []
+    where = [f"p. {page}"] if page else []
+    where += [f"slide {slide}"] if slide else []
+    where += [f"sheet {sheet}"] if sheet else []
+    headings = [p for p in path if p != sheet]
+    label = " · ".join(filter(None, [", ".join(where), " > ".join(headings)]))
+    return common_pb2.SourceLocation(page=page, slide=slide, sheet=sheet, heading_path=path, label=label)
+
+
+def _positive(value: object) -> int:
+    text = value if isinstance(value, str) else ""
+    return int(text) if text.isdigit() and 0 < len(text) <= 9 else 0
 
 
 def metadata_lists(metadata: Mapping[str, object]) -> dict[str, common_pb2.MetadataValues]:

@@ -82,7 +82,7 @@ def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_su
         src = source.source
         citations.append(Citation(marker=len(citations) + 1, document_id=src.document_id, chunk_id=src.chunk_id,
                                   chunk_index=src.chunk_index, title=src.source or src.document_id, score=src.score,
-                                  quote=source.sentences[sentence - 1]))
+                                  quote=source.sentences[sentence - 1], location=src.location))
     text = str(payload.get("answer") or "").strip()
     if not citations:
         return _abstain("the answer cites no sentence of the sources")

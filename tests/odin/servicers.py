@@ -85,7 +85,8 @@ def sample_context() -> common_pb2.RAGContext:
         common_pb2.RetrievedDocument(
             document_id="gateway-errors", chunk_id="gateway-errors#2", chunk_index=2,
             source="corpus/errors.md", relevance_score=0.55,
-            content="Error SKD-404 means the route table is empty.", metadata={"product": "skadi"},
+            content="Error SKD-404 means the route table is empty.", metadata={"product": "skadi", "page": "3"},
+            location=common_pb2.SourceLocation(page=3, label="p. 3"),
         ),
     ]
     return common_pb2.RAGContext(documents=docs, retrieval_score=0.73)

@@ -54,6 +54,7 @@ def test_ask_human_output_with_stream(freki, geri, capsys):
     out = capsys.readouterr().out
     assert out.startswith("The gateway listens on port 7443.\n")
     assert "[1] gateway-ports  (corpus/ports.md)  score 0.910" in out
+    assert "[2] gateway-errors  (corpus/errors.md p. 3)  score 0.550" in out
     assert "Timings: retrieve" in out
 
 
@@ -61,6 +62,7 @@ def test_retrieve_and_status_json(freki, geri, capsys):
     assert main(["retrieve", "port", "--json", *_targets(freki, geri)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["sources"][0]["snippet"].startswith("The Skadi gateway")
+    assert [s["location"] for s in data["sources"]] == ["", "p. 3"]
     assert main(["status", "--json", *_targets(freki, geri)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["freki"]["document_count"] == 2 and data["geri"]["default_model"] == "test-model"

@@ -52,7 +52,7 @@ class RequestMetadata(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., language: _Optional[str] = ..., owner_id: _Optional[str] = ...) -> None: ...
 
 class RetrievedDocument(_message.Message):
-    __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source", "metadata_lists", "explanation", "embedding_model")
+    __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source", "metadata_lists", "explanation", "embedding_model", "location")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -77,6 +77,7 @@ class RetrievedDocument(_message.Message):
     METADATA_LISTS_FIELD_NUMBER: _ClassVar[int]
     EXPLANATION_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     content: str
     relevance_score: float
@@ -87,7 +88,22 @@ class RetrievedDocument(_message.Message):
     metadata_lists: _containers.MessageMap[str, MetadataValues]
     explanation: Explanation
     embedding_model: str
-    def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, MetadataValues]] = ..., explanation: _Optional[_Union[Explanation, _Mapping]] = ..., embedding_model: _Optional[str] = ...) -> None: ...
+    location: SourceLocation
+    def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, MetadataValues]] = ..., explanation: _Optional[_Union[Explanation, _Mapping]] = ..., embedding_model: _Optional[str] = ..., location: _Optional[_Union[SourceLocation, _Mapping]] = ...) -> None: ...
+
+class SourceLocation(_message.Message):
+    __slots__ = ("page", "slide", "sheet", "heading_path", "label")
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    SLIDE_FIELD_NUMBER: _ClassVar[int]
+    SHEET_FIELD_NUMBER: _ClassVar[int]
+    HEADING_PATH_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    page: int
+    slide: int
+    sheet: str
+    heading_path: _containers.RepeatedScalarFieldContainer[str]
+    label: str
+    def __init__(self, page: _Optional[int] = ..., slide: _Optional[int] = ..., sheet: _Optional[str] = ..., heading_path: _Optional[_Iterable[str]] = ..., label: _Optional[str] = ...) -> None: ...
 
 class Explanation(_message.Message):
     __slots__ = ("dense_score", "sparse_score", "fused_score", "graph_bonus", "edge_bonus", "centrality", "type_weight", "graph_neighbour", "edges", "matched_terms")

@@ -329,3 +329,19 @@ def test_a_request_over_max_message_bytes_is_refused_by_size(tmp_path, embedder)
         channel.close()
         handle.stop(0.5)
         engine.close()
+
+
+def test_a_chunk_says_where_it_sits_page_and_headings(freki_stub, corpus) -> None:  # type: ignore[no-untyped-def]
+    from tests.freki.ingest.test_parsing_binary import build_pdf
+
+    pdf = build_pdf([["The cover page names the lessor and the tenant of the flat."],
+                     ["The monthly rent of the flat is 950 euros, due on the third working day."]])
+    index_pdf = freki_pb2.IndexDocumentRequest(request_id=rid(), document_id="lease.pdf", content_bytes=pdf,
+                                               source="contracts/lease.pdf")
+    freki_stub.IndexDocument(index_pdf, timeout=60)
+    top = retrieve(freki_stub, "monthly rent of the flat", top_k=1, document_ids=["lease.pdf"]).rag_context.documents[0]
+    assert (top.location.page, top.location.label) == (2, "p. 2")
+    md = retrieve(freki_stub, "Which port does Geri listen on?", top_k=1).rag_context.documents[0]
+    assert md.document_id == "geri.md"
+    assert md.location.page == 0 and list(md.location.heading_path)
+    assert md.location.label == " > ".join(md.location.heading_path) == md.metadata["section"]
