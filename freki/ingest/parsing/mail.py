@@ -34,6 +34,10 @@ from freki.ingest.parsing.text import clean_inline, parse_text
 
 # Parses one attachment: (bytes, file name, declared MIME type, nesting depth) -> document.
 PartParser = Callable[[bytes, str, str, int], ParsedDocument]
+# Header metadata is kept well inside the document metadata limits (limits.metadata_*), so that a message
+# to a thousand recipients or with a 10 kB subject is indexed, not refused: values are cut, lists shortened.
+_MAX_VALUE_CHARS = 300
+_MAX_LIST_ITEMS = 25
 
 
 @dataclass
@@ -87,7 +91,7 @@ def mail_document(
 ) -> ParsedDocument:
     """The document of an e-mail: body sections, then each parsed attachment's sections under its name."""
     sections = _body_sections(mail, source, limits)
-    metadata = dict(mail.metadata)
+    metadata: Metadata = {key: _bounded(value) for key, value in mail.metadata.items()}
     parsed: list[str] = []
     skipped: list[str] = []
     for index, attachment in enumerate(mail.attachments):
@@ -103,12 +107,22 @@ def mail_document(
         parsed.append(attachment.name)
         sections.extend(_under(document.sections, f"Attachment: {attachment.name}"))
     if parsed:
-        metadata["attachments"] = parsed
+        metadata["attachments"] = _bounded(parsed)
     if skipped:
-        metadata["attachments_skipped"] = skipped
+        metadata["attachments_skipped"] = _bounded(skipped)
     if not any(section.text.strip() for section in sections):
         raise EmptyDocument(f"e-mail {describe_source(source)} has no text in its body or attachments", source=source)
     return build_document(sections, title=str(metadata.get("subject", "")), content_type=kind, metadata=metadata)
+
+
+def _bounded(value: str | list[str]) -> str | list[str]:
+    """A metadata value cut to ``_MAX_VALUE_CHARS`` (each list item) and ``_MAX_LIST_ITEMS`` items."""
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_VALUE_CHARS else value[: _MAX_VALUE_CHARS - 1] + "…"
+    items = [str(_bounded(item)) for item in value[:_MAX_LIST_ITEMS]]
+    if len(value) > _MAX_LIST_ITEMS:
+        items.append(f"… and {len(value) - _MAX_LIST_ITEMS} more")
+    return items
 
 
 def _attachment_document(

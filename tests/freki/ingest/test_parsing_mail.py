@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from freki.ingest.parsing import EmptyDocument, ParseLimits, parse_document
+from freki.ingest.parsing import EmptyDocument, ParsedDocument, ParseLimits, parse_document
 from tests.freki.ingest.office_files import (
     build_eml,
     build_message,
@@ -121,3 +121,17 @@ def test_msg_nesting_and_attachment_count_limits() -> None:
     assert doc.metadata["attachments_skipped"] == ["1 more attachments: over limits.mail_max_attachments (2)"]
     doc = parse_document(data, source="m.msg", limits=ParseLimits(mail_max_depth=0))
     assert doc.metadata["attachments_skipped"] == ["Inner.msg: over limits.mail_max_depth"]
+
+
+def _no_attachments(data: bytes, name: str, content_type: str, depth: int) -> ParsedDocument:
+    raise AssertionError("this message has no attachments")
+
+
+def test_header_metadata_stays_inside_the_metadata_limits() -> None:
+    from freki.ingest.parsing.mail import Mail, mail_document
+
+    mail = Mail(metadata={"subject": "S" * 10_000, "to": [f"user{n}@example.com" for n in range(1000)]},
+                plain="Body of a mass mailing.")
+    doc = mail_document(mail, source="mass.eml", limits=ParseLimits(), parse_part=_no_attachments, depth=0)
+    assert len(doc.metadata["subject"]) == 300
+    assert doc.metadata["to"][-1] == "… and 975 more" and len(doc.metadata["to"]) == 26
