@@ -69,21 +69,14 @@ def detect_content_type(data: str | bytes, *, source: str = "", content_type: st
     declared = content_type.split(";", 1)[0].strip().lower()
     if declared:
         if declared in _DECLARED:
-            return _DECLARED[declared]
+            return _believe_content(_DECLARED[declared], data, source)
         raise UnsupportedFormat(
             f"content type {content_type!r} of {name} is not supported; use one of {', '.join(SUPPORTED)}",
             source=source,
         )
     by_name = filetypes.type_for_name(source)
     if by_name is not None:
-        if isinstance(data, bytes) and data.startswith(_BINARY_MAGIC):
-            # A package or compound file of a known kind says what it is, whatever it is called; a damaged
-            # or unknown one is left to the parser its name points at, which says what is wrong with it.
-            try:
-                return sniff_content_type(data, source=source)
-            except (CorruptDocument, UnsupportedFormat):
-                return by_name
-        return by_name
+        return _believe_content(by_name, data, source)
     unsupported = filetypes.unsupported_reason(source)
     if unsupported is not None:
         raise UnsupportedFormat(
@@ -92,6 +85,18 @@ def detect_content_type(data: str | bytes, *, source: str = "", content_type: st
             source=source,
         )
     return sniff_content_type(data, source=source)
+
+
+def _believe_content(kind: str, data: str | bytes, source: str) -> str:
+    """A zip package, OLE file or PDF of a known kind is that kind, whatever it is called or declared as
+    (``odin index`` declares the extension's type); a damaged or unknown one is left to the parser of
+    ``kind``, which says what is wrong with it."""
+    if not isinstance(data, bytes) or not data.startswith(_BINARY_MAGIC):
+        return kind
+    try:
+        return sniff_content_type(data, source=source)
+    except (CorruptDocument, UnsupportedFormat):
+        return kind
 
 
 def sniff_content_type(data: str | bytes, *, source: str = "") -> str:
