@@ -151,6 +151,20 @@ def test_ods_trailing_empty_repeats_are_free_but_repeated_values_count() -> None
                        limits=ParseLimits(spreadsheet_max_cells=1000))
 
 
+def test_ods_hidden_sheets_are_listed_not_indexed() -> None:
+    content = (b"<office:document-content " + ODS_NS + b' xmlns:style="urn:oasis:names:tc:opendocument:xmlns:'
+               b'style:1.0"><office:automatic-styles><style:style style:name="ta2" style:family="table">'
+               b'<style:table-properties table:display="false"/></style:style></office:automatic-styles>'
+               b'<office:body><office:spreadsheet><table:table table:name="Shown"><table:table-row>'
+               b"<table:table-cell><text:p>visible value</text:p></table:table-cell></table:table-row></table:table>"
+               b'<table:table table:name="Lookup" table:style-name="ta2"><table:table-row><table:table-cell>'
+               b"<text:p>hidden value</text:p></table:table-cell></table:table-row></table:table>"
+               b"</office:spreadsheet></office:body></office:document-content>")
+    doc = parse_document(_ods_with_content(content), source="h.ods")
+    assert [s.sheet for s in doc.sections] == ["Shown"]
+    assert doc.metadata["hidden_sheets"] == ["Lookup"] and "hidden value" not in doc.text
+
+
 def test_odt_headings_paragraphs_lists_tables_and_metadata() -> None:
     data = build_odt([("h1", "Introduction"), ("p", "Freki indexes OpenDocument files."),
                       ("list", ["first item", "second item"]), ("h2", "Figures"),
