@@ -32,11 +32,13 @@ def parse_msg(
         message = extract_msg.openMsg(data, strict=False)
     except (ExMsgBaseException, OSError, ValueError, IndexError, KeyError, EOFError) as exc:
         raise CorruptDocument(f"MSG is corrupt or not an Outlook message: {name} ({exc})", source=source) from exc
-    try:
-        mail = _mail(message)
+    try:  # embedded messages are read from the open file, so the whole message is assembled before closing it
+        return mail_document(_mail(message), source=source, limits=limits, parse_part=parse_part, depth=depth,
+                             kind="msg")
     except (ExMsgBaseException, OSError, ValueError, IndexError, KeyError, EOFError) as exc:
         raise CorruptDocument(f"MSG is corrupt: {name} cannot be read ({exc})", source=source) from exc
-    return mail_document(mail, source=source, limits=limits, parse_part=parse_part, depth=depth, kind="msg")
+    finally:
+        message.close()
 
 
 def _mail(message: Any) -> Mail:
