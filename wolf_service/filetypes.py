@@ -12,7 +12,7 @@ import fnmatch
 from collections.abc import Iterable
 from pathlib import PurePath, PurePosixPath
 
-SUPPORTED = ("text", "markdown", "html", "pdf", "docx")
+SUPPORTED = ("text", "markdown", "html", "pdf", "docx", "pptx", "xlsx", "ods", "odt", "epub", "eml", "msg")
 
 EXTENSIONS: dict[str, str] = {
     ".txt": "text", ".text": "text", ".log": "text", ".rst": "text",
@@ -20,11 +20,13 @@ EXTENSIONS: dict[str, str] = {
     ".html": "html", ".htm": "html", ".xhtml": "html",
     ".pdf": "pdf",
     ".docx": "docx",
+    ".pptx": "pptx", ".xlsx": "xlsx", ".xlsm": "xlsx", ".ods": "ods", ".odt": "odt", ".epub": "epub",
+    ".eml": "eml", ".msg": "msg",
 }
 # Formats people commonly try; naming them gives a more useful error than "unrecognised".
 KNOWN_UNSUPPORTED: dict[str, str] = {
-    ".doc": "legacy Word .doc", ".xls": "Excel", ".xlsx": "Excel", ".ppt": "PowerPoint",
-    ".pptx": "PowerPoint", ".odt": "OpenDocument", ".rtf": "RTF", ".epub": "EPUB",
+    ".doc": "legacy Word .doc", ".xls": "legacy Excel .xls", ".ppt": "legacy PowerPoint .ppt",
+    ".odp": "OpenDocument presentation", ".rtf": "RTF", ".mobi": "Kindle e-book",
     ".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image", ".zip": "zip archive",
 }
 # Hidden files and folders, editor swap and backup files, partial downloads, dependency folders.

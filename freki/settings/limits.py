@@ -40,3 +40,12 @@ class LimitsSettings(BaseModel):
     max_filters: int = Field(32, ge=1, le=1024)
     max_filter_values: int = Field(1024, ge=1, le=100_000)
     max_document_ids: int = Field(1024, ge=1, le=100_000)
+    # Office formats, e-mail, e-books (docs/decisions/0101-office-email-ebook-formats.md): slides of a
+    # presentation; stored cells of a spreadsheet, all sheets together; attachments of an e-mail parsed (the
+    # rest are listed, not parsed), the bytes of one attachment, and how deep e-mails attached to e-mails
+    # are parsed.
+    pptx_max_slides: int = Field(1_000, ge=1)
+    spreadsheet_max_cells: int = Field(200_000, ge=1)
+    mail_max_attachments: int = Field(20, ge=0, le=10_000)
+    mail_max_attachment_bytes: int = Field(25 * MIB, ge=1)
+    mail_max_depth: int = Field(1, ge=0, le=8)

@@ -30,6 +30,12 @@ class ParseLimits:
     yaml_max_keys: int = 1_000
     html_max_depth: int = 512
     max_links: int = 1_000
+    # Office formats, e-mail, e-books
+    pptx_max_slides: int = 1_000
+    spreadsheet_max_cells: int = 200_000
+    mail_max_attachments: int = 20
+    mail_max_attachment_bytes: int = 25 * MIB
+    mail_max_depth: int = 1
 
 
 # A member's compression ratio is judged only past this size: tiny members (styles, rels) compress far.

@@ -14,7 +14,6 @@ from freki.ingest.parsing import (
     CorruptDocument,
     EmptyDocument,
     EncryptedDocument,
-    UnsupportedFormat,
     parse_document,
 )
 
@@ -171,11 +170,15 @@ def test_docx_with_broken_xml_is_a_clear_error() -> None:
 
 
 def test_password_protected_docx_is_reported_as_encrypted() -> None:
-    ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 512
-    with pytest.raises(EncryptedDocument, match="DOCX is encrypted or is a legacy .doc file"):
-        parse_document(ole, source="locked.docx")
-    with pytest.raises(UnsupportedFormat, match="legacy Office"):
-        parse_document(ole, source="upload")
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    locked = io.BytesIO()
+    OOXMLFile(io.BytesIO(build_docx())).encrypt("s3cret", locked)
+    for source in ("locked.docx", "upload"):
+        with pytest.raises(EncryptedDocument, match="is a password-protected Office file"):
+            parse_document(locked.getvalue(), source=source)
+    with pytest.raises(CorruptDocument, match="damaged OLE compound file"):
+        parse_document(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 512, source="locked.docx")
 
 
 def test_docx_with_damaged_compressed_data_is_a_clear_error() -> None:
