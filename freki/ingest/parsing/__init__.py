@@ -24,8 +24,10 @@ from freki.ingest.parsing.errors import (
 )
 from freki.ingest.parsing.guards import ParseLimits, check_plain_bytes, check_text_chars, check_zip
 from freki.ingest.parsing.html import parse_html
+from freki.ingest.parsing.images import parse_image
 from freki.ingest.parsing.markdown import parse_markdown
-from freki.ingest.parsing.pdf import parse_pdf
+from freki.ingest.parsing.ocr import OcrProgress
+from freki.ingest.parsing.scans import parse_pdf_with_ocr
 from freki.ingest.parsing.text import parse_text
 
 __all__ = [
@@ -48,7 +50,7 @@ __all__ = [
 
 def parse_document(
     data: str | bytes, *, source: str = "", content_type: str = "", max_bytes: int | None = None,
-    limits: ParseLimits | None = None,
+    limits: ParseLimits | None = None, on_ocr_page: OcrProgress | None = None,
 ) -> ParsedDocument:
     """Parse a document of any supported type.
 
@@ -59,6 +61,7 @@ def parse_document(
         max_bytes: Reject documents larger than this many bytes (None = no limit).
         limits: Limits on what parsing may produce and on hostile structure (``ParseLimits()`` if None).
             Run untrusted input through ``freki.ingest.sandbox`` too, which bounds memory and time.
+        on_ocr_page: Called with each page number before it is OCR'd (scanned PDF pages, images).
 
     Returns:
         The parsed document. Its title falls back to the source's file name stem.
@@ -72,7 +75,7 @@ def parse_document(
     if max_bytes is not None and size > max_bytes:
         raise DocumentTooLarge(size, max_bytes, source=source)
     kind = detect_content_type(data, source=source, content_type=content_type)
-    if kind in ("pdf", "docx"):
+    if kind in ("pdf", "docx", "image"):
         if not isinstance(data, bytes):
             raise UnsupportedFormat(
                 f"{kind.upper()} document {describe_source(source)} was sent as text; send the raw file "
@@ -81,7 +84,12 @@ def parse_document(
             )
         if kind == "docx":
             check_zip(data, limits, source=source)
-        document = parse_pdf(data, source=source) if kind == "pdf" else parse_docx(data, source=source)
+        if kind == "pdf":
+            document = parse_pdf_with_ocr(data, source=source, limits=limits, on_progress=on_ocr_page)
+        elif kind == "image":
+            document = parse_image(data, source=source, limits=limits, on_progress=on_ocr_page)
+        else:
+            document = parse_docx(data, source=source)
     elif kind == "markdown":
         document = parse_markdown(data, source=source, limits=limits)
     elif kind == "html":

@@ -18,12 +18,17 @@ _DECLARED: dict[str, str] = {
     "pdf": "pdf", "application/pdf": "pdf", "application/x-pdf": "pdf",
     "docx": "docx",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    # Images (OCR)
+    "image": "image", "image/png": "image", "image/jpeg": "image", "image/jpg": "image", "image/tiff": "image",
+    "image/webp": "image", "image/bmp": "image", "image/x-ms-bmp": "image",
 }
+# Image signatures (OCR): PNG, JPEG, TIFF little/big endian, BMP (with its reserved header bytes zero).
+_IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
 _MARKDOWN_HINT = re.compile(r"^(?:#{1,6} \S|```|\s*[-*] \S.*\n\s*[-*] \S)", re.MULTILINE)
 
 
 def detect_content_type(data: str | bytes, *, source: str = "", content_type: str = "") -> str:
-    """Normalised short type ("text", "markdown", "html", "pdf", "docx") of a document.
+    """Normalised short type ("text", "markdown", "html", "pdf", "docx", "image") of a document.
 
     Args:
         data: The content.
@@ -60,6 +65,8 @@ def sniff_content_type(data: str | bytes, *, source: str = "") -> str:
     if isinstance(data, bytes):
         if b"%PDF-" in data[:1024]:
             return "pdf"
+        if _is_image(data):
+            return "image"
         if data.startswith(b"PK\x03\x04"):
             if _is_docx(data):
                 return "docx"
@@ -82,6 +89,14 @@ def sniff_content_type(data: str | bytes, *, source: str = "") -> str:
     if lowered.startswith("---\n") or _MARKDOWN_HINT.search(head):
         return "markdown"
     return "text"
+
+
+def _is_image(data: bytes) -> bool:
+    if data.startswith(_IMAGE_MAGIC):
+        return True
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return True
+    return data[:2] == b"BM" and len(data) >= 26 and data[6:10] == b"\x00\x00\x00\x00"
 
 
 def _is_docx(data: bytes) -> bool:
