@@ -40,7 +40,7 @@ def texts(pages: int) -> list[tuple[str, str]]:
 def run_tesseract(image: object) -> str:
     import pytesseract
 
-    return str(pytesseract.image_to_string(image, lang="eng+deu"))
+    return str(pytesseract.image_to_string(image, lang="deu+eng"))
 
 
 _RAPID: list[object] = []

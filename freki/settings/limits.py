@@ -50,4 +50,4 @@ class LimitsSettings(BaseModel):
     ocr_dpi: int = Field(300, ge=72, le=1200)
     ocr_seconds_per_page: float = Field(60.0, gt=0.0, le=3600.0)
     ocr_min_confidence: float = Field(60.0, ge=0.0, le=100.0)
-    ocr_languages: str = Field("eng+deu", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
+    ocr_languages: str = Field("deu+eng", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")

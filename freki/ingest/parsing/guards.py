@@ -38,7 +38,7 @@ class ParseLimits:
     ocr_dpi: int = 300
     ocr_seconds_per_page: float = 60.0
     ocr_min_confidence: float = 60.0
-    ocr_languages: str = "eng+deu"
+    ocr_languages: str = "deu+eng"
 
 
 # A member's compression ratio is judged only past this size: tiny members (styles, rels) compress far.
