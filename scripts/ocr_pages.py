@@ -49,6 +49,24 @@ def render_page(text: str, dpi: int, *, font_path: Path = FONT) -> Image.Image:
     return image
 
 
+def render_pages(text: str, dpi: int, *, font_path: Path = FONT) -> list[Image.Image]:
+    """``text`` word-wrapped onto as many greyscale pages as it needs."""
+    width, height = int(PAGE_INCHES[0] * dpi), int(PAGE_INCHES[1] * dpi)
+    margin = int(MARGIN_INCHES * dpi)
+    font = ImageFont.truetype(str(font_path), size=round(POINTS * dpi / 72))
+    line_height = round(POINTS * 1.45 * dpi / 72)
+    rows = (height - 2 * margin) // line_height
+    lines = wrap(text, font, width - 2 * margin)
+    pages: list[Image.Image] = []
+    for start in range(0, max(len(lines), 1), rows):
+        image = Image.new("L", (width, height), 255)
+        draw = ImageDraw.Draw(image)
+        for row, line in enumerate(lines[start:start + rows]):
+            draw.text((margin, margin + row * line_height), line, font=font, fill=0)
+        pages.append(image)
+    return pages
+
+
 def wrap(text: str, font: ImageFont.FreeTypeFont, max_width: int) -> list[str]:
     """Greedy word wrap by the font's real advance widths."""
     lines: list[str] = []
@@ -75,10 +93,11 @@ def fitted_text(text: str, dpi: int = 300) -> str:
     return " ".join(wrap(text, font, width - 2 * margin)[:rows])
 
 
-def png_bytes(image: Image.Image) -> bytes:
-    """The image as PNG bytes."""
+def image_file(images: list[Image.Image], fmt: str) -> bytes:
+    """The pages as one image file (PNG for one page; TIFF holds several)."""
     out = io.BytesIO()
-    image.save(out, format="PNG")
+    first, *rest = images
+    first.save(out, format=fmt, **({"save_all": True, "append_images": rest} if rest else {}))
     return out.getvalue()
 
 

@@ -13,6 +13,7 @@ from freki.ingest.parsing import (
     EmptyDocument,
     LimitExceeded,
     ParseLimits,
+    UnsupportedFormat,
     detect_content_type,
     parse_document,
 )
@@ -161,3 +162,17 @@ def test_ocr_runs_in_the_real_sandbox_and_each_page_earns_its_own_time() -> None
         assert caught.value.setting == "limits.ocr_max_pixels"
     finally:
         sandbox.close()
+
+
+def test_a_language_pack_that_is_not_installed_is_named() -> None:
+    with pytest.raises(UnsupportedFormat, match=r"OCR failed on page 1 .*\(languages 'klingon', limits.ocr_languages\)"):
+        parse_document(encode([text_image(HERON)], "PNG"), source="scan.png",
+                       limits=ParseLimits(ocr_languages="klingon"))
+
+
+def test_a_server_without_tesseract_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pytesseract
+
+    monkeypatch.setattr(pytesseract.pytesseract, "tesseract_cmd", "/nonexistent/tesseract")
+    with pytest.raises(UnsupportedFormat, match=r"tesseract program is not installed .*apt-get install tesseract-ocr"):
+        parse_document(encode([text_image(HERON)], "PNG"), source="scan.png")
