@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -39,6 +40,8 @@ def texts(pages: int) -> list[tuple[str, str]]:
 
 def run_tesseract(image: object) -> str:
     import pytesseract
+
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # as freki/ingest/parsing/ocr.py runs it
 
     return str(pytesseract.image_to_string(image, lang="deu+eng"))
 

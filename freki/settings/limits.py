@@ -45,7 +45,7 @@ class LimitsSettings(BaseModel):
     # OCR), pixels per page or image (checked before decoding), render dpi, Tesseract seconds per page (the
     # parser sandbox grants each recognised page this much on top of parse_timeout_s), the mean word confidence
     # (0-100) under which a page is flagged in ocr_low_confidence_pages, and Tesseract's language packs.
-    ocr_max_pages: int = Field(100, ge=0, le=10_000)
+    ocr_max_pages: int = Field(100, ge=0, le=1_000)
     ocr_max_pixels: int = Field(40_000_000, ge=10_000, le=1_000_000_000)
     ocr_dpi: int = Field(300, ge=72, le=1200)
     ocr_seconds_per_page: float = Field(60.0, gt=0.0, le=3600.0)
