@@ -76,6 +76,10 @@ def parse_limits(settings: FrekiSettings) -> ParseLimits:
         pptx_max_slides=lim.pptx_max_slides, spreadsheet_max_cells=lim.spreadsheet_max_cells,
         mail_max_attachments=lim.mail_max_attachments, mail_max_attachment_bytes=lim.mail_max_attachment_bytes,
         mail_max_depth=lim.mail_max_depth,
+        # OCR
+        ocr_max_pages=lim.ocr_max_pages, ocr_max_pixels=lim.ocr_max_pixels, ocr_dpi=lim.ocr_dpi,
+        ocr_seconds_per_page=lim.ocr_seconds_per_page, ocr_min_confidence=lim.ocr_min_confidence,
+        ocr_languages=lim.ocr_languages,
     )
 
 

@@ -49,3 +49,14 @@ class LimitsSettings(BaseModel):
     mail_max_attachments: int = Field(20, ge=0, le=10_000)
     mail_max_attachment_bytes: int = Field(25 * MIB, ge=1)
     mail_max_depth: int = Field(1, ge=0, le=8)
+    # OCR
+    # Scanned PDF pages and images (docs/decisions/0111-ocr-engine.md): pages recognised per document (0 = no
+    # OCR), pixels per page or image (checked before decoding), render dpi, Tesseract seconds per page (the
+    # parser sandbox grants each recognised page this much on top of parse_timeout_s), the mean word confidence
+    # (0-100) under which a page is flagged in ocr_low_confidence_pages, and Tesseract's language packs.
+    ocr_max_pages: int = Field(100, ge=0, le=1_000)
+    ocr_max_pixels: int = Field(40_000_000, ge=10_000, le=1_000_000_000)
+    ocr_dpi: int = Field(300, ge=72, le=1200)
+    ocr_seconds_per_page: float = Field(60.0, gt=0.0, le=3600.0)
+    ocr_min_confidence: float = Field(60.0, ge=0.0, le=100.0)
+    ocr_languages: str = Field("deu+eng", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")

@@ -32,7 +32,12 @@ _DECLARED: dict[str, str] = {
     "epub": "epub", "application/epub+zip": "epub",
     "eml": "eml", "message/rfc822": "eml",
     "msg": "msg", "application/vnd.ms-outlook": "msg", "application/x-msg": "msg",
+    # Images (OCR)
+    "image": "image", "image/png": "image", "image/jpeg": "image", "image/jpg": "image", "image/tiff": "image",
+    "image/webp": "image", "image/bmp": "image", "image/x-ms-bmp": "image",
 }
+# Image signatures (OCR): PNG, JPEG, TIFF little/big endian.
+_IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
 _MARKDOWN_HINT = re.compile(r"^(?:#{1,6} \S|```|\s*[-*] \S.*\n\s*[-*] \S)", re.MULTILINE)
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _BINARY_MAGIC = (b"PK\x03\x04", OLE_MAGIC, b"%PDF-")
@@ -104,6 +109,8 @@ def sniff_content_type(data: str | bytes, *, source: str = "") -> str:
     if isinstance(data, bytes):
         if b"%PDF-" in data[:1024]:
             return "pdf"
+        if _is_image(data):
+            return "image"
         if data.startswith(b"PK\x03\x04"):
             return _zip_kind(data, source)
         if data.startswith(OLE_MAGIC):
@@ -149,6 +156,14 @@ def refuse_ole(data: bytes, *, source: str = "", expected: str = "") -> str:
         f"{name} {what}is a legacy Office (OLE) file such as .doc, .xls or .ppt; not supported — save it as "
         ".docx, .xlsx or .pptx", source=source,
     )
+
+
+def _is_image(data: bytes) -> bool:
+    if data.startswith(_IMAGE_MAGIC):
+        return True
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return True
+    return data[:2] == b"BM" and len(data) >= 26 and data[6:10] == b"\x00\x00\x00\x00"
 
 
 def _zip_kind(data: bytes, source: str) -> str:

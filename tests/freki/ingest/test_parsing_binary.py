@@ -14,6 +14,7 @@ from freki.ingest.parsing import (
     CorruptDocument,
     EmptyDocument,
     EncryptedDocument,
+    ParseLimits,
     parse_document,
 )
 
@@ -100,9 +101,14 @@ def test_corrupt_pdf_is_a_clear_error(data: bytes) -> None:
         parse_document(data, source="broken.pdf")
 
 
-def test_pdf_without_text_layer_is_reported() -> None:
-    with pytest.raises(EmptyDocument, match=r"'scan.pdf' has no extractable text on its 2 page\(s\).*OCR"):
+def test_pdf_of_blank_pages_is_reported_after_ocr_found_nothing() -> None:
+    with pytest.raises(EmptyDocument, match=r"'scan.pdf' has no text layer and OCR found no text on its 2 page\(s\)"):
         parse_document(build_pdf([[], []]), source="scan.pdf")
+
+
+def test_pdf_without_text_layer_is_reported_when_ocr_is_off() -> None:
+    with pytest.raises(EmptyDocument, match=r"'scan.pdf' has no extractable text on its 2 page\(s\).*OCR"):
+        parse_document(build_pdf([[], []]), source="scan.pdf", limits=ParseLimits(ocr_max_pages=0))
 
 
 def build_docx() -> bytes:

@@ -51,7 +51,7 @@ def test_eml_attachments_are_parsed_under_their_name_keeping_slides_and_sheets()
     assert (sheet.sheet, sheet.heading_path) == ("Budget", ("Attachment: budget.xlsx", "Budget"))
     assert doc.metadata["attachments"] == ["roadmap.pptx", "budget.xlsx"]
     assert doc.metadata["attachments_skipped"] == ["photos.zip: an archive, not unpacked",
-                                                   "logo.png: not a supported document type"]
+                                                   "logo.png: cannot be parsed (corrupt or refused)"]
 
 
 def test_eml_attachment_limits_are_named_and_the_rest_listed() -> None:
@@ -109,7 +109,7 @@ def test_msg_headers_body_and_attachments() -> None:
     assert [s.heading_path for s in doc.sections] == [(), ("Attachment: notes.txt",), ("Attachment: Inner.msg",)]
     assert doc.sections[0].text == "Hello Bob, the msg body."
     assert doc.sections[2].text == "Attachment: Inner.msg\n\ninner message body"
-    assert doc.metadata["attachments_skipped"] == ["logo.png: not a supported document type"]
+    assert doc.metadata["attachments_skipped"] == ["logo.png: cannot be parsed (corrupt or refused)"]
 
 
 def test_msg_nesting_and_attachment_count_limits() -> None:
