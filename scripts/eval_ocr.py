@@ -9,7 +9,7 @@
    asked of both. Reports nDCG@10 of each and the OCR pages/s of the scanned indexing (parser sandbox,
    ``limits.parse_workers`` workers).
 
-    python scripts/eval_ocr.py                       # ~10-15 min on 2 cores
+    python scripts/eval_ocr.py                       # ~15 min on 2 idle cores, ~28 on a busy box
     python scripts/eval_ocr.py --docs 100 --queries 30 --cer-docs 10
 """
 

@@ -40,8 +40,12 @@ def parse_pdf_with_ocr(
         no_text_layer: EmptyDocument | None = None
     except EmptyDocument as exc:
         document, no_text_layer = None, exc
-    layer = {s.page: s for s in document.sections} if document is not None else {}
-    if document is not None and all(len(s.text) >= SCANNED_PAGE_MAX_CHARS for s in layer.values()) \
+    # Characters of text layer per page (a page may hold several sections: headings, tables).
+    layer: dict[int, int] = {}
+    for section in document.sections if document is not None else []:
+        if section.page is not None:
+            layer[section.page] = layer.get(section.page, 0) + len(section.text)
+    if document is not None and all(chars >= SCANNED_PAGE_MAX_CHARS for chars in layer.values()) \
             and str(len(layer)) == document.metadata.get("pages"):
         return document  # every page has a real text layer: nothing to recognise
     if limits.ocr_max_pages == 0:
@@ -60,7 +64,7 @@ def parse_pdf_with_ocr(
     try:
         scanned = [
             number for number in range(1, len(pdf) + 1)
-            if len(layer[number].text if number in layer else "") < SCANNED_PAGE_MAX_CHARS
+            if layer.get(number, 0) < SCANNED_PAGE_MAX_CHARS
             and (document is None or _image_share(pdf[number - 1]) >= SCANNED_PAGE_MIN_IMAGE_SHARE)
         ]
         if not scanned and document is not None:

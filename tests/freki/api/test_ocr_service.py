@@ -51,3 +51,23 @@ def test_an_image_bomb_is_refused_naming_the_limit(freki_stub) -> None:  # type:
             content_bytes=png_header_only(300_000, 300_000)), timeout=60)
     assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "limits.ocr_max_pixels" in caught.value.details()
+
+
+def test_a_watched_folder_indexes_scans_and_lists_a_bomb_with_its_limit(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
+    from tests.freki.watch.conftest import settle, start_watched
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "heron.png").write_bytes(encode([text_image(HERON)], "PNG"))
+    (folder / "otter.pdf").write_bytes(encode([text_image(OTTER)], "PDF", resolution=300.0))
+    (folder / "bomb.png").write_bytes(png_header_only(300_000, 300_000))
+    bundle, stop = start_watched(folder, tmp_path / "data", embedder)
+    try:
+        settle(bundle.watcher, timeout=180)
+        assert bundle.doc_ids() == {"docs/heron.png", "docs/otter.pdf"}
+        skipped = {s.path.rsplit("/", 1)[-1]: s.reason for s in bundle.status().watch_folders[0].skipped}
+        assert "limits.ocr_max_pixels" in skipped["bomb.png"], skipped
+        top = bundle.search("Where does the grey heron nest?")[0]
+        assert top.document_id == "docs/heron.png" and top.metadata["page"] == "1"
+    finally:
+        stop()
