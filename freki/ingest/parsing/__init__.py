@@ -32,12 +32,13 @@ from freki.ingest.parsing.errors import (
 )
 from freki.ingest.parsing.guards import ParseLimits, check_plain_bytes, check_text_chars, check_zip
 from freki.ingest.parsing.html import parse_html
-from freki.ingest.parsing.mail import PartParser, parse_eml
+from freki.ingest.parsing.mail import PartParser
 from freki.ingest.parsing.markdown import parse_markdown
 from freki.ingest.parsing.odt import parse_odt
 from freki.ingest.parsing.outlook import parse_msg
 from freki.ingest.parsing.pdf import parse_pdf
 from freki.ingest.parsing.pptx import parse_pptx
+from freki.ingest.parsing.rfc822 import parse_eml
 from freki.ingest.parsing.spreadsheet import parse_ods, parse_xlsx
 from freki.ingest.parsing.text import parse_text
 
