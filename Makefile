@@ -7,7 +7,7 @@ PIP := $(PY) -m pip
 PROTO_SRC := $(wildcard protos/wolf/v1/*.proto)
 STAMP := $(VENV)/.installed
 
-.PHONY: install protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-answers llama-server base-image image container-test clean
+.PHONY: install protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-formats eval-answers llama-server base-image image container-test clean
 
 install: $(STAMP)
 
@@ -60,6 +60,10 @@ bench: install
 
 eval: install
 	$(PY) scripts/eval_retrieval.py
+
+# Every document format round-trips SciFact sentences through a real Freki; large documents in the sandbox.
+eval-formats: install
+	$(PY) scripts/eval_formats.py --big
 
 # Answer quality (scripts/eval_answers.py) with the embedded model, and through a real Ollama-protocol
 # server: ollama-proxy-plus in front of llama.cpp's llama-server (grammar-enforced JSON), built below.
