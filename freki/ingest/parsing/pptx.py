@@ -80,7 +80,10 @@ def _reading_order(shapes: Any) -> list[Any]:
 
 
 def _shape_paragraphs(shape: Any) -> Iterator[str]:
-    if shape.shape_type is not None and int(shape.shape_type) == 6:  # MSO_SHAPE_TYPE.GROUP
+    from pptx.shapes.group import GroupShape
+
+    # isinstance, not shape_type: python-pptx raises on shape types it does not recognise.
+    if isinstance(shape, GroupShape):
         for inner in _reading_order(shape.shapes):
             yield from _shape_paragraphs(inner)
         return
