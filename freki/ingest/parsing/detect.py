@@ -156,7 +156,7 @@ def _zip_kind(data: bytes, source: str) -> str:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
             mimetype = archive.read("mimetype")[:100].decode("ascii", "ignore").strip() if "mimetype" in names else ""
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError):
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError, NotImplementedError):
         # A truncated package still names its first members near the start; let that format's parser say
         # it is corrupt.
         head = data[:65536]

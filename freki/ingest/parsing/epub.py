@@ -57,7 +57,8 @@ def parse_epub(data: bytes, *, source: str = "", limits: ParseLimits | None = No
         metadata = _metadata(book)
     except DocumentError:
         raise
-    except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, ValueError, OSError, epub.EpubException) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, ValueError, OSError, NotImplementedError,
+            epub.EpubException) as exc:
         raise CorruptDocument(f"EPUB is corrupt or incomplete: {name} cannot be read ({exc})", source=source) from exc
     except Exception as exc:
         if type(exc).__module__.startswith("lxml"):

@@ -43,7 +43,8 @@ def parse_pptx(data: bytes, *, source: str = "", limits: ParseLimits | None = No
             )
         sections = [_slide_section(number, slide) for number, slide in enumerate(slides, start=1)]
         metadata = _core_properties(presentation)
-    except (zipfile.BadZipFile, zlib.error, EOFError, PackageNotFoundError, KeyError, ValueError, OSError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, PackageNotFoundError, KeyError, ValueError, OSError,
+            NotImplementedError) as exc:
         raise CorruptDocument(f"PPTX is corrupt or truncated: {name} cannot be read ({exc})", source=source) from exc
     except Exception as exc:
         if type(exc).__module__.startswith("lxml"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import email
 import email.policy
 from collections.abc import Iterator
+from email.errors import HeaderParseError
 from email.header import decode_header, make_header
 from email.message import Message
 from email.parser import BytesHeaderParser
@@ -47,7 +48,7 @@ def parse_eml(
             f"e-mail {describe_source(source)} is encrypted (S/MIME or PGP); index a decrypted copy", source=source,
         )
     body = _body_part(message)
-    mail = Mail(metadata=_headers(headers), attachments=list(_attachments(message, body)))
+    mail = Mail(metadata=_headers(headers, message), attachments=list(_attachments(message, body)))
     if body is not None:
         if body.get_content_type() == "text/plain":
             mail.plain = _text(body)
@@ -56,23 +57,40 @@ def parse_eml(
     return mail_document(mail, source=source, limits=limits, parse_part=parse_part, depth=depth)
 
 
-def _headers(headers: Any) -> Metadata:
+def _headers(headers: Any, raw: Message) -> Metadata:
     metadata: Metadata = {}
     for header, key in (("from", "from"), ("subject", "subject"), ("message-id", "message_id")):
-        value = clean_inline(str(headers.get(header, "") or ""))
+        value = clean_inline(str(_header(headers, raw, header) or ""))
         if value:
             metadata[key] = value.strip("<>") if key == "message_id" else value
     for header in ("to", "cc"):
-        addresses = _addresses(headers.get(header))
+        addresses = _addresses(_header(headers, raw, header))
         if addresses:
             metadata[header] = addresses
-    date = headers.get("date")
+    date = _header(headers, raw, "date")
     stamp = getattr(date, "datetime", None)
     if stamp is not None:
         metadata["date"] = stamp.isoformat()
     elif date:
         metadata["date"] = clean_inline(str(date))
     return metadata
+
+
+def _header(headers: Any, raw: Message, name: str) -> Any:
+    """A header as ``policy.default`` parses it, or its raw text where the stdlib's parser fails on it."""
+    try:
+        return headers.get(name)
+    except (IndexError, ValueError, TypeError, AttributeError, HeaderParseError):
+        value = raw.get(name)
+        return None if value is None else _decoded(str(value))
+
+
+def _decoded(value: str) -> str:
+    """RFC 2047 encoded words decoded, or the text as it is when they are malformed."""
+    try:
+        return str(make_header(decode_header(value)))
+    except (ValueError, LookupError, UnicodeError, HeaderParseError):
+        return value
 
 
 def _addresses(header: Any) -> list[str]:
@@ -116,11 +134,7 @@ def _text(part: Message) -> str:
 
 
 def _filename(part: Message) -> str:
-    name = part.get_filename() or ""
-    try:
-        return clean_inline(str(make_header(decode_header(name))))  # RFC 2047 encoded words
-    except (ValueError, LookupError, UnicodeError):
-        return clean_inline(name)
+    return clean_inline(_decoded(part.get_filename() or ""))
 
 
 def _attachments(message: Message, body: Message | None) -> Iterator[Attachment]:
@@ -134,7 +148,7 @@ def _attachments(message: Message, body: Message | None) -> Iterator[Attachment]
         if content_type == "message/rfc822" and part is not message:
             inner = part.get_payload(0) if isinstance(part.get_payload(), list) else None
             if isinstance(inner, Message):
-                subject = clean_inline(str(make_header(decode_header(str(inner.get("subject", "") or "")))))
+                subject = clean_inline(_decoded(str(inner.get("subject", "") or "")))
                 yield Attachment(name=_filename(part) or f"{subject or 'message'}.eml", data=inner.as_bytes(),
                                  content_type="message/rfc822")
         elif part.is_multipart():
