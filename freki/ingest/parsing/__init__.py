@@ -15,6 +15,7 @@ from freki.ingest.parsing.detect import (
     detect_content_type,
     is_declared_type,
     refuse_ole,
+    refuse_zip_encryption,
 )
 from freki.ingest.parsing.document import ParsedDocument, Section
 from freki.ingest.parsing.docx import parse_docx
@@ -127,6 +128,7 @@ def _parse_binary(kind: str, data: bytes, source: str, limits: ParseLimits, dept
         if data.startswith(OLE_MAGIC):  # a password-protected Office file is an OLE file, whatever its name
             refuse_ole(data, source=source, expected=kind)
         check_zip(data, limits, source=source)
+        refuse_zip_encryption(data, source=source)
     if kind == "pdf":
         return parse_pdf(data, source=source)
     if kind == "docx":

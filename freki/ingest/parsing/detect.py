@@ -151,6 +151,24 @@ def refuse_ole(data: bytes, *, source: str = "", expected: str = "") -> str:
     )
 
 
+def refuse_zip_encryption(data: bytes, *, source: str = "") -> None:
+    """Refuse a zip package whose members are zip-encrypted (flag bit 0): no Office format uses that, and
+    ``zipfile`` would stop at the first such member asking for a password.
+
+    Raises:
+        EncryptedDocument: A member is encrypted.
+    """
+    try:
+        members = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError):
+        return  # the format's parser reports it as corrupt
+    if any(member.flag_bits & 0x1 for member in members):
+        raise EncryptedDocument(
+            f"{describe_source(source)} is a password-protected zip archive; index an unencrypted copy",
+            source=source,
+        )
+
+
 def _zip_kind(data: bytes, source: str) -> str:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
