@@ -218,6 +218,21 @@ def test_xlsx_with_malformed_sheet_xml_is_corrupt() -> None:
         parse_document(out.getvalue(), source="broken.xlsx")
 
 
+def test_epub2_chapter_titles_come_from_the_ncx() -> None:
+    """An EPUB 2 book has no navigation document: the NCX names the chapters."""
+    source = zipfile.ZipFile(io.BytesIO(build_epub([("Prologue", "<p>Before it all began.</p>")])))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for item in source.infolist():
+            body = source.read(item)
+            if item.filename == "EPUB/content.opf":
+                body = re.sub(rb'<item href="nav.xhtml"[^>]*/>|<itemref idref="nav"/>', b"", body)
+            if item.filename != "EPUB/nav.xhtml":
+                target.writestr(item, body)
+    doc = parse_document(out.getvalue(), source="old.epub")
+    assert [(s.heading, s.text) for s in doc.sections] == [("Prologue", "Prologue\n\nBefore it all began.")]
+
+
 @pytest.mark.parametrize(("name", "data"), [
     ("deck.pptx", build_pptx(DECK)), ("book.xlsx", build_xlsx({"S": [["a"]]})), ("b.ods", build_ods({"S": [["a"]]})),
     ("r.odt", build_odt([("p", "text")])), ("t.epub", build_epub([("One", "<p>x</p>")])),
