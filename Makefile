@@ -7,7 +7,7 @@ PIP := $(PY) -m pip
 PROTO_SRC := $(wildcard protos/wolf/v1/*.proto)
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-packages test-packages eval-ocr protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-answers llama-server base-image image container-test clean
+.PHONY: install system-packages test-packages eval-ocr protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-formats eval-answers llama-server base-image image container-test clean
 
 install: system-packages $(STAMP)
 
@@ -79,6 +79,10 @@ eval-ocr: install test-packages
 	$(PIP) install --quiet -e '.[dev,ocr-eval]'
 	$(PY) scripts/compare_ocr_engines.py
 	$(PY) scripts/eval_ocr.py
+
+# Every document format round-trips SciFact sentences through a real Freki; large documents in the sandbox.
+eval-formats: install
+	$(PY) scripts/eval_formats.py --big
 
 # Answer quality (scripts/eval_answers.py) with the embedded model, and through a real Ollama-protocol
 # server: ollama-proxy-plus in front of llama.cpp's llama-server (grammar-enforced JSON), built below.

@@ -15,6 +15,7 @@ from freki.ingest.parsing.detect import (
     detect_content_type,
     is_declared_type,
     refuse_ole,
+    refuse_zip_encryption,
 )
 from freki.ingest.parsing.document import ParsedDocument, Section
 from freki.ingest.parsing.docx import parse_docx
@@ -33,12 +34,13 @@ from freki.ingest.parsing.errors import (
 from freki.ingest.parsing.guards import ParseLimits, check_plain_bytes, check_text_chars, check_zip
 from freki.ingest.parsing.html import parse_html
 from freki.ingest.parsing.images import parse_image
-from freki.ingest.parsing.mail import PartParser, parse_eml
+from freki.ingest.parsing.mail import PartParser
 from freki.ingest.parsing.markdown import parse_markdown
 from freki.ingest.parsing.ocr import OcrProgress
 from freki.ingest.parsing.odt import parse_odt
 from freki.ingest.parsing.outlook import parse_msg
 from freki.ingest.parsing.pptx import parse_pptx
+from freki.ingest.parsing.rfc822 import parse_eml
 from freki.ingest.parsing.scans import parse_pdf_with_ocr
 from freki.ingest.parsing.spreadsheet import parse_ods, parse_xlsx
 from freki.ingest.parsing.text import parse_text
@@ -133,6 +135,7 @@ def _parse_binary(
         if data.startswith(OLE_MAGIC):  # a password-protected Office file is an OLE file, whatever its name
             refuse_ole(data, source=source, expected=kind)
         check_zip(data, limits, source=source)
+        refuse_zip_encryption(data, source=source)
     if kind == "pdf":
         return parse_pdf_with_ocr(data, source=source, limits=limits, on_progress=on_ocr_page)
     if kind == "image":

@@ -166,12 +166,30 @@ def _is_image(data: bytes) -> bool:
     return data[:2] == b"BM" and len(data) >= 26 and data[6:10] == b"\x00\x00\x00\x00"
 
 
+def refuse_zip_encryption(data: bytes, *, source: str = "") -> None:
+    """Refuse a zip package whose members are zip-encrypted (flag bit 0): no Office format uses that, and
+    ``zipfile`` would stop at the first such member asking for a password.
+
+    Raises:
+        EncryptedDocument: A member is encrypted.
+    """
+    try:
+        members = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError):
+        return  # the format's parser reports it as corrupt
+    if any(member.flag_bits & 0x1 for member in members):
+        raise EncryptedDocument(
+            f"{describe_source(source)} is a password-protected zip archive; index an unencrypted copy",
+            source=source,
+        )
+
+
 def _zip_kind(data: bytes, source: str) -> str:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
             mimetype = archive.read("mimetype")[:100].decode("ascii", "ignore").strip() if "mimetype" in names else ""
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError):
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError, NotImplementedError):
         # A truncated package still names its first members near the start; let that format's parser say
         # it is corrupt.
         head = data[:65536]

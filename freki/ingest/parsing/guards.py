@@ -61,7 +61,7 @@ def check_zip(data: bytes, limits: ParseLimits, *, source: str = "") -> None:
     name = describe_source(source)
     try:
         members = zipfile.ZipFile(io.BytesIO(data)).infolist()
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):  # e.g. an unknown zip version
         return
     if len(members) > limits.zip_max_members:
         raise LimitExceeded(

@@ -1,4 +1,5 @@
-"""E-mail (.eml, and Outlook .msg through ``outlook``): headers as metadata, the body, parsed attachments.
+"""E-mail, whatever its file format (``rfc822`` reads .eml, ``outlook`` .msg): headers as metadata, the body,
+parsed attachments.
 
 The body is the plain-text part when there is one, else the HTML part through the HTML parser. Each
 attachment of a supported type is parsed like a document of its own (same limits) and its sections are
@@ -11,16 +12,11 @@ own parser.
 
 from __future__ import annotations
 
-import email
-import email.policy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from email.message import EmailMessage, Message, MIMEPart
-from typing import Any
 
 from freki.ingest.parsing.document import Metadata, ParsedDocument, Section, build_document
 from freki.ingest.parsing.errors import (
-    CorruptDocument,
     DocumentError,
     EmptyDocument,
     EncryptedDocument,
@@ -30,7 +26,7 @@ from freki.ingest.parsing.errors import (
 )
 from freki.ingest.parsing.guards import ParseLimits
 from freki.ingest.parsing.html import parse_html
-from freki.ingest.parsing.text import clean_inline, parse_text
+from freki.ingest.parsing.text import parse_text
 
 # Parses one attachment: (bytes, file name, declared MIME type, nesting depth) -> document.
 PartParser = Callable[[bytes, str, str, int], ParsedDocument]
@@ -68,22 +64,6 @@ def check_depth(depth: int, limits: ParseLimits, source: str) -> None:
             f"e-mail {describe_source(source)} is nested {depth} e-mails deep; the limit is "
             f"{limits.mail_max_depth} (limits.mail_max_depth)", setting="limits.mail_max_depth", source=source,
         )
-
-
-def parse_eml(
-    data: bytes, *, source: str, limits: ParseLimits, parse_part: PartParser, depth: int = 0,
-) -> ParsedDocument:
-    """Parse an RFC 822 (.eml) message.
-
-    Raises:
-        LimitExceeded: The message is nested deeper than ``limits.mail_max_depth``.
-        EmptyDocument: Neither the body nor any attachment holds text.
-    """
-    check_depth(depth, limits, source)
-    message = email.message_from_bytes(data, policy=email.policy.default)
-    if not isinstance(message, EmailMessage) or not message.keys():
-        raise CorruptDocument(f"{describe_source(source)} has no e-mail headers", source=source)
-    return mail_document(_eml_mail(message), source=source, limits=limits, parse_part=parse_part, depth=depth)
 
 
 def mail_document(
@@ -165,74 +145,3 @@ def _body_sections(mail: Mail, source: str, limits: ParseLimits) -> list[Section
     if mail.html.strip():
         return list(parse_html(mail.html, source=source, limits=limits).sections)
     return []
-
-
-# -- RFC 822 ---------------------------------------------------------------------------------------------
-def _eml_mail(message: EmailMessage) -> Mail:
-    metadata: Metadata = {}
-    for header, key in (("from", "from"), ("subject", "subject"), ("message-id", "message_id")):
-        value = clean_inline(str(message.get(header, "") or ""))
-        if value:
-            metadata[key] = value.strip("<>") if key == "message_id" else value
-    for header in ("to", "cc"):
-        addresses = _addresses(message.get(header))
-        if addresses:
-            metadata[header] = addresses
-    date = message.get("date")
-    stamp = getattr(date, "datetime", None)
-    if stamp is not None:
-        metadata["date"] = stamp.isoformat()
-    elif date:
-        metadata["date"] = clean_inline(str(date))
-    body = message.get_body(preferencelist=("plain", "html"))
-    mail = Mail(metadata=metadata)
-    if body is not None:
-        text = _part_text(body)
-        if body.get_content_type() == "text/plain":
-            mail.plain = text
-        else:
-            mail.html = text
-    mail.attachments = list(_eml_attachments(message, body))
-    return mail
-
-
-def _addresses(header: Any) -> list[str]:
-    if header is None:
-        return []
-    try:
-        return [clean_inline(str(address)) for address in header.addresses if str(address).strip()]
-    except (AttributeError, ValueError, IndexError):
-        return [part for part in (clean_inline(p) for p in str(header).split(",")) if part]
-
-
-def _part_text(part: MIMEPart) -> str:
-    try:
-        content = part.get_content()
-    except (LookupError, ValueError, AssertionError):  # an unknown or lying charset
-        payload = part.get_payload(decode=True)
-        content = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
-    return content if isinstance(content, str) else ""
-
-
-def _eml_attachments(message: MIMEPart, body: MIMEPart | None) -> Iterator[Attachment]:
-    """Attachments in MIME order: files, and e-mails forwarded as attachments (``message/rfc822``)."""
-    if not message.is_multipart():
-        return
-    for part in message.iter_parts():
-        if part is body:
-            continue
-        content_type = part.get_content_type()
-        name = part.get_filename() or ""
-        if content_type == "message/rfc822":
-            inner = part.get_payload(0) if isinstance(part.get_payload(), list) else None
-            if isinstance(inner, Message):
-                name = name or f"{clean_inline(str(inner.get('subject', ''))) or 'message'}.eml"
-                data = inner.as_bytes(policy=email.policy.default.clone(linesep="\n"))
-                yield Attachment(name=name, data=data, content_type="message/rfc822")
-        elif part.is_multipart():
-            yield from _eml_attachments(part, body)
-        elif part.get_content_disposition() == "attachment" or name:
-            payload = part.get_payload(decode=True)
-            data = payload if isinstance(payload, bytes) else b""
-            yield Attachment(name=name or f"attachment.{part.get_content_subtype()}", data=data,
-                             content_type=content_type)

@@ -38,7 +38,7 @@ def parse_odt(data: bytes, *, source: str = "") -> ParsedDocument:
             check_not_encrypted(archive, source)
             content = etree.fromstring(archive.read("content.xml"), parser)
             meta = etree.fromstring(archive.read("meta.xml"), parser) if "meta.xml" in archive.namelist() else None
-    except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, OSError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, OSError, ValueError, NotImplementedError) as exc:
         raise CorruptDocument(f"ODT is corrupt or truncated: {name} cannot be read ({exc})", source=source) from exc
     except etree.XMLSyntaxError as exc:
         raise CorruptDocument(f"ODT is corrupt: {name} has malformed XML ({exc})", source=source) from exc

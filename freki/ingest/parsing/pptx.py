@@ -43,7 +43,8 @@ def parse_pptx(data: bytes, *, source: str = "", limits: ParseLimits | None = No
             )
         sections = [_slide_section(number, slide) for number, slide in enumerate(slides, start=1)]
         metadata = _core_properties(presentation)
-    except (zipfile.BadZipFile, zlib.error, EOFError, PackageNotFoundError, KeyError, ValueError, OSError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, PackageNotFoundError, KeyError, ValueError, OSError,
+            NotImplementedError) as exc:
         raise CorruptDocument(f"PPTX is corrupt or truncated: {name} cannot be read ({exc})", source=source) from exc
     except Exception as exc:
         if type(exc).__module__.startswith("lxml"):
@@ -80,7 +81,10 @@ def _reading_order(shapes: Any) -> list[Any]:
 
 
 def _shape_paragraphs(shape: Any) -> Iterator[str]:
-    if shape.shape_type is not None and int(shape.shape_type) == 6:  # MSO_SHAPE_TYPE.GROUP
+    from pptx.shapes.group import GroupShape
+
+    # isinstance, not shape_type: python-pptx raises on shape types it does not recognise.
+    if isinstance(shape, GroupShape):
         for inner in _reading_order(shape.shapes):
             yield from _shape_paragraphs(inner)
         return

@@ -59,7 +59,8 @@ def parse_xlsx(data: bytes, *, source: str = "", limits: ParseLimits | None = No
     name = describe_source(source)
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    except (zipfile.BadZipFile, zlib.error, EOFError, InvalidFileException, KeyError, ValueError, OSError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, InvalidFileException, KeyError, ValueError, OSError,
+            SyntaxError, NotImplementedError) as exc:
         raise CorruptDocument(f"XLSX is corrupt or truncated: {name} cannot be read ({exc})", source=source) from exc
     sheets: list[tuple[str, bool, list[Row]]] = []
     try:
@@ -71,7 +72,9 @@ def parse_xlsx(data: bytes, *, source: str = "", limits: ParseLimits | None = No
             sheets.append((sheet.title, True, list(_counted(sheet.iter_rows(values_only=True), budget))))
         props = workbook.properties
         metadata: Metadata = {k: str(v) for k, v in (("title", props.title), ("author", props.creator)) if v}
-    except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, ValueError, TypeError, OSError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, ValueError, TypeError, OSError, SyntaxError,
+            NotImplementedError) as exc:
+        # SyntaxError: malformed sheet XML (ElementTree's and lxml's parse errors derive from it)
         raise CorruptDocument(f"XLSX is corrupt: {name} cannot be read ({exc})", source=source) from exc
     finally:
         workbook.close()
@@ -93,7 +96,7 @@ def parse_ods(data: bytes, *, source: str = "", limits: ParseLimits | None = Non
             check_not_encrypted(archive, source)
             with archive.open("content.xml") as content:
                 sheets = list(_ods_sheets(content, budget))
-    except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, OSError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, OSError, ValueError, NotImplementedError) as exc:
         raise CorruptDocument(f"ODS is corrupt or truncated: {name} cannot be read ({exc})", source=source) from exc
     except SyntaxError as exc:  # lxml's XMLSyntaxError
         raise CorruptDocument(f"ODS is corrupt: {name} has malformed XML ({exc})", source=source) from exc

@@ -66,10 +66,47 @@ ALIAS_BOMB = "\n".join([
 ]) + "\n"
 
 
+def sparse_xlsx() -> bytes:
+    """A workbook with a value in row 1 and one in row 1,000,000 (a million stored-empty rows between)."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active["A1"], book.active["A1000000"] = "top", "bottom"
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def locked_pptx() -> bytes:
+    """A password-protected deck: an OLE file holding the encrypted package."""
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    from tests.freki.ingest.office_files import build_pptx
+
+    out = io.BytesIO()
+    OOXMLFile(io.BytesIO(build_pptx([{"title": "Secret", "body": ["plans"]}]))).encrypt("s3cret", out)
+    return out.getvalue()
+
+
+def nested_eml(depth: int = 3_000) -> bytes:
+    """An e-mail whose multiparts nest ``depth`` deep."""
+    head = b"From: a@example.com\r\nSubject: deep\r\nMIME-Version: 1.0\r\n"
+    opening = b"".join(b'Content-Type: multipart/mixed; boundary="b%d"\r\n\r\n--b%d\r\n' % (i, i) for i in range(depth))
+    closing = b"".join(b"--b%d--\r\n" % i for i in reversed(range(depth)))
+    return head + opening + b"Content-Type: text/plain\r\n\r\nhello\r\n" + closing
+
+
 def cases() -> list[tuple[str, dict[str, Any], grpc.StatusCode, str]]:
     """The corpus; every entry must be refused with its status and a message containing its phrase."""
     nested_html = "<html><body>" + "<div>" * 100_000 + "deep" + "</div>" * 100_000 + "</body></html>"
+    smime = (b"From: a@example.com\r\nSubject: s\r\nMIME-Version: 1.0\r\nContent-Type: application/pkcs7-mime; "
+             b"smime-type=enveloped-data\r\n\r\nMIAGCSqGSIb3DQEHA6CAMIACAQAx\r\n")
     return [
+        ("sparse.xlsx", {"content_bytes": sparse_xlsx()}, grpc.StatusCode.RESOURCE_EXHAUSTED,
+         "limits.spreadsheet_max_cells"),
+        ("locked.pptx", {"content_bytes": locked_pptx()}, grpc.StatusCode.INVALID_ARGUMENT, "password-protected"),
+        ("nested.eml", {"content_bytes": nested_eml()}, grpc.StatusCode.INVALID_ARGUMENT, "nested too deeply"),
+        ("smime.eml", {"content_bytes": smime}, grpc.StatusCode.INVALID_ARGUMENT, "encrypted (S/MIME or PGP)"),
         ("alias-bomb.md", {"content": ALIAS_BOMB}, grpc.StatusCode.INVALID_ARGUMENT, "anchor"),
         ("billion-laughs.docx", {"content_bytes": billion_laughs_docx()}, grpc.StatusCode.INVALID_ARGUMENT, "DOCX"),
         ("zip-bomb.docx", {"content_bytes": docx(bomb_mib=160)}, grpc.StatusCode.RESOURCE_EXHAUSTED,

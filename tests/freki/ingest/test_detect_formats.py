@@ -133,6 +133,16 @@ def test_password_protected_odf_is_encrypted() -> None:
         parse_document(out.getvalue(), source="locked.odt")
 
 
+def test_a_zip_encrypted_package_is_encrypted() -> None:
+    data = bytearray(SAMPLES["xlsx"]())
+    info = zipfile.ZipFile(io.BytesIO(bytes(data))).infolist()[0]
+    data[info.header_offset + 6] |= 0x1  # the local header's "encrypted" flag
+    central = data.find(b"PK\x01\x02")
+    data[central + 8] |= 0x1  # and the central directory's, which zipfile reads
+    with pytest.raises(EncryptedDocument, match="password-protected zip archive"):
+        parse_document(bytes(data), source="zipcrypt.xlsx")
+
+
 def test_drm_epub_is_encrypted() -> None:
     out = io.BytesIO()
     with zipfile.ZipFile(io.BytesIO(build_epub([("One", "<p>x</p>")]))) as source, zipfile.ZipFile(out, "w") as target:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from freki.ingest.parsing import EmptyDocument, ParsedDocument, ParseLimits, parse_document
+from freki.ingest.parsing import EmptyDocument, EncryptedDocument, ParsedDocument, ParseLimits, parse_document
 from tests.freki.ingest.office_files import (
     build_eml,
     build_message,
@@ -135,3 +135,20 @@ def test_header_metadata_stays_inside_the_metadata_limits() -> None:
     doc = mail_document(mail, source="mass.eml", limits=ParseLimits(), parse_part=_no_attachments, depth=0)
     assert len(doc.metadata["subject"]) == 300
     assert doc.metadata["to"][-1] == "… and 975 more" and len(doc.metadata["to"]) == 26
+
+
+def test_a_message_that_is_only_an_attached_file_keeps_it() -> None:
+    data = (b"From: ann@example.com\r\nSubject: scan\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n"
+            b"Content-Disposition: attachment; filename=\"minutes.txt\"\r\n\r\nMinutes of the board meeting.\r\n")
+    doc = parse_document(data, source="only.eml")
+    assert doc.metadata["attachments"] == ["minutes.txt"]
+    assert doc.sections[0].text == "Attachment: minutes.txt\n\nMinutes of the board meeting."
+
+
+@pytest.mark.parametrize("content_type", ["application/pkcs7-mime; smime-type=enveloped-data",
+                                          'multipart/encrypted; protocol="application/pgp-encrypted"'])
+def test_encrypted_mail_is_an_encrypted_document(content_type: str) -> None:
+    data = (f"From: ann@example.com\r\nTo: bob@example.com\r\nSubject: secret\r\nMIME-Version: 1.0\r\n"
+            f"Content-Type: {content_type}\r\n\r\nMIAGCSqGSIb3DQEHA6CAMIACAQAx\r\n").encode()
+    with pytest.raises(EncryptedDocument, match="'locked.eml' is encrypted"):
+        parse_document(data, source="locked.eml")

@@ -35,6 +35,25 @@ def test_pptx_one_section_per_slide_with_title_text_table_and_notes() -> None:
     assert "| South | 12 |" in table
 
 
+def test_pptx_grouped_shapes_are_read_in_reading_order() -> None:
+    import io
+
+    import pptx
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    lower = slide.shapes.add_textbox(Inches(1), Inches(4), Inches(4), Inches(1))
+    lower.text_frame.text = "Second, lower on the slide."
+    group = slide.shapes.add_group_shape()
+    inner = group.shapes.add_textbox(Inches(1), Inches(1), Inches(4), Inches(1))
+    inner.text_frame.text = "First, inside a group at the top."
+    out = io.BytesIO()
+    deck.save(out)
+    doc = parse_document(out.getvalue(), source="grouped.pptx")
+    assert doc.sections[0].text == "Slide 1\n\nFirst, inside a group at the top.\n\nSecond, lower on the slide."
+
+
 def test_pptx_over_the_slide_limit_is_refused_naming_the_setting() -> None:
     data = build_pptx([{"body": [f"slide {n}"]} for n in range(4)])
     with pytest.raises(LimitExceeded, match=r"4 slides; the limit is 3 \(limits.pptx_max_slides\)") as caught:
@@ -186,6 +205,32 @@ def test_epub_chapters_in_spine_order_with_headings_and_metadata() -> None:
     assert (doc.metadata["author"], doc.metadata["language"]) == ("Ann Author", "no")
     assert [s.heading_path for s in doc.sections] == [("The Beginning",), ("The Beginning", "Later"), ("Interlude",)]
     assert doc.sections[2].text == "Interlude\n\nNo heading in this chapter."
+
+
+def test_xlsx_with_malformed_sheet_xml_is_corrupt() -> None:
+    source = zipfile.ZipFile(io.BytesIO(build_xlsx({"S": [["a", "b"], ["c", "d"]]})))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for item in source.infolist():
+            body = source.read(item)
+            target.writestr(item, body[: len(body) // 2] if item.filename == "xl/worksheets/sheet1.xml" else body)
+    with pytest.raises(CorruptDocument, match="XLSX is corrupt"):
+        parse_document(out.getvalue(), source="broken.xlsx")
+
+
+def test_epub2_chapter_titles_come_from_the_ncx() -> None:
+    """An EPUB 2 book has no navigation document: the NCX names the chapters."""
+    source = zipfile.ZipFile(io.BytesIO(build_epub([("Prologue", "<p>Before it all began.</p>")])))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for item in source.infolist():
+            body = source.read(item)
+            if item.filename == "EPUB/content.opf":
+                body = re.sub(rb'<item href="nav.xhtml"[^>]*/>|<itemref idref="nav"/>', b"", body)
+            if item.filename != "EPUB/nav.xhtml":
+                target.writestr(item, body)
+    doc = parse_document(out.getvalue(), source="old.epub")
+    assert [(s.heading, s.text) for s in doc.sections] == [("Prologue", "Prologue\n\nBefore it all began.")]
 
 
 @pytest.mark.parametrize(("name", "data"), [
