@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from freki.embed.calibration import Alignment, CosineBackground, aligner
-from freki.embed.embedder import Embedder
 from freki.embed.layout import EmbeddingLayout
+from freki.embed.model import EmbeddingModel
 from freki.ingest.registry import DocumentRegistry
 from freki.search.retrieval import SearchLane
 from freki.settings import FrekiSettings
@@ -31,7 +31,7 @@ class ModelLane:
     """One type-specific model and its open chunk collection."""
 
     model: str
-    embedder: Embedder
+    embedder: EmbeddingModel
     chunks: SealedStore
     collection: str
 
@@ -50,7 +50,7 @@ class ModelStatus:
     available: bool
 
 
-def chunk_collection_spec(settings: FrekiSettings, name: str, embedder: Embedder) -> CollectionSpec:
+def chunk_collection_spec(settings: FrekiSettings, name: str, embedder: EmbeddingModel) -> CollectionSpec:
     """The spec of a chunk collection for ``embedder``'s vectors (payload indexes as configured)."""
     indexed = settings.store.indexed_metadata
     return CollectionSpec(
@@ -63,7 +63,7 @@ def chunk_collection_spec(settings: FrekiSettings, name: str, embedder: Embedder
 
 
 def open_model_lanes(
-    settings: FrekiSettings, layout: EmbeddingLayout, load: Callable[[str], Embedder],
+    settings: FrekiSettings, layout: EmbeddingLayout, load: Callable[[str], EmbeddingModel],
     open_store: Callable[[], SealedStore],
 ) -> tuple[list[ModelLane], EmbeddingLayout]:
     """Load every type-specific model of ``layout``; returns their lanes and the layout actually served.
@@ -96,7 +96,7 @@ def open_model_lanes(
 
 
 def model_statuses(
-    configured: EmbeddingLayout, standard: Embedder, standard_chunks: SealedStore, lanes: list[ModelLane],
+    configured: EmbeddingLayout, standard: EmbeddingModel, standard_chunks: SealedStore, lanes: list[ModelLane],
     registry: DocumentRegistry, tenant: str | None,
 ) -> list[ModelStatus]:
     """Every configured model with its collection, dimension and counts (of one tenant, or all)."""
@@ -118,13 +118,13 @@ def model_statuses(
     return statuses
 
 
-def search_lanes(standard: Embedder, lanes: list[ModelLane]) -> list[SearchLane]:
+def search_lanes(standard: EmbeddingModel, lanes: list[ModelLane]) -> list[SearchLane]:
     """The retriever's lanes: each type-specific model's collection, query embedding and calibration."""
     return [SearchLane(lane.model, lane.embedder.embed_query, lane.chunks, calibrate)
             for lane, calibrate in zip(lanes, calibrators(standard, lanes), strict=True)]
 
 
-def calibrators(standard: Embedder, lanes: list[ModelLane]) -> list[Alignment]:
+def calibrators(standard: EmbeddingModel, lanes: list[ModelLane]) -> list[Alignment]:
     """For each lane, its model's cosine -> the standard model's scale (``freki.embed.calibration``)."""
     if not lanes:
         return []
