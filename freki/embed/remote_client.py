@@ -79,7 +79,7 @@ class ServerClient:
             Unavailable: the server is down or kept failing transiently through every retry.
             DeadlineExceeded: the caller's deadline passed first.
             FailedPrecondition: the server does not serve ``model``, refused the API key, or answered nonsense.
-            InvalidArgument: the server refused these texts (HTTP 400/413/422).
+            InvalidArgument: the server refused the request (HTTP 400/413/422: these texts, or this model).
         """
         attempt = 0
         while True:
@@ -157,7 +157,7 @@ class ServerClient:
             return FailedPrecondition(f"{self.where} refused the API key (HTTP {status}); check "
                                       f"embedding_servers.{self.name}.api_key")
         if status in (400, 413, 422):
-            return InvalidArgument(f"{self.where} refused the texts (HTTP {status}): {_detail(exc)}")
+            return InvalidArgument(f"{self.where} refused the request (HTTP {status}): {_detail(exc)}")
         return FailedPrecondition(f"{self.where} answered HTTP {status}: {_detail(exc)}")
 
 
