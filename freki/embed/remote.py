@@ -3,7 +3,8 @@
 ``RemoteEmbedder`` has ``Embedder``'s interface (identity, ``embed``, ``embed_query`` with the LRU cache,
 micro-batching, ``window_tokens``), so indexing, queries, the embedding boundary signal, per-type routing and
 blue/green migration use a server model as they use an in-process one. Configured by an ``embedding_servers``
-entry and named ``server:<name>`` (``freki.settings.embedding_servers``).
+entry and named ``server:<name>`` (``freki.settings.embedding_servers``, mapped to ``ServerConfig`` by
+``freki.engine.config``).
 
 Nothing a server answers is stored unchecked: every batch must bring one vector per text, of the model's
 dimension, finite and non-zero, or the call fails (FAILED_PRECONDITION naming the server); vectors are
@@ -30,9 +31,8 @@ import numpy as np
 from freki.embed.embedder import ModelIdentity
 from freki.embed.query_batching import QueryBatcher
 from freki.embed.query_cache import QueryCache
-from freki.embed.remote_client import ServerClient
+from freki.embed.remote_client import ServerClient, ServerConfig
 from freki.embed.selection import MIN_PROBE_COSINE, PROBE_TEXTS
-from freki.settings.embedding_servers import SERVER_MODEL_PREFIX, EmbeddingServer
 from wolf_service.errors import FailedPrecondition
 
 if TYPE_CHECKING:
@@ -47,15 +47,17 @@ _MIN_NORM = 1e-6
 class RemoteEmbedder:
     """A server's embedding model behind the ``Embedder`` interface. Thread-safe."""
 
-    def __init__(self, name: str, server: EmbeddingServer, *, query_cache_size: int = 4096,
+    def __init__(self, model: str, server: ServerConfig, *, query_cache_size: int = 4096,
                  probe_dir: Path | None = None) -> None:
         """Connect, embed the probe texts and check them against ``probe_dir``'s record (written when absent).
+
+        ``model``: the name the index knows this model by (the setting's ``server:<name>``).
 
         Raises:
             FailedPrecondition / Unavailable / DeadlineExceeded: the server cannot serve this model as recorded.
         """
         self.server = server
-        self.client = ServerClient(name, server)
+        self.client = ServerClient(server)
         self.batch_size = server.batch_size
         self.max_seq_length = server.max_input_tokens
         self.texts_embedded = 0
@@ -63,16 +65,15 @@ class RemoteEmbedder:
         self._batcher: QueryBatcher | None = None
         self._query_batcher: QueryBatcher | None = None
         self._dimension = server.dimension
-        identity_name = f"{SERVER_MODEL_PREFIX}{name}"
         try:
             probes = self._encode(PROBE_TEXTS)
         except Exception:
             self.client.close()
             raise
         self._dimension = probes.shape[1]
-        self.identity = ModelIdentity(name=identity_name, dimension=self._dimension)
+        self.identity = ModelIdentity(name=model, dimension=self._dimension)
         if probe_dir is not None:
-            ProbeRecord(probe_dir, identity_name, server.model).check(probes, self.client.where)
+            ProbeRecord(probe_dir, model, server.model).check(probes, self.client.where)
         log.info("%s serves %r: dimension %d", self.client.where, server.model, self._dimension)
 
     backend = property(lambda self: f"server ({self.server.protocol})")

@@ -14,13 +14,14 @@ import contextvars
 import random
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
 
 import httpx
 import numpy as np
 import ollama
 import openai
 
-from freki.settings.embedding_servers import EmbeddingServer
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, InvalidArgument, ServiceError, Unavailable
 
 _RETRIED_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -41,6 +42,27 @@ def caller_deadline(remaining_s: float | None) -> Iterator[None]:
         _deadline.reset(token)
 
 
+@dataclass(frozen=True)
+class ServerConfig:
+    """One ``embedding_servers`` entry as the embedder needs it (``freki.settings.embedding_servers`` documents
+    each field; ``freki.engine.config.server_config`` builds it)."""
+
+    name: str
+    protocol: Literal["openai", "ollama"]
+    url: str
+    model: str
+    query_model: str | None = None
+    query_prefix: str = ""
+    document_prefix: str = ""
+    api_key: str | None = field(default=None, repr=False)
+    timeout_s: float = 60.0
+    batch_size: int = 16
+    retries: int = 2
+    retry_backoff_s: float = 0.5
+    max_input_tokens: int = 512
+    dimension: int | None = None
+
+
 class _Transient(Exception):
     """A failure worth retrying; ``final`` is what the caller sees when no try is left."""
 
@@ -52,11 +74,11 @@ class _Transient(Exception):
 class ServerClient:
     """Sends embedding requests for one ``embedding_servers`` entry."""
 
-    def __init__(self, name: str, server: EmbeddingServer) -> None:
-        self.name = name
+    def __init__(self, server: ServerConfig) -> None:
+        self.name = server.name
         self.server = server
-        self.where = f"embedding server {name!r} ({server.protocol} at {server.url})"
-        key = server.api_key.get_secret_value() if server.api_key else None
+        self.where = f"embedding server {server.name!r} ({server.protocol} at {server.url})"
+        key = server.api_key
         if server.protocol == "openai":
             # Retries are ours (bounded by the caller's deadline), so the client's own are off.
             self._openai = openai.OpenAI(base_url=server.url, api_key=key or "EMPTY", max_retries=0,

@@ -7,12 +7,13 @@ from pathlib import Path
 from freki.embed.embedder import Embedder
 from freki.embed.model import EmbeddingModel
 from freki.embed.remote import RemoteEmbedder
+from freki.embed.remote_client import ServerConfig
 from freki.ingest.indexing import IngestLimits
 from freki.ingest.parsing import ParseLimits
 from freki.ingest.quotas import MetadataLimits
 from freki.ingest.sandbox import SandboxConfig
 from freki.settings import FrekiSettings
-from freki.settings.embedding_servers import server_name
+from freki.settings.embedding_servers import EmbeddingServer, server_name
 from freki.store import StoreConfig
 from wolf_service.errors import FailedPrecondition
 
@@ -28,7 +29,7 @@ def build_embedder(settings: FrekiSettings, model: str | None = None, *,
         server = settings.embedding_servers.get(name)
         if server is None:  # settings validation refuses this; a model recorded by an index may still name one
             raise FailedPrecondition(f"{setting} names {model!r} but embedding_servers has no entry {name!r}")
-        return RemoteEmbedder(name, server, query_cache_size=settings.retrieval.query_cache_size,
+        return RemoteEmbedder(model, server_config(name, server), query_cache_size=settings.retrieval.query_cache_size,
                               probe_dir=Path(settings.data_dir) / "embedding-probes")
     return Embedder(
         model, device=settings.embedding_device,
@@ -36,6 +37,12 @@ def build_embedder(settings: FrekiSettings, model: str | None = None, *,
         backend=settings.embedding_backend, cache_dir=settings.embedding_cache_dir,
         bulk_bf16=settings.embedding_bulk_bf16, bulk_runner=settings.embedding_bulk_runner, setting=setting,
     )
+
+
+def server_config(name: str, server: EmbeddingServer) -> ServerConfig:
+    """The embedder's config of the ``embedding_servers`` entry ``name``."""
+    values = server.model_dump(exclude={"api_key"})
+    return ServerConfig(name=name, api_key=server.api_key.get_secret_value() if server.api_key else None, **values)
 
 
 def store_config(settings: FrekiSettings) -> StoreConfig:

@@ -182,13 +182,14 @@ def build_index(
         companion=links, layout=layout,
         lanes=[IndexLane(lane.model, lane.embedder, chunker_factory(lane.embedder), lane.chunks) for lane in lanes],
     )
+    standard_alignment, search_lanes = models.search_lanes(embedder, lanes)
     retriever = Retriever(
-        embed_query=embedder.embed_query, chunks=chunks, sparse=sparse,
+        embed_query=embedder.embed_query, chunks=chunks, sparse=sparse, calibrate=standard_alignment,
         config=RetrievalConfig(
             fusion=rs.fusion, sparse_weight=rs.sparse_weight, sparse_half_score=rs.sparse_half_score,
             candidates=rs.candidates, rrf_k=rs.rrf_k, rerank_candidates=rs.rerank_candidates,
         ),
-        reranker=reranker, lanes=models.search_lanes(embedder, lanes), model=embedder.identity.name,
+        reranker=reranker, lanes=search_lanes, model=embedder.identity.name,
     )
     # The graph looks neighbours up and explains hits in every model's collection, as the retriever searches.
     graph = EngineGraph(settings, links, retriever.lanes, sparse)

@@ -41,9 +41,9 @@ class EmbeddingServer(BaseModel):
     # FREKI_EMBEDDING_SERVERS='{"e5": {..., "api_key": "..."}}' or the settings file with tight permissions.
     api_key: SecretStr | None = None
     # One HTTP request's limit; a caller's earlier deadline wins.
-    timeout_s: float = Field(30.0, gt=0, le=600)
+    timeout_s: float = Field(60.0, gt=0, le=600)
     # Texts per request; larger embed calls are split.
-    batch_size: int = Field(64, ge=1, le=2048)
+    batch_size: int = Field(16, ge=1, le=2048)
     # Further tries after a transient failure (connection refused or reset, timeout, HTTP 408/429/5xx),
     # with exponential backoff from `retry_backoff_s` (plus jitter); 4xx and bad vectors are not retried.
     retries: int = Field(2, ge=0, le=10)

