@@ -81,6 +81,14 @@ def test_a_server_model_as_the_standard_model_indexes_and_finds_german(tmp_path:
         assert engine.embedder.identity.name == "server:e5" and engine.status(T).embedding_model == "server:e5"
         index_german(engine)
         assert {q: top_document(engine, q) for q in QUESTIONS} == QUESTIONS
+        # e5's unrelated texts sit at cosine ~0.78: on MiniLM's scale the dense threshold (0.25) still works
+        dense = cfg.retrieval.mode_thresholds.dense
+        for question, expected in QUESTIONS.items():
+            hits = engine.retrieve(Query(tenant_id=T, text=question, top_k=3, score_threshold=dense, mode="dense"))
+            assert hits and hits[0].payload["document_id"] == expected, question
+        for off_topic in ("How do volcanoes erupt?", "Wer hat die Fußball-Weltmeisterschaft 2014 gewonnen?"):
+            assert not engine.retrieve(Query(tenant_id=T, text=off_topic, top_k=3, score_threshold=dense,
+                                             mode="dense")), off_topic
     finally:
         engine.close()
     engine = FrekiEngine(cfg)  # a restart passes the probe check against the record
