@@ -185,3 +185,21 @@ def test_a_per_type_server_that_is_down_falls_back_to_the_standard_model(tmp_pat
                              embedding_models_required=True), embedder=embedder)
     with pytest.raises(Unavailable, match="cannot reach embedding server 'e5'"):
         FrekiEngine(settings(tmp_path / "std", down, embedding_model="server:e5"))
+
+
+def test_a_server_model_embeds_the_sentences_of_the_embedding_boundary_signal(tmp_path: Path,
+                                                                               e5_openai: Served) -> None:
+    heating = " ".join(f"Die Heizung im Haus {i} läuft mit Gas und wurde {1990 + i} erneuert." for i in range(14))
+    garden = " ".join(f"Im Garten {i} stehen {i + 2} Apfelbäume und ein Beet mit Tomaten." for i in range(14))
+    cfg = settings(tmp_path, {"e5": e5_openai.entry}, embedding_model="server:e5",
+                   chunking={"max_tokens": 200, "min_tokens": 40, "overlap_tokens": 0, "boundary_signal": "embedding"})
+    engine = FrekiEngine(cfg)
+    try:
+        before = engine.embedder.texts_embedded
+        engine.index(IndexInput(tenant_id=T, document_id="haus", data=f"{heating} {garden}", source="haus.txt"))
+        chunks = engine.chunks_of(T, "haus")
+        assert len(chunks) >= 2
+        assert engine.embedder.texts_embedded - before > len(chunks) + 10, "the sentences went to the server too"
+        assert top_document(engine, "Wie viele Apfelbäume gibt es?") == "haus"
+    finally:
+        engine.close()
