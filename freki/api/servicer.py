@@ -18,6 +18,7 @@ from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 from freki import gdpr
 from freki.api import convert, graph, validation
 from freki.api.batch import index_stream
+from freki.embed.remote_client import caller_deadline
 from freki.engine import FrekiEngine
 from freki.ingest.deadline import Deadline
 from freki.ingest.indexing import IndexInput
@@ -78,7 +79,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         started = time.perf_counter()
         validation.validate_retrieve(request, self.settings)
         query = convert.query_from_request(request, self.settings, self.default_mode)
-        hits = self.engine.retrieve(query)
+        with caller_deadline(call_deadline(context).remaining()):  # bounds a server model's requests
+            hits = self.engine.retrieve(query)
         return common_pb2.WolfResponse(
             request_id=request.request_id,
             model_type=common_pb2.RAG,
@@ -93,7 +95,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         validation.require_request_id(request.request_id)
         validation.validate_embed(request, self.settings)
         embedder = self.engine.embedder
-        vectors = embedder.embed(list(request.texts), urgent=True)
+        with caller_deadline(call_deadline(context).remaining()):
+            vectors = embedder.embed(list(request.texts), urgent=True)
         tokens = sum(min(embedder.window_tokens(t), embedder.max_seq_length) for t in request.texts)
         return freki_pb2.EmbedResponse(
             request_id=request.request_id, model=embedder.identity.name, dimension=embedder.dimension,

@@ -7,7 +7,11 @@ cosine between unrelated sentences (``CALIBRATION_TEXTS``) — is measured once 
 cosines are mapped linearly onto the standard model's scale with two fixed points: its background goes to
 the standard model's background, and 1 (the same text) stays 1:
 ``ref.mean + (cos - own.mean) * (1 - ref.mean) / (1 - own.mean)``, kept in [-1, 1]. The standard model's
-cosines stay unchanged, so with one model nothing moves.
+cosines stay unchanged, so with one model nothing moves — unless the standard model's own background is far
+from ``REFERENCE``, the scale Freki's score thresholds and Odin's answer gate were set on (the packaged
+MiniLM's): then the standard model, and every other model with it, is mapped onto ``REFERENCE``
+(``reference_for``). multilingual-e5-small, for one, puts unrelated texts at cosine ~0.76, where every
+threshold would read "relevant" (docs/decisions/0142-multilingual-e5.md).
 
 Measured (``scripts/bench_embedding_models.py``, SciFact sample of 400 abstracts, 100 test claims, half the
 abstracts on a second model), dense / hybrid nDCG@10: with a two-layer cut of MiniLM projected to 128-d
@@ -64,6 +68,18 @@ class CosineBackground:
         cosines = vectors @ vectors.T
         pairs = cosines[~np.eye(len(vectors), dtype=bool)]
         return cls(float(pairs.mean()), max(float(pairs.std()), 1e-6))
+
+
+# The scale of the thresholds: the packaged all-MiniLM-L6-v2's background on CALIBRATION_TEXTS
+# (docs/embedding-models.md, "Retrieval").
+REFERENCE = CosineBackground(mean=0.026, sd=0.074)
+# A standard model whose background is this close to REFERENCE keeps its own scale (the thresholds hold).
+REFERENCE_TOLERANCE = 0.1
+
+
+def reference_for(standard: CosineBackground) -> CosineBackground:
+    """The scale every model's cosines are put on: the standard model's own when near ``REFERENCE``, else it."""
+    return standard if abs(standard.mean - REFERENCE.mean) <= REFERENCE_TOLERANCE else REFERENCE
 
 
 @dataclass(frozen=True)

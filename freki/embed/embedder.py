@@ -12,7 +12,6 @@ import copy
 import logging
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 from freki.embed.encoders import Encoder
 from freki.embed.onnx_export import default_cache_dir
 from freki.embed.query_batching import QueryBatcher
+from freki.embed.query_cache import QueryCache
 from freki.embed.selection import build_encoder
 from wolf_service.errors import FailedPrecondition
 
@@ -99,11 +99,7 @@ class Embedder:
         )
         self._tokenizer_lock = threading.Lock()
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_size = query_cache_size
-        self._cache_lock = threading.Lock()
-        self.cache_hits = 0
-        self.cache_misses = 0
+        self._cache = QueryCache(query_cache_size)
         self.texts_embedded = 0
         # Set by enable_batching(): merges concurrent embed() calls into shared model passes.
         self._batcher: QueryBatcher | None = None
@@ -152,19 +148,7 @@ class Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query, served from the LRU cache when it was seen recently."""
-        if self._cache_size:
-            with self._cache_lock:
-                cached = self._cache.get(text)
-                if cached is not None:
-                    self._cache.move_to_end(text)
-                    self.cache_hits += 1
-                    return cached
-        vector = self.embed([text], urgent=True)[0]
-        vector.setflags(write=False)
-        if self._cache_size:
-            with self._cache_lock:
-                self.cache_misses += 1
-                self._cache[text] = vector
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-        return vector
+        return self._cache.get_or_embed(text, lambda t: self.embed([t], urgent=True)[0])
+
+    cache_hits = property(lambda self: self._cache.hits)
+    cache_misses = property(lambda self: self._cache.misses)

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wolf_service.errors import DeadlineExceeded, Unavailable
+
 log = logging.getLogger("freki.embedding")
 
 
@@ -172,8 +174,10 @@ class QueryBatcher:
         try:
             try:
                 vectors = self._encode([t for p in batch for t in p.texts])
-            except Exception:
-                if len(batch) == 1:
+            except Exception as exc:
+                # A server that is down or slow fails every call alike: retrying each alone only multiplies
+                # the waiting (freki.embed.remote).
+                if len(batch) == 1 or isinstance(exc, Unavailable | DeadlineExceeded):
                     raise
                 self._isolate(batch)
             else:

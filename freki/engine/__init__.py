@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from freki.embed.embedder import Embedder
+from freki.embed.model import EmbeddingModel
+from freki.embed.remote_client import caller_deadline
 from freki.engine import models
 from freki.engine.active_index import active_index_file, load_active
 from freki.engine.blue_green import BlueGreen
@@ -49,10 +50,10 @@ class FrekiEngine:
     with ``migrate_model``) has built the new index and switched.
     """
 
-    def __init__(self, settings: FrekiSettings, *, embedder: Embedder | None = None) -> None:
+    def __init__(self, settings: FrekiSettings, *, embedder: EmbeddingModel | None = None) -> None:
         self.settings = settings
         self._given_embedder = embedder
-        self._models: dict[str, Embedder] = {}  # every model loaded, by name (``_load``)
+        self._models: dict[str, EmbeddingModel] = {}  # every model loaded, by name (``_load``)
         self._models_lock = threading.Lock()
         self.keys = KeyStore(settings.gdpr.keys_path or Path(settings.data_dir) / "keys.sqlite",
                              master_key=master_key(settings))
@@ -110,7 +111,7 @@ class FrekiEngine:
                            sandbox=self.sandbox, on_change=self.results.invalidate, reranker=self._reranker,
                            load_model=lambda m: self._load(m, "the model in FREKI_EMBEDDING_MODELS"))
 
-    def _load(self, model: str, setting: str = "FREKI_EMBEDDING_MODEL") -> Embedder:
+    def _load(self, model: str, setting: str = "FREKI_EMBEDDING_MODEL") -> EmbeddingModel:
         with self._models_lock:
             if model not in self._models:
                 given = self._given_embedder
@@ -145,7 +146,7 @@ class FrekiEngine:
               expect_generation: str | None = None) -> IndexResult:
         """Index or re-index one document; stops (writing nothing) when ``deadline`` passes or Freki stops."""
         deadline = deadline.with_stop(self._stopping, "the server is shutting down")
-        with self.writes.read():
+        with self.writes.read(), caller_deadline(deadline.remaining()):  # bounds a server model's requests
             try:
                 result = self.indexer.index(doc, deadline, expect_generation=expect_generation)
             finally:  # after the write (a migration re-reads it before its switch), even a failed one

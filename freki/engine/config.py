@@ -5,24 +5,44 @@ from __future__ import annotations
 from pathlib import Path
 
 from freki.embed.embedder import Embedder
+from freki.embed.model import EmbeddingModel
+from freki.embed.remote import RemoteEmbedder
+from freki.embed.remote_client import ServerConfig
 from freki.ingest.indexing import IngestLimits
 from freki.ingest.parsing import ParseLimits
 from freki.ingest.quotas import MetadataLimits
 from freki.ingest.sandbox import SandboxConfig
 from freki.settings import FrekiSettings
+from freki.settings.embedding_servers import EmbeddingServer, server_name
 from freki.store import StoreConfig
+from wolf_service.errors import FailedPrecondition
 
 
 def build_embedder(settings: FrekiSettings, model: str | None = None, *,
-                   setting: str = "FREKI_EMBEDDING_MODEL") -> Embedder:
-    """The embedder a Freki server with ``settings`` uses for ``model`` (default: the standard model);
+                   setting: str = "FREKI_EMBEDDING_MODEL") -> EmbeddingModel:
+    """The embedder a Freki server with ``settings`` uses for ``model`` (default: the standard model):
+    ``server:<name>`` is an ``embedding_servers`` entry's model, anything else loads in-process.
     ``setting`` names where ``model`` was configured (for the load error)."""
+    model = model or settings.embedding_model
+    name = server_name(model)
+    if name is not None:
+        server = settings.embedding_servers.get(name)
+        if server is None:  # settings validation refuses this; a model recorded by an index may still name one
+            raise FailedPrecondition(f"{setting} names {model!r} but embedding_servers has no entry {name!r}")
+        return RemoteEmbedder(model, server_config(name, server), query_cache_size=settings.retrieval.query_cache_size,
+                              probe_dir=Path(settings.data_dir) / "embedding-probes")
     return Embedder(
-        model or settings.embedding_model, device=settings.embedding_device,
+        model, device=settings.embedding_device,
         batch_size=settings.embedding_batch_size, query_cache_size=settings.retrieval.query_cache_size,
         backend=settings.embedding_backend, cache_dir=settings.embedding_cache_dir,
         bulk_bf16=settings.embedding_bulk_bf16, bulk_runner=settings.embedding_bulk_runner, setting=setting,
     )
+
+
+def server_config(name: str, server: EmbeddingServer) -> ServerConfig:
+    """The embedder's config of the ``embedding_servers`` entry ``name``."""
+    values = server.model_dump(exclude={"api_key"})
+    return ServerConfig(name=name, api_key=server.api_key.get_secret_value() if server.api_key else None, **values)
 
 
 def store_config(settings: FrekiSettings) -> StoreConfig:

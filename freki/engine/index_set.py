@@ -16,8 +16,8 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from freki.embed.embedder import Embedder
 from freki.embed.layout import EmbeddingLayout, model_collections_prefix
+from freki.embed.model import EmbeddingModel
 from freki.embed.sparse import Bm25Params, SparseEncoder
 from freki.engine import models
 from freki.engine.config import ingest_limits, store_config
@@ -87,7 +87,7 @@ class IndexSet:
 
     version: int
     names: CollectionNames
-    embedder: Embedder
+    embedder: EmbeddingModel
     generations: Generations
     chunks: SealedStore
     registry_store: SealedStore
@@ -112,7 +112,7 @@ class IndexSet:
         return [self.chunks, *(lane.chunks for lane in self.lanes)]
 
     @property
-    def embedders(self) -> list[Embedder]:
+    def embedders(self) -> list[EmbeddingModel]:
         """Every embedding model in use, the standard one first."""
         return [self.embedder, *(lane.embedder for lane in self.lanes)]
 
@@ -127,9 +127,9 @@ class IndexSet:
 
 
 def build_index(
-    settings: FrekiSettings, version: int, embedder: Embedder, keys: KeyStore, *,
+    settings: FrekiSettings, version: int, embedder: EmbeddingModel, keys: KeyStore, *,
     chunking: Callable[[], ChunkingConfig], sandbox: ParserSandbox, on_change: Callable[[str], None],
-    reranker: CrossEncoderReranker | None = None, load_model: Callable[[str], Embedder],
+    reranker: CrossEncoderReranker | None = None, load_model: Callable[[str], EmbeddingModel],
 ) -> IndexSet:
     """Open (creating if needed) index ``version`` with ``embedder`` as its standard model and ``load_model``
     for the type-specific ones. ``chunking()``: the chunking in force."""
@@ -163,7 +163,7 @@ def build_index(
         for model in (embedder, *(lane.embedder for lane in lanes)):
             model.enable_batching(rs.query_batch_max, rs.query_batch_wait_ms / 1000)
 
-    def chunker_factory(model: Embedder):  # type: ignore[no-untyped-def]
+    def chunker_factory(model: EmbeddingModel):  # type: ignore[no-untyped-def]
         window_tokens = TokenCountCache(model.window_tokens)
 
         def make_chunker(embed):  # type: ignore[no-untyped-def]
@@ -182,13 +182,14 @@ def build_index(
         companion=links, layout=layout,
         lanes=[IndexLane(lane.model, lane.embedder, chunker_factory(lane.embedder), lane.chunks) for lane in lanes],
     )
+    standard_alignment, search_lanes = models.search_lanes(embedder, lanes)
     retriever = Retriever(
-        embed_query=embedder.embed_query, chunks=chunks, sparse=sparse,
+        embed_query=embedder.embed_query, chunks=chunks, sparse=sparse, calibrate=standard_alignment,
         config=RetrievalConfig(
             fusion=rs.fusion, sparse_weight=rs.sparse_weight, sparse_half_score=rs.sparse_half_score,
             candidates=rs.candidates, rrf_k=rs.rrf_k, rerank_candidates=rs.rerank_candidates,
         ),
-        reranker=reranker, lanes=models.search_lanes(embedder, lanes), model=embedder.identity.name,
+        reranker=reranker, lanes=search_lanes, model=embedder.identity.name,
     )
     # The graph looks neighbours up and explains hits in every model's collection, as the retriever searches.
     graph = EngineGraph(settings, links, retriever.lanes, sparse)

@@ -13,9 +13,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from freki.embed.calibration import Alignment, CosineBackground, aligner
-from freki.embed.embedder import Embedder
+from freki.embed.calibration import Alignment, CosineBackground, aligner, reference_for
+from freki.embed.embedder import PACKAGED_MODEL_NAMES
 from freki.embed.layout import EmbeddingLayout
+from freki.embed.model import EmbeddingModel
 from freki.ingest.registry import DocumentRegistry
 from freki.search.retrieval import SearchLane
 from freki.settings import FrekiSettings
@@ -31,7 +32,7 @@ class ModelLane:
     """One type-specific model and its open chunk collection."""
 
     model: str
-    embedder: Embedder
+    embedder: EmbeddingModel
     chunks: SealedStore
     collection: str
 
@@ -50,7 +51,7 @@ class ModelStatus:
     available: bool
 
 
-def chunk_collection_spec(settings: FrekiSettings, name: str, embedder: Embedder) -> CollectionSpec:
+def chunk_collection_spec(settings: FrekiSettings, name: str, embedder: EmbeddingModel) -> CollectionSpec:
     """The spec of a chunk collection for ``embedder``'s vectors (payload indexes as configured)."""
     indexed = settings.store.indexed_metadata
     return CollectionSpec(
@@ -63,7 +64,7 @@ def chunk_collection_spec(settings: FrekiSettings, name: str, embedder: Embedder
 
 
 def open_model_lanes(
-    settings: FrekiSettings, layout: EmbeddingLayout, load: Callable[[str], Embedder],
+    settings: FrekiSettings, layout: EmbeddingLayout, load: Callable[[str], EmbeddingModel],
     open_store: Callable[[], SealedStore],
 ) -> tuple[list[ModelLane], EmbeddingLayout]:
     """Load every type-specific model of ``layout``; returns their lanes and the layout actually served.
@@ -96,7 +97,7 @@ def open_model_lanes(
 
 
 def model_statuses(
-    configured: EmbeddingLayout, standard: Embedder, standard_chunks: SealedStore, lanes: list[ModelLane],
+    configured: EmbeddingLayout, standard: EmbeddingModel, standard_chunks: SealedStore, lanes: list[ModelLane],
     registry: DocumentRegistry, tenant: str | None,
 ) -> list[ModelStatus]:
     """Every configured model with its collection, dimension and counts (of one tenant, or all)."""
@@ -118,22 +119,29 @@ def model_statuses(
     return statuses
 
 
-def search_lanes(standard: Embedder, lanes: list[ModelLane]) -> list[SearchLane]:
-    """The retriever's lanes: each type-specific model's collection, query embedding and calibration."""
-    return [SearchLane(lane.model, lane.embedder.embed_query, lane.chunks, calibrate)
-            for lane, calibrate in zip(lanes, calibrators(standard, lanes), strict=True)]
+def search_lanes(standard: EmbeddingModel, lanes: list[ModelLane]) -> tuple[Alignment, list[SearchLane]]:
+    """The standard model's calibration and the retriever's other lanes: each type-specific model's
+    collection, query embedding and calibration (``freki.embed.calibration``)."""
+    standard_alignment, alignments = calibrators(standard, lanes)
+    return standard_alignment, [SearchLane(lane.model, lane.embedder.embed_query, lane.chunks, calibrate)
+                                for lane, calibrate in zip(lanes, alignments, strict=True)]
 
 
-def calibrators(standard: Embedder, lanes: list[ModelLane]) -> list[Alignment]:
-    """For each lane, its model's cosine -> the standard model's scale (``freki.embed.calibration``)."""
-    if not lanes:
-        return []
-    reference = CosineBackground.of(standard.embed)
+def calibrators(standard: EmbeddingModel, lanes: list[ModelLane]) -> tuple[Alignment, list[Alignment]]:
+    """The standard model's cosine -> the thresholds' scale, and each lane's cosine -> that same scale."""
+    if not lanes and standard.identity.name in PACKAGED_MODEL_NAMES:
+        return Alignment(), []  # the reference model itself: nothing to measure
+    own = CosineBackground.of(standard.embed)
+    reference = reference_for(own)
+    if reference != own:
+        log.info("embedding model %r: unrelated texts' cosine %.3f ± %.3f, far from the %.3f the score thresholds "
+                 "were set on; its scores are mapped onto that scale", standard.identity.name, own.mean, own.sd,
+                 reference.mean)
     result = []
     for lane in lanes:
-        own = CosineBackground.of(lane.embedder.embed)
+        background = CosineBackground.of(lane.embedder.embed)
         log.info("embedding model %r: unrelated texts' cosine %.3f ± %.3f (standard model %.3f ± %.3f); its "
-                 "scores are aligned to the standard model's", lane.model, own.mean, own.sd, reference.mean,
-                 reference.sd)
-        result.append(aligner(own, reference))
-    return result
+                 "scores are aligned to the standard model's", lane.model, background.mean, background.sd,
+                 own.mean, own.sd)
+        result.append(aligner(background, reference))
+    return aligner(own, reference), result

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from freki.embed.embedder import Embedder
 from freki.embed.layout import EmbeddingLayout
+from freki.embed.model import EmbeddingModel
 from freki.ingest.caches import SentenceVectorCache, embed_in_slices
 from freki.ingest.chunking import Chunk
 from freki.ingest.commit import Committer, Companion, document_filter  # noqa: F401 - re-exported
@@ -101,7 +101,7 @@ class Indexer:
     def __init__(
         self,
         *,
-        embedder: Embedder,
+        embedder: EmbeddingModel,
         make_chunker: ChunkerFactory,
         chunks: VectorStore,
         registry: DocumentRegistry,

