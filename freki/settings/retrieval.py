@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class LexicalSettings(BaseModel):
@@ -23,6 +25,21 @@ class LexicalSettings(BaseModel):
     german_compounds: bool = False
     # Languages every query is also analyzed in (e.g. ["de"] for a German tenant asked in English).
     query_languages: list[str] = Field(default_factory=list, max_length=8)
+
+    @field_validator("query_languages")
+    @classmethod
+    def _iso_codes(cls, value: list[str]) -> list[str]:
+        bad = [v for v in value if not re.fullmatch(r"[a-z]{2,3}", v)]
+        if bad:
+            raise ValueError(f"query_languages takes ISO 639-1 codes such as 'de' (got {bad[:3]})")
+        return value
+
+    @model_validator(mode="after")
+    def _compound_splitter_installed(self) -> LexicalSettings:
+        if self.german_compounds and importlib.util.find_spec("compound_split") is None:
+            raise ValueError("german_compounds is true but the compound-split package is not installed: "
+                             "pip install 'wolfpack-rag[compounds]' (or set german_compounds to false)")
+        return self
 
 
 class ModeThresholds(BaseModel):
