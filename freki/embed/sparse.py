@@ -96,8 +96,8 @@ class SparseEncoder:
     """Encodes passages and queries as BM25 sparse vectors (pure Python, no model, thread-safe).
 
     Each passage is analyzed in its language (``freki.embed.language``'s rule, ``freki.embed.analyzers``);
-    a query is encoded with the analyzers of its language, of the fallback language and of
-    ``query_languages``, its terms merged, so it meets passages analyzed in any of them.
+    a query with the analyzer of its own language, and of each of ``query_languages`` (terms merged) for
+    tenants whose passages are in a language other than their questions (docs/decisions/0131).
     """
 
     def __init__(self, params: Bm25Params | None = None, lexical: LexicalConfig | None = None) -> None:
@@ -165,10 +165,10 @@ class SparseEncoder:
         return LexicalPassage(self._weights(analyzer.terms(text)), language, analyzer.name)
 
     def query_languages(self, text: str, language: object = "") -> list[str]:
-        """The languages whose analyzers encode a query: its own (given or detected), the fallback, and
-        ``query_languages``; each once, in that order."""
+        """The languages whose analyzers encode a query: its own (given, detected, or the fallback when the
+        detector is unsure), then ``query_languages``; each once."""
         own = self.detector.choose(text, declared=language)
-        return list(dict.fromkeys([own, self.lexical.language.fallback, *self.lexical.query_languages]))
+        return list(dict.fromkeys([own, *self.lexical.query_languages]))
 
     def query_terms(self, text: str, language: object = "") -> list[str]:
         """Distinct indexed terms of a query, in order (for diagnostics and adaptive fusion)."""
