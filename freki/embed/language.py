@@ -8,7 +8,7 @@ nothing is downloaded (the "full" model would be, and is never asked for). The r
    metadata, from its frontmatter, DOCX core properties, HTML ``lang`` or the request), as its BCP-47
    primary subtag ("de-AT" -> "de").
 2. Otherwise the detected language, when the text has at least ``min_letters`` letters and the detector's
-   probability is at least ``min_probability``.
+   probability is at least ``min_probability`` (``query_min_probability`` for a query).
 3. Otherwise (short text, unsure detector, no letters at all) the fallback: for a section of a document, the
    document's language; for text mostly in CJK characters, "zh" (one bigram analyzer serves zh, ja and ko);
    else ``fallback`` ("en": the analyzer of every chunk indexed
@@ -40,6 +40,8 @@ class LanguageConfig:
     fallback: str = "en"
     min_letters: int = 12
     min_probability: float = 0.8
+    # A query is one short text, and a wrong guess costs only that query: a lower bar than for passages.
+    query_min_probability: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,9 @@ class LanguageDetector:
                                       "analyzed as its declared language or lexical.fallback_language")
         return self._identifier
 
-    def detect(self, text: str) -> Detection:
-        """The language of ``text``, or ``Detection("", p)`` when it is too short or the detector unsure."""
+    def detect(self, text: str, *, query: bool = False) -> Detection:
+        """The language of ``text``, or ``Detection("", p)`` when it is too short or the detector unsure
+        (``query``: against ``query_min_probability``)."""
         sample = text[:MAX_DETECT_CHARS]
         if not self.config.detect or _letters(sample) < self.config.min_letters:
             return Detection("", 0.0)
@@ -112,11 +115,11 @@ class LanguageDetector:
                         exc_info=True)
             return Detection("", 0.0)
         probability = float(probability)
-        if probability < self.config.min_probability:
+        if probability < (self.config.query_min_probability if query else self.config.min_probability):
             return Detection("", probability)
         return Detection(normalize_language(language), probability)
 
-    def choose(self, text: str, declared: object = "", fallback: str = "") -> str:
-        """Rule 1-3 of the module docstring for one text."""
-        return (normalize_language(declared) or self.detect(text).language or fallback
+    def choose(self, text: str, declared: object = "", fallback: str = "", *, query: bool = False) -> str:
+        """Rule 1-3 of the module docstring for one text (``query``: a query's, with its probability bar)."""
+        return (normalize_language(declared) or self.detect(text, query=query).language or fallback
                 or _script_language(text) or self.config.fallback)

@@ -77,7 +77,8 @@ def lexical_config(settings: Any) -> LexicalConfig:
     """The encoder's ``LexicalConfig`` from the ``retrieval.lexical`` settings (``LexicalSettings``)."""
     return LexicalConfig(
         LanguageConfig(detect=settings.detect_language, fallback=settings.fallback_language,
-                       min_letters=settings.min_letters, min_probability=settings.min_probability),
+                       min_letters=settings.min_letters, min_probability=settings.min_probability,
+                       query_min_probability=settings.query_min_probability),
         german_compounds=settings.german_compounds,
         query_languages=tuple(normalize_language(q) for q in settings.query_languages if normalize_language(q)),
     )
@@ -167,7 +168,7 @@ class SparseEncoder:
     def query_languages(self, text: str, language: object = "") -> list[str]:
         """The languages whose analyzers encode a query: its own (given, detected, or the fallback when the
         detector is unsure), then ``query_languages``; each once."""
-        own = self.detector.choose(text, declared=language)
+        own = self.detector.choose(text, declared=language, query=True)
         return list(dict.fromkeys([own, *self.lexical.query_languages]))
 
     def query_terms(self, text: str, language: object = "") -> list[str]:

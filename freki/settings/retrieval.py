@@ -20,6 +20,7 @@ class LexicalSettings(BaseModel):
     fallback_language: str = Field("en", pattern=r"^[a-z]{2,3}$")
     # A detection below this probability, or on fewer letters, counts as unsure (the fallback applies).
     min_probability: float = Field(0.8, ge=0.0, le=1.0)
+    query_min_probability: float = Field(0.5, ge=0.0, le=1.0)  # for a query (one short text, one answer)
     min_letters: int = Field(12, ge=1, le=10_000)
     # Also index the parts of German compounds (CharSplit); needs a re-index of German documents.
     german_compounds: bool = False

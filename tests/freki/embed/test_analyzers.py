@@ -117,3 +117,11 @@ def test_compound_splitting_without_its_package_stops_at_start(monkeypatch: pyte
         FrekiSettings(retrieval={"lexical": {"german_compounds": True}})  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="ISO 639-1"):
         FrekiSettings(retrieval={"lexical": {"query_languages": ["German"]}})  # type: ignore[arg-type]
+
+
+def test_a_query_is_trusted_at_a_lower_probability_than_a_passage() -> None:
+    det = LanguageDetector()  # passages 0.8, queries 0.5
+    text = "Terminal-Einstellungen ändern"  # German at p ~ 0.66
+    assert 0.5 <= LanguageDetector(LanguageConfig(min_probability=0.0)).detect(text).probability < 0.8
+    assert det.choose(text, query=True) == "de" and det.choose(text) == "en"
+    assert SparseEncoder().query_terms(text) == analyzer_for("de").terms(text)
