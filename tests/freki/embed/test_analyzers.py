@@ -125,3 +125,22 @@ def test_a_query_is_trusted_at_a_lower_probability_than_a_passage() -> None:
     assert 0.5 <= LanguageDetector(LanguageConfig(min_probability=0.0)).detect(text).probability < 0.8
     assert det.choose(text, query=True) == "de" and det.choose(text) == "en"
     assert SparseEncoder().query_terms(text) == analyzer_for("de").terms(text)
+
+
+def test_every_squad_passage_and_question_keeps_its_english_terms() -> None:
+    # Real English text (../shared/eval/squad-answers): detection must not move any of it off the English
+    # analyzer, whose terms are stored in every existing index.
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3].parent / "shared" / "eval" / "squad-answers"
+    if not root.is_dir():
+        pytest.skip(f"{root} is not on this machine")
+    enc = SparseEncoder()
+    passages = [json.loads(line)["text"] for line in (root / "corpus.jsonl").read_text().splitlines()]
+    questions = [json.loads(line)["question"] for line in (root / "questions.jsonl").read_text().splitlines()]
+    for text in passages:
+        [passage] = enc.encode_document([text])
+        assert passage.language == "en" and passage.vector == enc._weights(tokenize(text)), text[:80]
+    for question in questions:
+        assert enc.query_terms(question) == list(dict.fromkeys(tokenize(question))), question
