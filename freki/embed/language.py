@@ -65,12 +65,23 @@ def _script_language(text: str) -> str:
     return "zh" if letters and len(_CJK_RE.findall(sample)) * 2 > letters else ""
 
 
+# ISO 639-2/3 codes of the languages with an analyzer, as DOCX properties and some tools write them.
+_THREE_LETTER = {
+    "eng": "en", "deu": "de", "ger": "de", "fra": "fr", "fre": "fr", "spa": "es", "ita": "it", "nld": "nl",
+    "dut": "nl", "por": "pt", "rus": "ru", "pol": "pl", "swe": "sv", "dan": "da", "nor": "no", "nob": "nb",
+    "fin": "fi", "tur": "tr", "ara": "ar", "ces": "cs", "cze": "cs", "hun": "hu", "ron": "ro", "rum": "ro",
+    "ell": "el", "gre": "el", "zho": "zh", "chi": "zh", "jpn": "ja", "kor": "ko",
+}
+
+
 def normalize_language(tag: object) -> str:
-    """The lower-case primary subtag of a BCP-47 tag ("de-DE" -> "de"), "" when ``tag`` is not one."""
+    """The lower-case ISO 639-1 code of a BCP-47 tag ("de-DE" -> "de", "deu" -> "de"), "" when ``tag`` is
+    not one."""
     if not isinstance(tag, str):
         return ""
     match = _TAG_RE.match(tag.strip())
-    return match.group(1).lower() if match else ""
+    code = match.group(1).lower() if match else ""
+    return _THREE_LETTER.get(code, code)
 
 
 class LanguageDetector:

@@ -64,6 +64,7 @@ def test_declared_language_wins_over_detection() -> None:
     assert det.choose(GERMAN) == "de"
     assert det.choose(GERMAN, declared="en-GB") == "en"
     assert normalize_language("de_AT") == "de" and normalize_language("not a tag") == ""
+    assert normalize_language("deu") == "de" and normalize_language(["de"]) == ""
 
 
 def test_unsure_detection_falls_back() -> None:
