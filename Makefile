@@ -7,7 +7,7 @@ PIP := $(PY) -m pip
 PROTO_SRC := $(wildcard protos/wolf/v1/*.proto)
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-packages test-packages eval-ocr protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-formats eval-answers llama-server base-image image container-test clean
+.PHONY: install system-packages test-packages eval-ocr protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-german eval-formats eval-answers llama-server base-image image container-test clean
 
 install: system-packages $(STAMP)
 
@@ -83,6 +83,14 @@ eval-ocr: install test-packages
 # Every document format round-trips SciFact sentences through a real Freki; large documents in the sandbox.
 eval-formats: install
 	$(PY) scripts/eval_formats.py --big
+
+# The German set renders Debian's German man pages (scripts/evalsets/manpages.py): man-db and manpages-de,
+# installed here when missing (eval data only, not in the image). English vs German analyzer, then the rest.
+eval-german: install
+	@dpkg -s man-db manpages-de >/dev/null 2>&1 || \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends man-db manpages-de)
+	$(PY) scripts/eval_retrieval.py --sets manpages-de --analyzer english --configs sparse,default
+	$(PY) scripts/eval_retrieval.py --sets manpages-de --configs dense,sparse,default
 
 # Answer quality (scripts/eval_answers.py) with the embedded model, and through a real Ollama-protocol
 # server: ollama-proxy-plus in front of llama.cpp's llama-server (grammar-enforced JSON), built below.

@@ -4,7 +4,7 @@
   (sections -> chunks sized to the model) -> ``indexing`` (incremental: embed what changed, write, record it
   in the ``registry``).
 * ``embed/``   texts -> vectors: the dense ``Embedder`` (model runtimes in ``encoders``/``runners``/``selection``)
-  and the lexical ``sparse`` encoder (BM25 term weights, ``stemming``).
+  and the lexical ``sparse`` encoder (BM25 term weights per language: ``language``, ``analyzers``).
 * ``store/``   one ``VectorStore`` interface: Qdrant's engine in-process (``edge``) or a Qdrant server (``remote``).
 * ``search/``  a query is answered: ``retrieval`` (dense / sparse / hybrid candidates) -> ``fusion`` -> ``rerank``.
 * ``engine``   wires the stages together from ``settings``; ``watch/`` feeds it from folders; ``gdpr/`` erases

@@ -66,7 +66,7 @@ def _show(client: OdinClient, args: argparse.Namespace) -> int:
         return EXIT_OK
     for key, value in doc.to_dict().items():
         if key != "metadata":
-            print(f"{key:16s} {value}")
+            print(f"{key:16s} {', '.join(value) or '-' if isinstance(value, list) else value}")
     for key, value in sorted(doc.metadata.items()):
         print(f"metadata.{key:7s} {value}")
     return EXIT_OK

@@ -24,6 +24,8 @@ class DocumentRecord:
     indexed_at: str  # RFC 3339, "" when unknown
     embedding_model: str
     metadata: dict[str, str] = field(default_factory=dict)
+    # Languages its chunks' lexical terms were analyzed in, most frequent first (empty: English, older Freki).
+    languages: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -48,7 +50,7 @@ def record_from_proto(info: freki_pb2.DocumentInfo) -> DocumentRecord:
     return DocumentRecord(document_id=info.document_id, tenant_id=info.tenant_id, owner_id=info.owner_id,
                           source=info.source, content_type=info.content_type, content_hash=info.content_hash,
                           chunk_count=info.chunk_count, indexed_at=indexed, embedding_model=info.embedding_model,
-                          metadata=dict(info.metadata))
+                          metadata=dict(info.metadata), languages=list(info.languages))
 
 
 def export_record_to_dict(record: freki_pb2.ExportRecord) -> dict[str, Any]:

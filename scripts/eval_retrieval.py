@@ -18,6 +18,11 @@ choose anything.
     python scripts/eval_retrieval.py --sets pydoc-lexical,pydoc-paraphrase --quick 100
     python scripts/eval_retrieval.py --sets scifact --tune
     python scripts/eval_retrieval.py --sets scifact --quick 100 --corpus-sample 600   # minutes, not an hour
+    python scripts/eval_retrieval.py --sets manpages-de --analyzer english           # German set, English BM25
+
+``--analyzer`` chooses the lexical analysis at index and query time (``retrieval.lexical`` settings, each its
+own cached index): ``default`` (per-language analyzers, Freki's defaults), ``english`` (every text analyzed
+as English, as before languages were detected), ``german-compounds`` (defaults plus German compound parts).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evalsets import EvalSet, pydoc_set, scifact, squad  # noqa: E402
+from evalsets import EvalSet, manpages, pydoc_set, scifact, squad  # noqa: E402
 from evalsets.harness import (  # noqa: E402
     data_dir_for,
     eval_settings,
@@ -54,6 +59,11 @@ CONFIGS: dict[str, tuple[str, dict[str, object]]] = {
     # in this process. The baseline Freki's own dense mode must not lose to (issue 18).
     "minilm-whole": ("", {}),
 }
+ANALYZERS: dict[str, dict[str, object]] = {
+    "default": {},
+    "english": {"lexical": {"detect_language": False, "fallback_language": "en"}},
+    "german-compounds": {"lexical": {"german_compounds": True}},
+}
 
 
 def load_sets(names: list[str]) -> list[EvalSet]:
@@ -62,16 +72,19 @@ def load_sets(names: list[str]) -> list[EvalSet]:
         sets.append(scifact.load())
     if "squad" in names:
         sets.append(squad.load())
+    if "manpages-de" in names:
+        sets.append(manpages.load("de"))
     if any(n.startswith("pydoc") for n in names):
         lexical, paraphrase = pydoc_set.load()
         sets.extend(s for s in (lexical, paraphrase) if s.name in names)
     return sets
 
 
-def ensure_indexed(es: EvalSet) -> Path:
-    """Index the set's corpus once (cached) and return its data dir."""
-    data_dir = data_dir_for(es.name.split("-")[0], es.corpus, eval_settings(Path(".")))
-    with running_freki(eval_settings(data_dir)) as stub:
+def ensure_indexed(es: EvalSet, lexical: dict[str, object] | None = None) -> Path:
+    """Index the set's corpus once (cached) and return its data dir (``lexical``: retrieval overrides)."""
+    lexical = lexical or {}
+    data_dir = data_dir_for(es.name.split("-")[0], es.corpus, eval_settings(Path("."), **lexical))
+    with running_freki(eval_settings(data_dir, **lexical)) as stub:
         stats = index_corpus(stub, es.corpus, data_dir)
     how = "cached" if stats.get("cached") else f"indexed in {stats['seconds']:.0f} s"
     print(f"[{es.name}] {len(es.corpus)} documents, {stats['chunks']:.0f} chunks ({how}) -> {data_dir}", flush=True)
@@ -85,8 +98,8 @@ def sample(qrels: dict[str, dict[str, int]], quick: int | None, seed: int = 13) 
     return {k: qrels[k] for k in keys}
 
 
-def run_configs(es: EvalSet, data_dir: Path, split: str, quick: int | None, configs: list[str]
-                ) -> dict[str, dict[str, float]]:
+def run_configs(es: EvalSet, data_dir: Path, split: str, quick: int | None, configs: list[str],
+                lexical: dict[str, object] | None = None) -> dict[str, dict[str, float]]:
     qrels = sample(es.split(split), quick)
     queries = {q: es.queries[q] for q in qrels}
     results: dict[str, dict[str, float]] = {}
@@ -96,7 +109,7 @@ def run_configs(es: EvalSet, data_dir: Path, split: str, quick: int | None, conf
         if name == "minilm-whole":
             runs = whole_document_dense(es, queries)
         else:
-            with running_freki(eval_settings(data_dir, **overrides)) as stub:
+            with running_freki(eval_settings(data_dir, **{**(lexical or {}), **overrides})) as stub:
                 runs = run_queries(stub, queries, mode)
         results[name] = evaluate(runs, qrels)
         print(f"[{es.name}/{split}] {name:14s} nDCG@10 {results[name]['ndcg@10']:.4f}  "
@@ -166,7 +179,9 @@ def _chunk_lists(stub, queries, mode):  # type: ignore[no-untyped-def]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", default="scifact,pydoc-lexical,pydoc-paraphrase",
-                        help="comma list of scifact, squad, pydoc-lexical, pydoc-paraphrase")
+                        help="comma list of scifact, squad, pydoc-lexical, pydoc-paraphrase, manpages-de")
+    parser.add_argument("--analyzer", default="default", choices=sorted(ANALYZERS),
+                        help="lexical analysis at index and query time (see the module docstring)")
     parser.add_argument("--split", default="test")
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--quick", type=int, default=None, help="evaluate a fixed random sample of N queries")
@@ -180,13 +195,14 @@ def main() -> None:
         if args.corpus_sample:
             split = "train" if args.tune else (args.split if args.split in es.qrels else "test")
             es = es.sampled(args.corpus_sample, sample(es.split(split), args.quick))
-        data_dir = ensure_indexed(es)
+        lexical = ANALYZERS[args.analyzer]
+        data_dir = ensure_indexed(es, lexical)
         if args.tune:
             tune(es, data_dir, args.quick)
             continue
         split = args.split if args.split in es.qrels else "test"
-        for name, metrics in run_configs(es, data_dir, split, args.quick, args.configs.split(",")).items():
-            table.append((f"{es.name}/{split}", name, metrics))
+        for name, metrics in run_configs(es, data_dir, split, args.quick, args.configs.split(","), lexical).items():
+            table.append((f"{es.name}/{split}", f"{name} ({args.analyzer} analyzer)", metrics))
     if table:
         print("\n| set | config | nDCG@10 | Recall@100 |\n| --- | --- | --- | --- |")
         for set_name, name, m in table:

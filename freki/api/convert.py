@@ -83,6 +83,7 @@ def query_from_request(request: common_pb2.WolfRequest, settings: FrekiSettings,
         rerank=opts.rerank,
         graph_expand=opts.graph_expand if opts.HasField("graph_expand") else settings.graph.expand,
         explain=opts.explain,
+        language=request.metadata.language if request.HasField("metadata") else "",
     )
 
 
@@ -93,6 +94,8 @@ def retrieved_document(hit: Hit) -> common_pb2.RetrievedDocument:
     metadata = {str(k): display(v) for k, v in raw.items()}
     metadata.setdefault("source", str(payload.get("source", "")))
     metadata.setdefault("content_type", str(payload.get("source_type", "")))
+    if payload.get("language"):
+        metadata.setdefault("language", str(payload["language"]))  # the language its terms were analyzed in
     return common_pb2.RetrievedDocument(
         document_id=hit.document_id,
         content=hit.content,
@@ -160,6 +163,7 @@ def document_info(record: DocumentRecord) -> freki_pb2.DocumentInfo:
         embedding_model=record.embedding_model,
         embedding_dimension=record.embedding_dimension,
         document_type=record.document_type,
+        languages=record.languages,
     )
 
 

@@ -9,10 +9,12 @@ over the whole collection and kept current as points are added or removed. So th
 carries ``tf_sat`` (term-frequency saturation with length normalisation) and the query side
 carries 1 per distinct term: the dot product is then exactly BM25.
 
-Tokens are lower-cased, split on non-word characters, stop words dropped and Porter-stemmed.
-Identifiers such as error codes (``E-1042``), part numbers (``XJ-9000-B``) or dotted names
-(``os.path.join``) are kept whole *and* as their parts, so a query for the full code matches it
-exactly while a query for one part still matches. Each token maps to a sparse index through a
+Tokens are lower-cased, split on non-word characters, stop words dropped and stemmed by the analyzer of
+the passage's language (``freki.embed.analyzers``: Porter for English, Snowball for ~30 other languages,
+character bigrams for CJK), the language chosen by ``freki.embed.language``'s rule. Identifiers such as
+error codes (``E-1042``), part numbers (``XJ-9000-B``) or dotted names (``os.path.join``) are kept
+whole *and* as their parts, so a query for the full code matches it exactly while a query for one part
+still matches. Each token maps to a sparse index through a
 CRC-32 hash: stable across processes and versions, no vocabulary to store or grow. Two tokens
 colliding in 2**32 slots is rare enough to ignore for ranking.
 
@@ -23,35 +25,19 @@ is how strongly long passages are penalised; the default suits Freki's chunk siz
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from freki.embed.stemming import stem
+from freki.embed.analyzers import ENGLISH, ENGLISH_ANALYZER, ENGLISH_STOP_WORDS, Analyzer, analyzer_for
+from freki.embed.language import LanguageConfig, LanguageDetector, normalize_language
 from freki.store import SparseVector
 
-# Words or identifiers: runs of letters/digits, optionally joined by - _ . / (a "compound").
-_TOKEN_RE = re.compile(r"\w+(?:[-_./]\w+)*", re.UNICODE)
-_PART_RE = re.compile(r"[-_./]")
-_MAX_TOKEN_CHARS = 64
 # Bump when tokenisation, stemming or hashing changes: stored passage vectors depend on all three.
-TOKENIZER_VERSION = "porter-crc32-v1"
-
-# English stop words: Lucene's classic list plus common question words, which carry no topic
-# ("what causes X?" must not favour passages that say "what" a lot).
-STOP_WORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most
-    my myself no nor not of off on once only or other our ours ourselves out over own same she should so
-    some such than that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves s t don isn aren wasn weren doesn didn won wouldn shouldn couldn
-    """.split()
-)
+TOKENIZER_VERSION = ENGLISH_ANALYZER
+STOP_WORDS = ENGLISH_STOP_WORDS
 
 
 @dataclass(frozen=True)
@@ -69,53 +55,74 @@ def term_index(term: str) -> int:
 
 
 def tokenize(text: str) -> list[str]:
-    """Indexed terms of ``text`` in order: lower-cased, stop words removed, stemmed, compounds expanded."""
-    terms: list[str] = []
-    for match in _TOKEN_RE.finditer(text.lower()):
-        token = match.group()[:_MAX_TOKEN_CHARS].strip("_")
-        if not token:
-            continue
-        if _PART_RE.search(token):
-            # Keep the identifier whole ("e-1042", "os.path.join") and also index its parts.
-            terms.append(token)
-            terms.extend(_word_terms(p for p in _PART_RE.split(token) if p))
-        else:
-            terms.extend(_word_terms((token,)))
-    return terms
+    """Indexed terms of English ``text`` in order: lower-cased, stop words removed, stemmed, compounds expanded."""
+    return ENGLISH.terms(text)
 
 
-def _word_terms(words: Iterable[str]) -> list[str]:
-    out: list[str] = []
-    for word in words:
-        word = word.strip("_")
-        if not word or word in STOP_WORDS:
-            continue
-        if len(word) == 1 and not word.isdigit():
-            continue  # stray letters ("e.g." -> "e", "g") carry no meaning
-        out.append(stem(word))
-    return out
+@dataclass(frozen=True)
+class LexicalConfig:
+    """Which analyzers the encoder uses (the ``lexical`` settings; docs/retrieval.md, Languages)."""
+
+    language: LanguageConfig = LanguageConfig()
+    german_compounds: bool = False
+    query_languages: tuple[str, ...] = ()  # analyzers every query is also encoded with
+
+    @property
+    def fingerprint(self) -> str:
+        """"" for the defaults, so the content hashes of documents indexed before this existed stay valid."""
+        return "" if self == LexicalConfig() else f"/lexical={self!r}"
+
+
+def lexical_config(settings: Any) -> LexicalConfig:
+    """The encoder's ``LexicalConfig`` from the ``retrieval.lexical`` settings (``LexicalSettings``)."""
+    return LexicalConfig(
+        LanguageConfig(detect=settings.detect_language, fallback=settings.fallback_language,
+                       min_letters=settings.min_letters, min_probability=settings.min_probability,
+                       query_min_probability=settings.query_min_probability),
+        german_compounds=settings.german_compounds,
+        query_languages=tuple(normalize_language(q) for q in settings.query_languages if normalize_language(q)),
+    )
+
+
+@dataclass(frozen=True)
+class LexicalPassage:
+    """A passage's BM25 vector and the analyzer that made it (recorded with the chunk)."""
+
+    vector: SparseVector
+    language: str
+    analyzer: str
 
 
 class SparseEncoder:
-    """Encodes passages and queries as BM25 sparse vectors (pure Python, no model, thread-safe)."""
+    """Encodes passages and queries as BM25 sparse vectors (pure Python, no model, thread-safe).
 
-    def __init__(self, params: Bm25Params | None = None) -> None:
+    Each passage is analyzed in its language (``freki.embed.language``'s rule, ``freki.embed.analyzers``);
+    a query with the analyzer of its own language, and of each of ``query_languages`` (terms merged) for
+    tenants whose passages are in a language other than their questions (docs/decisions/0131).
+    """
+
+    def __init__(self, params: Bm25Params | None = None, lexical: LexicalConfig | None = None) -> None:
         self.params = params or Bm25Params()
         if self.params.k1 < 0 or not 0.0 <= self.params.b <= 1.0 or self.params.avgdl <= 0:
             raise ValueError(
                 f"BM25 parameters out of range: k1 must be >= 0, b in [0, 1], avgdl > 0 (got {self.params})"
             )
+        self.lexical = lexical or LexicalConfig()
+        self.detector = LanguageDetector(self.lexical.language)
 
     @property
     def fingerprint(self) -> str:
         """Identifies how passage weights were computed; part of each document's content hash, so a
         change of tokenizer or BM25 parameters re-indexes documents instead of mixing weightings."""
         p = self.params
-        return f"{TOKENIZER_VERSION}/k1={p.k1:g}/b={p.b:g}/avgdl={p.avgdl:g}"
+        return f"{TOKENIZER_VERSION}/k1={p.k1:g}/b={p.b:g}/avgdl={p.avgdl:g}{self.lexical.fingerprint}"
 
-    def encode_passage(self, text: str) -> SparseVector:
-        """Term weights ``tf_sat`` of one passage (IDF is applied by the store)."""
-        counts = Counter(tokenize(text))
+    def analyzer(self, language: str) -> Analyzer:
+        """The analyzer of an ISO 639-1 language ("" or unknown: no stemmer, no stop words)."""
+        return analyzer_for(language, german_compounds=self.lexical.german_compounds)
+
+    def _weights(self, terms: list[str]) -> SparseVector:
+        counts = Counter(terms)
         if not counts:
             return SparseVector(indices=[], values=[])
         k1, b, avgdl = self.params.k1, self.params.b, self.params.avgdl
@@ -124,23 +131,65 @@ class SparseEncoder:
             (term_index(term), tf * (k1 + 1.0) / (tf + norm)) for term, tf in counts.items()
         )
 
+    def encode_passage(self, text: str, language: str = "") -> SparseVector:
+        """Term weights ``tf_sat`` of one passage (IDF is applied by the store), analyzed in ``language``
+        (detected when "")."""
+        return self._weights(self.analyzer(language or self.detector.choose(text)).terms(text))
+
     def encode_passages(self, texts: Sequence[str]) -> list[SparseVector]:
-        """``encode_passage`` for each text; the shape the ``Indexer`` expects."""
+        """``encode_passage`` for each text, each in its detected language."""
         return [self.encode_passage(t) for t in texts]
 
     __call__ = encode_passages
 
-    def encode_query(self, text: str) -> SparseVector:
+    def encode_document(self, texts: Sequence[str], *, declared: object = "",
+                        groups: Sequence[str] | None = None) -> list[LexicalPassage]:
+        """The passages of one document, each analyzed in its section's language.
+
+        ``declared``: the document's own language tag (wins over detection). ``groups``: the section of
+        each text; a section's language is detected on its texts together, and where that is unsure the
+        document's (detected on its first characters) is used.
+        """
+        language = normalize_language(declared)
+        if language or not texts:
+            return [self._passage(t, language or self.lexical.language.fallback) for t in texts]
+        document = self.detector.choose(" ".join(texts)[:4000])
+        keys = list(groups) if groups is not None and len(groups) == len(texts) else [""] * len(texts)
+        by_group: dict[str, str] = {}
+        for key in dict.fromkeys(keys):
+            joined = " ".join(t for t, k in zip(texts, keys, strict=True) if k == key)
+            by_group[key] = self.detector.detect(joined).language or document
+        return [self._passage(t, by_group[k]) for t, k in zip(texts, keys, strict=True)]
+
+    def _passage(self, text: str, language: str) -> LexicalPassage:
+        analyzer = self.analyzer(language)
+        return LexicalPassage(self._weights(analyzer.terms(text)), language, analyzer.name)
+
+    def query_languages(self, text: str, language: object = "") -> list[str]:
+        """The languages whose analyzers encode a query: its own (given, detected, or the fallback when the
+        detector is unsure), then ``query_languages``; each once."""
+        own = self.detector.choose(text, declared=language, query=True)
+        return list(dict.fromkeys([own, *self.lexical.query_languages]))
+
+    def query_terms(self, text: str, language: object = "") -> list[str]:
+        """Distinct indexed terms of a query, in order (for diagnostics and adaptive fusion)."""
+        own, *others = self.query_languages(text, language)
+        analyzer = self.analyzer(own)
+        terms = analyzer.terms(text)
+        if others:
+            # The query's own stop words stay out of its other analyses too ("die" is no German term).
+            rest = analyzer.content_words(text)
+            for lang in others:
+                terms.extend(self.analyzer(lang).terms(rest))
+        return list(dict.fromkeys(terms))
+
+    def encode_query(self, text: str, language: object = "") -> SparseVector:
         """Weight 1 per distinct query term: the store's IDF turns the dot product into BM25.
 
         Returns an empty vector when the query has no indexable term (only stop words or
         punctuation); sparse search then finds nothing rather than something arbitrary.
         """
-        return _merge((term_index(term), 1.0) for term in dict.fromkeys(tokenize(text)))
-
-    def query_terms(self, text: str) -> list[str]:
-        """Distinct indexed terms of a query, in order (for diagnostics and adaptive fusion)."""
-        return list(dict.fromkeys(tokenize(text)))
+        return _merge((term_index(term), 1.0) for term in self.query_terms(text, language))
 
 
 def _merge(pairs: Iterable[tuple[int, float]]) -> SparseVector:

@@ -1,12 +1,11 @@
-"""Stems for the lexical sparse encoder: the Porter (1980) English stemmer, from PyStemmer.
+"""Stems for the lexical sparse encoder: Snowball stemmers from PyStemmer, Porter (1980) for English.
 
 Lexical search must match "indexing" with "indexed" and "indexes", or a query phrased in a different
-inflection than the passage scores nothing. Porter's algorithm is the stemmer most BM25 baselines use
-(Lucene's ``PorterStemFilter``, BEIR's Anserini runs) and its output is stable, which matters because
-stems are hashed into sparse-vector indices that live in the index on disk: changing the stemmer means
-re-indexing. PyStemmer runs Snowball's C implementation of exactly that algorithm (``"porter"``, not the
-later "Porter2"/``"english"``), ~16× faster than the Python transcription it replaced and identical to
-it on every alphabetic word of SciFact's 36k-word vocabulary (compared when it was swapped in).
+inflection than the passage scores nothing. English uses Porter's algorithm, the stemmer most BM25
+baselines use (Lucene's ``PorterStemFilter``, BEIR's Anserini runs); other languages use their Snowball
+stemmer (``"german"``, ``"french"``, ...: ``Stemmer.algorithms()``). Stems are hashed into sparse-vector
+indices that live in the index on disk, so a stemmer, once used for a language, must not change without a
+re-index (the analyzer's name, recorded per chunk, says which one was used). PyStemmer runs Snowball's C code.
 """
 
 from __future__ import annotations
@@ -19,17 +18,25 @@ import Stemmer
 _local = threading.local()  # a PyStemmer object must not be shared between threads
 
 
-def _stemmer() -> Stemmer.Stemmer:
-    stemmer = getattr(_local, "stemmer", None)
+def _stemmer(algorithm: str) -> Stemmer.Stemmer:
+    stemmers: dict[str, Stemmer.Stemmer] | None = getattr(_local, "stemmers", None)
+    if stemmers is None:
+        stemmers = _local.stemmers = {}
+    stemmer = stemmers.get(algorithm)
     if stemmer is None:
-        stemmer = _local.stemmer = Stemmer.Stemmer("porter", 0)  # our lru_cache below is shared by threads
+        stemmer = stemmers[algorithm] = Stemmer.Stemmer(algorithm, 0)  # our lru_cache below is shared by threads
     return stemmer
 
 
-@lru_cache(maxsize=200_000)
-def stem(word: str) -> str:
-    """The Porter stem of a lower-case word; words of one or two letters are returned as they are."""
+def algorithms() -> frozenset[str]:
+    """The Snowball algorithms PyStemmer offers (``"porter"``, ``"english"``, ``"german"``, ...)."""
+    return frozenset(Stemmer.algorithms())
+
+
+@lru_cache(maxsize=400_000)
+def stem(word: str, algorithm: str = "porter") -> str:
+    """The stem of a lower-case word; words of one or two letters are returned as they are."""
     if len(word) <= 2 or not word.isalpha():
         # Numbers, codes and mixed tokens ("e1234", "x86") are identifiers: stemming would only corrupt them.
         return word
-    return str(_stemmer().stemWord(word))
+    return str(_stemmer(algorithm).stemWord(word))

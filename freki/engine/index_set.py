@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from freki.embed.layout import EmbeddingLayout, model_collections_prefix
 from freki.embed.model import EmbeddingModel
-from freki.embed.sparse import Bm25Params, SparseEncoder
+from freki.embed.sparse import Bm25Params, SparseEncoder, lexical_config
 from freki.engine import models
 from freki.engine.config import ingest_limits, store_config
 from freki.engine.graph import EngineGraph
@@ -158,7 +158,7 @@ def build_index(
                           settings.reindex.max_source_bytes) if settings.reindex.keep_sources else None
     counter = TokenCountCache(get_token_counter().count)
     rs = settings.retrieval
-    sparse = SparseEncoder(Bm25Params(k1=rs.bm25_k1, b=rs.bm25_b, avgdl=rs.bm25_avgdl))
+    sparse = SparseEncoder(Bm25Params(k1=rs.bm25_k1, b=rs.bm25_b, avgdl=rs.bm25_avgdl), lexical_config(rs.lexical))
     if rs.query_batch_max > 1:
         for model in (embedder, *(lane.embedder for lane in lanes)):
             model.enable_batching(rs.query_batch_max, rs.query_batch_wait_ms / 1000)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from freki.embed.sparse import SparseEncoder, tokenize
+from freki.embed.sparse import SparseEncoder
 from freki.graph.expansion import Edge, GraphScore
 from freki.search.retrieval import Hit, Hits, Query, SearchLane, scope_filter
 from freki.store import FieldMatch
@@ -50,7 +50,7 @@ def explain(query: Query, hits: Hits, lanes: Sequence[SearchLane], sparse: Spars
         return hits
     by_model = {lane.model: lane for lane in lanes}
     lane_of = {h.chunk_id: by_model.get(h.model, lanes[0]) for h in hits}
-    sparse_query = sparse.encode_query(query.text)
+    sparse_query = sparse.encode_query(query.text, query.language)
     dense: dict[str, float] = {}
     lexical: dict[str, float] = {}
     for lane in lanes:
@@ -66,11 +66,12 @@ def explain(query: Query, hits: Hits, lanes: Sequence[SearchLane], sparse: Spars
             lexical.update((p.id, p.score) for p in lane.chunks.search_sparse(
                 sparse_query, [*scope_filter(query), FieldMatch("document_id", docs)], 50 * len(mine),
                 with_payload=False))
-    terms = sparse.query_terms(query.text)
+    terms = sparse.query_terms(query.text, query.language)
     out = Hits()
     for hit in hits:
         g = graph.get(hit.document_id, GraphScore())
-        chunk_terms = set(tokenize(hit.content))
+        # The chunk's terms as it was indexed (its recorded language; English before languages were recorded).
+        chunk_terms = set(sparse.analyzer(str(hit.payload.get("language") or "en")).terms(hit.content))
         out.append(Hit(hit.chunk_id, hit.score, hit.payload, hit.model, Explanation(
             dense_score=dense.get(hit.chunk_id, 0.0),
             sparse_score=float(lexical.get(hit.chunk_id, 0.0)),

@@ -23,11 +23,20 @@ import numpy as np
 
 from freki.embed.layout import EmbeddingLayout
 from freki.embed.model import EmbeddingModel
+from freki.embed.sparse import SparseEncoder
 from freki.ingest.caches import SentenceVectorCache, embed_in_slices
 from freki.ingest.chunking import Chunk
 from freki.ingest.commit import Committer, Companion, document_filter  # noqa: F401 - re-exported
 from freki.ingest.deadline import NO_DEADLINE, Deadline
 from freki.ingest.lanes import ChunkerFactory, IndexLane, LaneRouter
+from freki.ingest.lexical import (
+    SparseEncode,
+    chunk_fields,
+    document_languages,
+    lexical_passages,
+    vector_of,
+    vectors_of_points,
+)
 from freki.ingest.locks import LockTable
 from freki.ingest.parsing import ParsedDocument, ParseLimits, parse_document
 from freki.ingest.quotas import MetadataLimits, check_chunk_count, check_metadata
@@ -83,9 +92,6 @@ def document_chunks(
     return sorted((p for page in pages for p in page), key=lambda p: int(p.payload.get("chunk_index", 0)))
 
 
-SparseEncode = Callable[[Sequence[str]], list[SparseVector]]
-
-
 @dataclass(frozen=True)
 class IngestLimits:
     """Limits the indexer applies after parsing (the ``limits`` settings)."""
@@ -107,7 +113,7 @@ class Indexer:
         registry: DocumentRegistry,
         generations: Generations,
         keys: KeyStore,
-        sparse_encode: SparseEncode | None = None,
+        sparse_encode: SparseEncoder | SparseEncode | None = None,
         full_reindex_ratio: float = 0.5,
         chunking_fingerprint: str = "",
         sentence_cache: SentenceVectorCache | None = None,
@@ -138,13 +144,11 @@ class Indexer:
                                    stores=self.router.stores, sources=sources)
         self._locks = LockTable()
 
-    def sparse_encode(self, texts: Sequence[str]) -> list[SparseVector | None]:
-        """Sparse (lexical) vectors for texts, or Nones when no sparse encoder is configured."""
-        return list(self._sparse(texts)) if self._sparse else [None] * len(texts)
-
     def sparse_of_points(self, points: Sequence[StoredPoint]) -> list[SparseVector | None]:
-        """``sparse_encode`` of stored chunks' texts, each without its overlap (as when it was indexed)."""
-        return self.sparse_encode([lexical_text(p.payload) for p in points])
+        """Sparse vectors of stored chunks' texts, each without its overlap and in its recorded language (as
+        when it was indexed); Nones when no sparse encoder is configured."""
+        return vectors_of_points(self._sparse, [lexical_text(p.payload) for p in points],
+                                 [p.payload for p in points])
 
     def document_lock(self, tenant: str, document_id: str) -> Any:
         """The lock ``index`` holds for a document (a context manager); hold it to change the document otherwise."""
@@ -236,7 +240,9 @@ class Indexer:
 
         vectors = embed_in_slices(embed, [chunks[i].text for i in embed_positions])
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}
-        sparse = self.sparse_encode([c.new_text for c in chunks])  # overlap is BM25-indexed once
+        sparse = lexical_passages(self._sparse, [c.new_text for c in chunks],  # overlap is BM25-indexed once
+                                  declared=metadata.get("language", ""),
+                                  groups=[c.metadata.get("section", "") for c in chunks])
         deadline.check("embedding chunks")
         generation, content_type = new_generation(), parsed.content_type
         now = datetime.now(UTC).isoformat()
@@ -245,8 +251,9 @@ class Indexer:
             ChunkPoint(
                 id=chunk_point_id(doc.tenant_id, doc.document_id, generation, i),
                 dense=fresh[i] if i in fresh else reusable[c.hash],
-                sparse=sparse[i],
-                payload=self._payload(doc, owner, content_type, metadata, c, digest, now, generation),
+                sparse=vector_of(sparse[i]),
+                payload={**self._payload(doc, owner, content_type, metadata, c, digest, now, generation),
+                         **chunk_fields(sparse[i])},
             )
             for i, c in enumerate(chunks)
         ]
@@ -255,6 +262,7 @@ class Indexer:
             content_type=content_type, content_hash=digest, chunk_count=len(chunks), indexed_at=now,
             embedding_model=lane.model, metadata=metadata, generation=generation,
             embedding_dimension=lane.embedder.dimension, document_type=document_type,
+            languages=document_languages(sparse),
         )
         source = self.sources.points(doc.tenant_id, owner, doc.document_id, generation, KeptSource(
             doc.data, doc.source, doc.content_type, doc.metadata, doc.owner_id)) if self.sources is not None else []

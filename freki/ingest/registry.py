@@ -83,6 +83,8 @@ class DocumentRecord:
     # model ("" = the standard model); 0 and "" in records written before type-specific models.
     embedding_dimension: int = 0
     document_type: str = ""
+    # The languages its chunks were analyzed in, the most frequent first (empty in older records: English).
+    languages: list[str] = field(default_factory=list)
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> DocumentRecord:

@@ -56,6 +56,8 @@ class Query:
     # documents, and explain each hit's score.
     graph_expand: bool = False
     explain: bool = False
+    # The query's language as the caller gives it (BCP-47, RequestMetadata.language); "" = detected.
+    language: str = ""
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,9 @@ class Retriever:
         # cost more than the search itself (and holds the GIL); the hits' payloads are loaded at the end.
         collect = payloads if depth <= query.top_k else None
         origin: dict[str, SearchLane] = {}
-        lists = [self._merged(text, query.mode, flt, depth, collect, origin) for text in texts]
+        lexical = query.mode in ("sparse", "hybrid")
+        lists = [self._merged(text, self._sparse.encode_query(text, query.language) if lexical else None,
+                              query.mode, flt, depth, collect, origin) for text in texts]
         if len(lists) == 1:
             ranked = lists[0]
         elif query.mode == "hybrid" and self.config.fusion == "rrf":
@@ -192,36 +196,38 @@ class Retriever:
                 payloads.update((p.id, p.payload) for p in lane.chunks.retrieve(missing))
 
     def _merged(
-        self, text: str, mode: str, flt: list[FieldMatch], depth: int,
+        self, text: str, sparse_query: SparseVector | None, mode: str, flt: list[FieldMatch], depth: int,
         payloads: dict[str, dict[str, Any]] | None, origin: dict[str, SearchLane],
     ) -> list[Scored]:
         """``_search`` in every model's collection, merged by relevance (documents live in one of them)."""
         merged: list[Scored] = []
         for lane in self.lanes:
-            found = self._search(lane, text, mode, flt, depth, payloads)
+            found = self._search(lane, text, sparse_query, mode, flt, depth, payloads)
             origin.update((s.id, lane) for s in found)
             merged.extend(found)
         return fusion.sort_scored(merged)[:depth] if len(self.lanes) > 1 else merged
 
     # -- one query text in one mode ------------------------------------------------------------------
     def _search(
-        self, lane: SearchLane, text: str, mode: str, flt: list[FieldMatch], depth: int,
-        payloads: dict[str, dict[str, Any]] | None,
+        self, lane: SearchLane, text: str, sparse_query: SparseVector | None, mode: str, flt: list[FieldMatch],
+        depth: int, payloads: dict[str, dict[str, Any]] | None,
     ) -> list[Scored]:
-        """Candidates for one query text; their payloads go into ``payloads`` unless it is None."""
+        """Candidates for one query text (``sparse_query``: its lexical vector, in sparse and hybrid mode);
+        their payloads go into ``payloads`` unless it is None."""
         light = payloads is None
-        if mode == "sparse":
+        if mode == "dense":
+            vector = lane.embed_query(text)
+            points = lane.chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
+            return self._scored(points, payloads, lambda s: fusion.dense_relevance(lane.calibrate(s)))
+        if mode not in ("sparse", "hybrid"):
+            raise ValueError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
+        if sparse_query is None:
             sparse_query = self._sparse.encode_query(text)
+        if mode == "sparse":
             points = (lane.chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
                       if sparse_query.indices else [])
             return self._scored(points, payloads, self._lexical_relevance(sparse_query))
         vector = lane.embed_query(text)
-        if mode == "dense":
-            points = lane.chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
-            return self._scored(points, payloads, lambda s: fusion.dense_relevance(lane.calibrate(s)))
-        if mode != "hybrid":
-            raise ValueError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
-        sparse_query = self._sparse.encode_query(text)
         # Each list as deep as fusion needs, whatever the depth of the fused list.
         prefetch = max(depth, self.config.candidates)
         if self.config.fusion == "rrf":

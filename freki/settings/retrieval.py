@@ -2,9 +2,45 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class LexicalSettings(BaseModel):
+    """How the BM25 analyzer of a text is chosen (``freki.embed.language``, ``freki.embed.analyzers``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # False: every text is analyzed as its declared language or fallback_language.
+    detect_language: bool = True
+    # ISO 639-1 code for text whose language is neither declared nor detected with confidence.
+    fallback_language: str = Field("en", pattern=r"^[a-z]{2,3}$")
+    # A detection below this probability, or on fewer letters, counts as unsure (the fallback applies).
+    min_probability: float = Field(0.8, ge=0.0, le=1.0)
+    query_min_probability: float = Field(0.5, ge=0.0, le=1.0)  # for a query (one short text, one answer)
+    min_letters: int = Field(12, ge=1, le=10_000)
+    # Also index the parts of German compounds (CharSplit); needs a re-index of German documents.
+    german_compounds: bool = False
+    # Languages every query is also analyzed in (e.g. ["de"] for a German tenant asked in English).
+    query_languages: list[str] = Field(default_factory=list, max_length=8)
+
+    @field_validator("query_languages")
+    @classmethod
+    def _iso_codes(cls, value: list[str]) -> list[str]:
+        bad = [v for v in value if not re.fullmatch(r"[a-z]{2,3}", v)]
+        if bad:
+            raise ValueError(f"query_languages takes ISO 639-1 codes such as 'de' (got {bad[:3]})")
+        return value
+
+    @model_validator(mode="after")
+    def _compound_splitter_installed(self) -> LexicalSettings:
+        if self.german_compounds and importlib.util.find_spec("compound_split") is None:
+            raise ValueError("german_compounds is true but the compound-split package is not installed: "
+                             "pip install 'wolfpack-rag[compounds]' (or set german_compounds to false)")
+        return self
 
 
 class ModeThresholds(BaseModel):
@@ -52,6 +88,10 @@ class RetrievalSettings(BaseModel):
     bm25_k1: float = Field(1.2, ge=0.0)
     bm25_b: float = Field(0.75, ge=0.0, le=1.0)
     bm25_avgdl: float = Field(100.0, gt=0.0)
+    # Lexical analysis per language (docs/retrieval.md, Languages): each chunk's terms come from the analyzer
+    # of its section's language (detected unless the document's `language` metadata names it), a query's
+    # from its own language's (RequestMetadata.language or detected), the fallback's and query_languages'.
+    lexical: LexicalSettings = Field(default_factory=lambda: LexicalSettings())
     # Path of a sentence-transformers CrossEncoder directory; None disables re-ranking.
     reranker_model: str | None = None
     rerank_candidates: int = Field(30, ge=1, le=1000)

@@ -6,6 +6,8 @@
   sets over the same passages (see ``pydoc_set.py`` for how each was made):
   ``pydoc-lexical`` (queries reuse the passage's wording) and ``pydoc-paraphrase``
   (hand-written questions that avoid the passage's words).
+* ``manpages-de``: German man pages from Debian's ``manpages-de`` (``manpages.py``): a page's NAME description
+  as the query, its BESCHREIBUNG as the passage, the other pages as distractors; train/test by page name.
 """
 
 from __future__ import annotations

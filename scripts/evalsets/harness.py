@@ -28,7 +28,7 @@ from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 
 from freki.api.server import build_server
 from freki.embed.embedder import Embedder
-from freki.embed.sparse import Bm25Params, SparseEncoder
+from freki.embed.sparse import Bm25Params, SparseEncoder, lexical_config
 from freki.engine import FrekiEngine, build_embedder
 from freki.ingest.limits import ALGORITHM
 from freki.settings import FrekiSettings
@@ -76,7 +76,7 @@ def data_dir_for(name: str, corpus: Mapping[str, str], settings: FrekiSettings) 
     for doc_id in sorted(corpus):
         h.update(doc_id.encode() + b"\0" + corpus[doc_id].encode() + b"\0")
     r = settings.retrieval
-    sparse = SparseEncoder(Bm25Params(r.bm25_k1, r.bm25_b, r.bm25_avgdl)).fingerprint
+    sparse = SparseEncoder(Bm25Params(r.bm25_k1, r.bm25_b, r.bm25_avgdl), lexical_config(r.lexical)).fingerprint
     key = json.dumps([name, h.hexdigest(), settings.embedding_model, settings.embedding_backend,
                       settings.embedding_bulk_bf16, settings.chunking.model_dump(), ALGORITHM, sparse,
                       index_code_digest()])

@@ -133,6 +133,7 @@ def test_cli_manages_documents_list_show_export_delete(odin: OdinClient, tmp_pat
     assert odin_main(["docs", "show", "notes/boiler#may.md", "--json", *tenant]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["owner_id"] == "olga" and shown["embedding_model"] == "all-MiniLM-L6-v2"
+    assert shown["languages"] == ["en"]
     export = tmp_path / "olga.jsonl"
     assert odin_main(["docs", "export", "--owner", "olga", "-o", str(export), *tenant]) == 0
     records = [json.loads(line) for line in export.read_text().splitlines()]

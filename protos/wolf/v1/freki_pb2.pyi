@@ -183,7 +183,7 @@ class GetDocumentRequest(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ...) -> None: ...
 
 class DocumentInfo(_message.Message):
-    __slots__ = ("document_id", "tenant_id", "owner_id", "source", "content_type", "content_hash", "chunk_count", "metadata", "indexed_at", "embedding_model", "metadata_lists", "embedding_dimension", "document_type")
+    __slots__ = ("document_id", "tenant_id", "owner_id", "source", "content_type", "content_hash", "chunk_count", "metadata", "indexed_at", "embedding_model", "metadata_lists", "embedding_dimension", "document_type", "languages")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -211,6 +211,7 @@ class DocumentInfo(_message.Message):
     METADATA_LISTS_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_DIMENSION_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGES_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     tenant_id: str
     owner_id: str
@@ -224,7 +225,8 @@ class DocumentInfo(_message.Message):
     metadata_lists: _containers.MessageMap[str, _common_pb2.MetadataValues]
     embedding_dimension: int
     document_type: str
-    def __init__(self, document_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., source: _Optional[str] = ..., content_type: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_count: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., indexed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., embedding_model: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, _common_pb2.MetadataValues]] = ..., embedding_dimension: _Optional[int] = ..., document_type: _Optional[str] = ...) -> None: ...
+    languages: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, document_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., source: _Optional[str] = ..., content_type: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_count: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., indexed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., embedding_model: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, _common_pb2.MetadataValues]] = ..., embedding_dimension: _Optional[int] = ..., document_type: _Optional[str] = ..., languages: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListDocumentsRequest(_message.Message):
     __slots__ = ("tenant_id", "page_size", "page_token", "owner_id")

@@ -345,3 +345,18 @@ def test_a_chunk_says_where_it_sits_page_and_headings(freki_stub, corpus) -> Non
     assert md.document_id == "geri.md"
     assert md.location.page == 0 and list(md.location.heading_path)
     assert md.location.label == " > ".join(md.location.heading_path) == md.metadata["section"]
+
+
+def test_german_document_shows_its_language_and_a_german_query_finds_it(freki_stub) -> None:  # type: ignore[no-untyped-def]
+    text = ("Die Kaltmiete der Wohnung beträgt 950 Euro im Monat. Haustiere sind nach Absprache erlaubt, "
+            "die Nebenkosten werden jährlich abgerechnet.")
+    index(freki_stub, "expose-de.txt", text, tenant_id="immo")
+    info = freki_stub.GetDocument(freki_pb2.GetDocumentRequest(document_id="expose-de.txt", tenant_id="immo"))
+    assert list(info.languages) == ["de"]
+    request = common_pb2.WolfRequest(
+        request_id=rid(), model_type=common_pb2.RAG, prompt="Haustieren", tenant_id="immo",
+        metadata=common_pb2.RequestMetadata(language="de"),
+        retrieval=common_pb2.RetrievalOptions(mode=common_pb2.SEARCH_MODE_SPARSE, top_k=3))
+    docs = freki_stub.RetrieveContext(request, timeout=30).rag_context.documents
+    assert [d.document_id for d in docs] == ["expose-de.txt"]  # "Haustieren" meets "Haustiere" only in German
+    assert docs[0].metadata["language"] == "de"
