@@ -72,6 +72,8 @@ def parse_limits(settings: FrekiSettings) -> ParseLimits:
         zip_max_inflated_bytes=lim.zip_max_inflated_bytes, zip_max_ratio=lim.zip_max_ratio,
         yaml_max_bytes=lim.yaml_max_bytes, yaml_max_depth=lim.yaml_max_depth, yaml_max_keys=lim.yaml_max_keys,
         html_max_depth=lim.html_max_depth, max_links=settings.graph.max_links_per_document,
+        table_max_rows=lim.table_max_rows, table_max_columns=lim.table_max_columns,
+        pdf_table_pages=lim.pdf_table_pages,
     )
 
 

@@ -81,7 +81,8 @@ def parse_document(
             )
         if kind == "docx":
             check_zip(data, limits, source=source)
-        document = parse_pdf(data, source=source) if kind == "pdf" else parse_docx(data, source=source)
+        document = (parse_pdf(data, source=source, limits=limits) if kind == "pdf"
+                    else parse_docx(data, source=source, limits=limits))
     elif kind == "markdown":
         document = parse_markdown(data, source=source, limits=limits)
     elif kind == "html":

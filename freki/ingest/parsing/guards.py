@@ -30,6 +30,9 @@ class ParseLimits:
     yaml_max_keys: int = 1_000
     html_max_depth: int = 512
     max_links: int = 1_000
+    table_max_rows: int = 10_000
+    table_max_columns: int = 100
+    pdf_table_pages: int = 200
 
 
 # A member's compression ratio is judged only past this size: tiny members (styles, rels) compress far.
