@@ -32,7 +32,7 @@ class ParseLimits:
     max_links: int = 1_000
     table_max_rows: int = 10_000
     table_max_columns: int = 100
-    pdf_table_pages: int = 200
+    pdf_table_pages: int = 50
 
 
 # A member's compression ratio is judged only past this size: tiny members (styles, rels) compress far.
