@@ -52,6 +52,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="5,12,30,60,100")
     parser.add_argument("--questions", type=int, default=4, help="questions per table")
+    parser.add_argument("--mode", default="default", choices=["default", "dense", "sparse", "hybrid"],
+                        help="search mode of the top-3 check")
     args = parser.parse_args()
     docs = generate(tuple(int(s) for s in args.sizes.split(",")), args.questions)
     by_kind: dict[str, list[tuple[bool, bool, bool]]] = defaultdict(list)
@@ -73,7 +75,7 @@ def main() -> None:
                 kept = bool(holding) and all(holds(text, doc, row) for text in holding)
                 found = []
                 for threshold in ({}, {"score_threshold": 0.0}):
-                    top = retrieve(stub, question, "default", 3, **threshold).rag_context.documents
+                    top = retrieve(stub, question, args.mode, 3, **threshold).rag_context.documents
                     found.append(any(d.document_id == doc.name and holds(d.content, doc, row) for d in top))
                 by_kind[doc.kind].append((kept, *found))
                 if not kept:

@@ -24,8 +24,9 @@ Decisions (the "why" behind the shape of this module):
   context for the dense vector only: `Chunk.new_text` (without it) is what BM25 indexes, so no term
   counts in two chunks.
 * Tables (``freki.ingest.table_rows``): a Markdown table is never split into sentences nor cut inside a row.
-  One that fits a chunk is one unit; a larger one becomes pieces of whole rows, each repeating the header
-  and each fitting a chunk alone (so it carries no overlap). A row is cut only when it alone does not fit.
+  One that fits a chunk is one unit; a larger one becomes pieces of whole rows of about ``min_tokens``,
+  each repeating the header and each starting a chunk of its own, without overlap. A row is cut only when
+  it alone does not fit a chunk under its header.
 * A section that fits one chunk (`max_tokens` and the model window) is one chunk, whatever its size: no
   boundary scoring, no overlap. A section too small to hold two chunks of `min_tokens` is never scored
   either (nothing to decide).
@@ -45,7 +46,7 @@ from freki.ingest.boundaries import score_gaps
 from freki.ingest.limits import ChunkingConfig, EffectiveLimits
 from freki.ingest.parsing import LimitExceeded, ParsedDocument, Section
 from freki.ingest.segmenting import SectionPlan, find_anchors, partition_span
-from freki.ingest.sentences import SPACE, Unit, join_units, section_units
+from freki.ingest.sentences import PARAGRAPH, SPACE, Unit, join_units, section_units
 from freki.ingest.splitting import split_to_fit
 from freki.ingest.table_rows import table_pieces
 
@@ -175,14 +176,16 @@ class SemanticChunker:
                           and not plan.needs_similarity):
             cores = [(0, len(plan.units))]
         else:
-            bounds = [0, *find_anchors(plan, limits), len(plan.units)]
+            # Each piece of a table cut by rows starts a chunk: its header is repeated for that chunk.
+            pieces = [i for i, unit in enumerate(plan.units) if unit.header_repeated]
+            bounds = sorted({0, *find_anchors(plan, limits), *pieces, len(plan.units)})
             for start, end in zip(bounds, bounds[1:], strict=False):
                 cores.extend(partition_span(plan, start, end, limits))
         cores = _merge_small_tail(plan, cores, limits)
         texts: list[tuple[str, int]] = []
         for number, (start, end) in enumerate(cores):
             first = start
-            if number and limits.overlap_tokens:
+            if number and limits.overlap_tokens and not plan.units[start].header_repeated:
                 first = self._overlap_start(plan, cores[number - 1][0], start, end)
             texts.extend(self._fit(plan.units[first:end], overlap=start - first))
         return texts
@@ -233,14 +236,25 @@ class SemanticChunker:
         return [Unit(p, unit.separator if i == 0 else SPACE) for i, p in enumerate(pieces)]
 
     def _table_units(self, unit: Unit) -> list[Unit]:
-        """A table as whole-row pieces that each fit one chunk alone, the header repeated in each."""
-        pieces = table_pieces(unit.text, self._within_limits, self.effective.max_tokens)
+        """A table that fits a chunk as one unit; a larger one as pieces of whole rows of about ``min_tokens``,
+        the header repeated in each."""
+        pieces = table_pieces(unit.text, self._within_limits, self.effective.max_tokens, self._fits_table_piece)
         if pieces.rows_cut:
             self.rows_cut += pieces.rows_cut
             logger.warning("a table row longer than the chunk window was cut between words (%d row(s))",
                            pieces.rows_cut)
-        return [Unit(text, unit.separator if i == 0 else pieces.separator, table=True)
+        return [Unit(text, unit.separator if i == 0 else pieces.separator, table=True,
+                     header_repeated=i > 0 and pieces.separator == PARAGRAPH)
                 for i, text in enumerate(pieces.texts)]
+
+    def _fits_table_piece(self, text: str) -> bool:
+        """Within ``min_tokens`` (and the same share of the window): the size a piece of a table cut by rows
+        aims at, so a row lookup lands on a chunk of a few rows (docs/decisions/0121-tables.md)."""
+        limits = self.effective
+        if limits.min_tokens <= 0:
+            return self._within_limits(text)
+        room = (limits.window_limit - self._specials) * limits.min_tokens // limits.max_tokens
+        return self._counter.count(text) <= limits.min_tokens and self._window_tokens(text) - self._specials <= room
 
     def _fits_core(self, text: str) -> bool:
         return (

@@ -39,6 +39,8 @@ class Unit:
     text: str
     separator: str
     table: bool = False
+    # A later piece of a table cut by rows: it starts with the header again, and a chunk starts with it.
+    header_repeated: bool = False
 
 
 def split_line(line: str) -> list[str]:

@@ -2,9 +2,12 @@
 piece repeats the header.
 
 A table that fits the chunk window is one unit: the chunker never cuts inside it. A larger one becomes
-pieces of whole rows, packed from its top, each starting with the header and separator lines, so every
-chunk of a table can be read on its own ("which column is this cell in?"). Packing from the top keeps an
-edit's effect local to the piece it falls in and the pieces after it in the same table.
+pieces of whole rows, packed from its top up to a target size (the chunker's ``min_tokens``: a lookup of
+one row is found far more often in a chunk of a few rows than in one of a window's worth, see
+docs/decisions/0121-tables.md), each starting with the header and separator lines, so every chunk of a
+table can be read on its own ("which column is this cell in?"). A row over the target still goes whole
+when it fits a chunk. Packing from the top keeps an edit's effect local to the piece it falls in and the
+pieces after it in the same table.
 
 The one case a row is cut: a single row that does not fit the window even alone under its header. It is
 cut between words into parts, each under the header, and counted (``TablePieces.rows_cut``; the chunker
@@ -29,16 +32,19 @@ class TablePieces:
     rows_cut: int = 0
 
 
-def table_pieces(table: str, fits: Callable[[str], bool], max_words: int) -> TablePieces:
-    """Cut a Markdown table into pieces that each satisfy ``fits``.
+def table_pieces(table: str, fits: Callable[[str], bool], max_words: int,
+                 fits_piece: Callable[[str], bool] | None = None) -> TablePieces:
+    """Cut a Markdown table into pieces that each satisfy ``fits``, of whole rows where a row fits at all.
 
     Args:
         table: A paragraph ``freki.ingest.parsing.tables.is_table`` accepts.
-        fits: Whether a text fits one chunk (tokens and model window).
+        fits: Whether a text fits one chunk (tokens and model window); a table that fits is one piece.
         max_words: Upper bound on the words (and so the rows) of a fitting text.
+        fits_piece: The size pieces of a larger table aim at (None: ``fits``).
     """
     if fits(table):
         return TablePieces([table], PARAGRAPH)
+    target = fits_piece or fits
     lines = table.split("\n")
     header, rows = "\n".join(lines[:2]), lines[2:]
     if not rows or not fits(f"{header}\n| x |"):
@@ -49,12 +55,14 @@ def table_pieces(table: str, fits: Callable[[str], bool], max_words: int) -> Tab
     start = 0
     while start < len(rows):
         low, high = start, min(len(rows), start + max(1, max_words))
-        while low < high:  # the most rows from `start` that fit under the header
+        while low < high:  # the most rows from `start` that fit the piece target under the header
             middle = (low + high + 1) // 2
-            if fits("\n".join([header, *rows[start:middle]])):
+            if target("\n".join([header, *rows[start:middle]])):
                 low = middle
             else:
                 high = middle - 1
+        if low == start and fits(f"{header}\n{rows[start]}"):
+            low = start + 1  # a row over the target still goes whole when it fits a chunk
         if low == start:
             parts = split_to_fit(rows[start], lambda part: fits(f"{header}\n{part}"), max_words)
             pieces.extend(f"{header}\n{part}" for part in parts)

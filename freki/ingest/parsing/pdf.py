@@ -89,8 +89,10 @@ def parse_pdf(data: bytes, *, source: str = "", limits: ParseLimits | None = Non
 class _TableHints:
     """What pypdf's pass over one page saw that hints at a table."""
 
-    # Drawn segments and rectangles that make a ruled table (a rule under a heading is one).
+    # Drawn segments and rectangles that make a ruled table (a rule under a heading is one); past the
+    # maximum the page is a drawing or chart, and table finding would spend its time pairing edges.
     RULINGS = 4
+    MAX_RULINGS = 5_000
     # Consecutive lines whose text runs start at two or more shared x positions.
     ALIGNED_LINES = 3
 
@@ -100,7 +102,7 @@ class _TableHints:
 
     @property
     def ruled(self) -> bool:
-        return self.rulings >= self.RULINGS
+        return self.RULINGS <= self.rulings <= self.MAX_RULINGS
 
     def columnar(self) -> bool:
         lines = [self.starts[y] for y in sorted(self.starts, reverse=True)]

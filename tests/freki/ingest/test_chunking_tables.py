@@ -64,7 +64,17 @@ def test_a_long_table_is_split_by_rows_each_piece_repeating_the_header(model: Mo
         seen.extend(lines[2:])
     assert seen == table.split("\n")[2:]  # every row once, in order (table pieces carry no overlap)
     assert max(model.window_tokens(c.text) for c in chunks) <= 256
-    assert model.chunker().rows_cut == 0
+    # Pieces aim at min_tokens: a row lookup lands on a chunk of a few rows, not a window's worth.
+    only_rows = [c for c in holding if all(line.startswith("|") for line in c.text.split("\n"))]
+    assert len(only_rows) >= 5
+    assert all(c.token_count <= model.chunker().effective.min_tokens for c in only_rows)
+
+
+def test_rows_cut_counts_only_rows_too_long_for_a_chunk(model: Model) -> None:
+    chunker = model.chunker()
+    _, table = parts_table(120)
+    chunker.chunk(parse_document(table, source="t.md"))
+    assert chunker.rows_cut == 0
 
 
 def test_a_table_that_fits_the_window_stays_whole_inside_a_long_section(model: Model) -> None:
