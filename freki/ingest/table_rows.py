@@ -6,8 +6,8 @@ pieces of whole rows, packed from its top up to a target size (the chunker's ``m
 one row is found far more often in a chunk of a few rows than in one of a window's worth, see
 docs/decisions/0121-tables.md), each starting with the header and separator lines, so every chunk of a
 table can be read on its own ("which column is this cell in?"). A row over the target still goes whole
-when it fits a chunk. Packing from the top keeps an edit's effect local to the piece it falls in and the
-pieces after it in the same table.
+when it fits a chunk. A piece ends at a row its content marks (``_content_cut``), not where the size runs
+out, so an edited row changes its own piece and at most a piece or two after it.
 
 The one case a row is cut: a single row that does not fit the window even alone under its header. It is
 cut between words into parts, each under the header, and counted (``TablePieces.rows_cut``; the chunker
@@ -16,6 +16,7 @@ logs it). A header too large to repeat with even one word of a row leaves the ta
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -61,6 +62,7 @@ def table_pieces(table: str, fits: Callable[[str], bool], max_words: int,
                 low = middle
             else:
                 high = middle - 1
+        low = _content_cut(rows, start, low)
         if low == start and fits(f"{header}\n{rows[start]}"):
             low = start + 1  # a row over the target still goes whole when it fits a chunk
         if low == start:
@@ -72,3 +74,21 @@ def table_pieces(table: str, fits: Callable[[str], bool], max_words: int,
             pieces.append("\n".join([header, *rows[start:low]]))
             start = low
     return TablePieces(pieces, PARAGRAPH, rows_cut=cut)
+
+
+# One row in this many (by its text's hash) is a preferred place to end a piece.
+_CUT_ONE_IN = 4
+
+
+def _content_cut(rows: list[str], start: int, end: int) -> int:
+    """Where a piece starting at ``start`` ends, at most ``end``: after the first row, past half the rows that
+    fit, whose hash marks it as a cut (content-defined, as backup tools cut files), else at ``end``.
+
+    Cutting where the content says rather than where the size runs out lets the pieces after an edited row
+    fall back onto their old boundaries within a piece or two, so incremental re-indexing re-embeds those
+    and not the rest of the table.
+    """
+    for stop in range(start + max(1, (end - start + 1) // 2), end):
+        if hashlib.sha1(rows[stop - 1].encode()).digest()[0] % _CUT_ONE_IN == 0:
+            return stop
+    return end

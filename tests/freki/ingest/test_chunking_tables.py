@@ -108,3 +108,19 @@ def test_small_budgets_still_fit_the_window(model: Model) -> None:
     for chunk in chunks:
         assert chunk.token_count <= 120 and model.window_tokens(chunk.text) <= 256
         assert chunk.text.startswith(table.split("\n")[0])
+
+
+def test_editing_one_row_of_a_long_table_changes_few_chunks(model: Model) -> None:
+    body, table = parts_table(120)
+    chunker = model.chunker()
+    before = {c.hash for c in chunker.chunk(parse_document(table, source="t.md"))}
+    for edit in ({10: "PN-1010 replaced by PN-2010 after the audit of March"}, {60: "x"}, "insert"):
+        rows = [row[:] for row in body]
+        if edit == "insert":
+            rows.insert(50, ["PN-new", "Hrafn Metals", "1.00", "Aisle 1, shelf A."])
+        else:
+            for index, value in edit.items():
+                rows[index][0] = value
+        after = [c.hash for c in chunker.chunk(parse_document(markdown_table(rows, header=HEADER), source="t.md"))]
+        assert len(after) > 20
+        assert len(set(after) - before) <= 3, edit
