@@ -150,3 +150,15 @@ def test_html_hostile_spans_and_rows_are_refused_naming_the_setting() -> None:
 def test_markdown_table_keeps_its_shape() -> None:
     doc = parse_document("# T\n\nText.\n\n| a | b |\n|---|:-:|\n| 1 | 2 |\n", source="t.md")
     assert paragraphs(doc.text) == ["T", "Text.", "| a | b |\n| --- | --- |\n| 1 | 2 |"]
+
+
+def test_table_settings_reach_the_parser(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from freki.engine.config import parse_limits
+    from freki.settings import FrekiSettings
+
+    settings = FrekiSettings(data_dir=tmp_path, limits={"table_max_rows": 7, "table_max_columns": 9,
+                                                        "pdf_table_pages": 3})  # type: ignore[arg-type]
+    limits = parse_limits(settings)
+    assert (limits.table_max_rows, limits.table_max_columns, limits.pdf_table_pages) == (7, 9, 3)
+    with pytest.raises(LimitExceeded, match=r"table of 13 rows; the limit is 7 \(limits.table_max_rows\)"):
+        parse_document(table_pdf("ALL"), source="parts.pdf", limits=limits)
