@@ -7,8 +7,10 @@ no table is confirmed keeps pypdf's text.
 
 Borderless tables are read from word positions: a line whose words fall into runs separated by gaps wider
 than the text height is "columnar", and three or more consecutive columnar lines sharing at least two
-column starts are a table, one row a line. Cells that wrap onto a second line become rows of their own,
-and columns aligned only on their right edge are not seen; ruled tables have neither limit.
+column starts are a table, one row a line, provided its cells are short (the median run at most 4 words:
+the lines of a two-column page layout also align, but are prose). Cells that wrap onto a second line
+become rows of their own, and columns aligned only on their right edge are not seen; ruled tables have
+neither limit.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ _COLUMN_GAP = 1.0
 # Column starts closer than this many points are the same column.
 _ALIGN_PT = 3.0
 _MIN_BORDERLESS_ROWS = 3
+# Cells are short; lines of a two-column page layout are not (their median run is a line of prose).
+_MAX_MEDIAN_CELL_WORDS = 4
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,7 @@ def _borderless_tables(page: Any) -> list[tuple[tuple[float, float, float, float
         if len(line) >= 2 and (not run or _shared_starts(run[-1], line) >= 2):
             run.append(line)
             continue
-        if len(run) >= _MIN_BORDERLESS_ROWS:
+        if len(run) >= _MIN_BORDERLESS_ROWS and _short_cells(run):
             tables.append(_table_of(run))
         run = [line] if len(line) >= 2 else []
     return tables
@@ -131,6 +135,11 @@ def _segmented_lines(words: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
                 last["x1"], last["bottom"] = word["x1"], max(last["bottom"], word["bottom"])
         lines.append(segments)
     return lines
+
+
+def _short_cells(run: list[list[dict[str, Any]]]) -> bool:
+    words = sorted(len(segment["text"].split()) for line in run for segment in line)
+    return words[len(words) // 2] <= _MAX_MEDIAN_CELL_WORDS
 
 
 def _shared_starts(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> int:

@@ -162,3 +162,19 @@ def test_table_settings_reach_the_parser(tmp_path) -> None:  # type: ignore[no-u
     assert (limits.table_max_rows, limits.table_max_columns, limits.pdf_table_pages) == (7, 9, 3)
     with pytest.raises(LimitExceeded, match=r"table of 13 rows; the limit is 7 \(limits.table_max_rows\)"):
         parse_document(table_pdf("ALL"), source="parts.pdf", limits=limits)
+
+
+def test_pdf_two_column_prose_is_not_a_table() -> None:
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=10)
+    pdf.add_page()
+    left = " ".join(f"Left column sentence number {i} talks about the harbour and its ships." for i in range(25))
+    right = " ".join(f"Right column sentence number {i} talks about the mountain and its snow." for i in range(25))
+    with pdf.text_columns(ncols=2, gutter=10) as columns:
+        columns.write(left)
+        columns.new_column()
+        columns.write(right)
+    doc = parse_document(bytes(pdf.output()), source="paper.pdf")
+    assert "|" not in doc.text
+    assert "Left column sentence number 3 talks about the harbour" in doc.text
+    assert "Right column sentence number 3 talks about the mountain" in doc.text
