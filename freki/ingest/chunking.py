@@ -270,8 +270,8 @@ def _merge_small_tail(
     if len(cores) < 2:
         return cores
     (previous_start, _), (last_start, last_end) = cores[-2], cores[-1]
-    if plan.span_tokens_low(last_start, last_end) >= limits.min_tokens:
-        return cores
+    if plan.span_tokens_low(last_start, last_end) >= limits.min_tokens or plan.units[last_start].header_repeated:
+        return cores  # a table piece keeps its own chunk (its header would appear twice in one)
     if plan.fits(previous_start, last_end, limits.core_max_tokens, limits.core_max_window):
         return [*cores[:-2], (previous_start, last_end)]
     return cores
