@@ -100,6 +100,9 @@ def parse_limits(settings: FrekiSettings) -> ParseLimits:
         ocr_max_pages=lim.ocr_max_pages, ocr_max_pixels=lim.ocr_max_pixels, ocr_dpi=lim.ocr_dpi,
         ocr_seconds_per_page=lim.ocr_seconds_per_page, ocr_min_confidence=lim.ocr_min_confidence,
         ocr_languages=lim.ocr_languages,
+        # Tables
+        table_max_rows=lim.table_max_rows, table_max_columns=lim.table_max_columns,
+        pdf_table_pages=lim.pdf_table_pages,
     )
 
 

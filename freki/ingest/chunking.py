@@ -23,6 +23,10 @@ Decisions (the "why" behind the shape of this module):
   chunk's new text, at most `overlap_tokens`. `min_tokens` applies to the new text. The overlap is
   context for the dense vector only: `Chunk.new_text` (without it) is what BM25 indexes, so no term
   counts in two chunks.
+* Tables (``freki.ingest.table_rows``): a Markdown table is never split into sentences nor cut inside a row.
+  One that fits a chunk is one unit; a larger one becomes pieces of whole rows of about ``min_tokens``,
+  each repeating the header and each starting a chunk of its own, without overlap. A row is cut only when
+  it alone does not fit a chunk under its header.
 * A section that fits one chunk (`max_tokens` and the model window) is one chunk, whatever its size: no
   boundary scoring, no overlap. A section too small to hold two chunks of `min_tokens` is never scored
   either (nothing to decide).
@@ -31,6 +35,7 @@ Decisions (the "why" behind the shape of this module):
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -41,7 +46,11 @@ from freki.ingest.boundaries import score_gaps
 from freki.ingest.limits import ChunkingConfig, EffectiveLimits
 from freki.ingest.parsing import LimitExceeded, ParsedDocument, Section
 from freki.ingest.segmenting import SectionPlan, find_anchors, partition_span
-from freki.ingest.sentences import SPACE, Unit, join_units, section_units
+from freki.ingest.sentences import PARAGRAPH, SPACE, Unit, join_units, section_units
+from freki.ingest.splitting import split_to_fit
+from freki.ingest.table_rows import table_pieces
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,8 @@ class SemanticChunker:
             core_max_window=room * core_max // max_tokens,
             boundary_signal=config.boundary_signal,
         )
+        # Table rows cut because one row alone did not fit the window (freki.ingest.table_rows).
+        self.rows_cut = 0
 
     def chunk(self, doc: ParsedDocument, max_chunks: int | None = None) -> list[Chunk]:
         """Chunk every section of `doc` in order; deterministic for the same input.
@@ -144,7 +155,7 @@ class SemanticChunker:
     def _plan(self, section: Section) -> SectionPlan:
         units: list[Unit] = []
         for unit in section_units(section.text):
-            units.extend(self._split_oversize(unit))
+            units.extend(self._table_units(unit) if unit.table else self._split_oversize(unit))
         tokens = [self._counter.count(u.text) for u in units]
         window = [self._window_tokens(u.text) - self._specials for u in units]
         plan = SectionPlan(section, units, tokens, window)
@@ -165,14 +176,16 @@ class SemanticChunker:
                           and not plan.needs_similarity):
             cores = [(0, len(plan.units))]
         else:
-            bounds = [0, *find_anchors(plan, limits), len(plan.units)]
+            # Each piece of a table cut by rows starts a chunk: its header is repeated for that chunk.
+            pieces = [i for i, unit in enumerate(plan.units) if unit.header_repeated]
+            bounds = sorted({0, *find_anchors(plan, limits), *pieces, len(plan.units)})
             for start, end in zip(bounds, bounds[1:], strict=False):
                 cores.extend(partition_span(plan, start, end, limits))
         cores = _merge_small_tail(plan, cores, limits)
         texts: list[tuple[str, int]] = []
         for number, (start, end) in enumerate(cores):
             first = start
-            if number and limits.overlap_tokens:
+            if number and limits.overlap_tokens and not plan.units[start].header_repeated:
                 first = self._overlap_start(plan, cores[number - 1][0], start, end)
             texts.extend(self._fit(plan.units[first:end], overlap=start - first))
         return texts
@@ -219,38 +232,29 @@ class SemanticChunker:
         """Split a sentence longer than a chunk's new-text budget at word (else character) boundaries."""
         if self._fits_core(unit.text):
             return [unit]
-        words = unit.text.split()
-        pieces: list[str] = []
-        start = 0
-        while start < len(words):
-            # Every word is at least one token, so a piece never holds more words than a chunk holds tokens:
-            # bounding the search keeps a huge unpunctuated "sentence" linear instead of quadratic.
-            low, high = start + 1, min(len(words), start + self.effective.core_max_tokens)
-            while low < high:  # largest end with words[start:end] fitting
-                middle = (low + high + 1) // 2
-                if self._fits_core(" ".join(words[start:middle])):
-                    low = middle
-                else:
-                    high = middle - 1
-            piece = " ".join(words[start:low])
-            pieces.extend([piece] if self._fits_core(piece) else self._split_characters(piece))
-            start = low
+        pieces = split_to_fit(unit.text, self._fits_core, self.effective.core_max_tokens)
         return [Unit(p, unit.separator if i == 0 else SPACE) for i, p in enumerate(pieces)]
 
-    def _split_characters(self, word: str) -> list[str]:
-        pieces: list[str] = []
-        while word:
-            # No token is anywhere near 256 characters long; the bound keeps a huge word linear.
-            low, high = 1, min(len(word), 256 * self.effective.core_max_tokens)
-            while low < high:
-                middle = (low + high + 1) // 2
-                if self._fits_core(word[:middle]):
-                    low = middle
-                else:
-                    high = middle - 1
-            pieces.append(word[:low])
-            word = word[low:]
-        return pieces
+    def _table_units(self, unit: Unit) -> list[Unit]:
+        """A table that fits a chunk as one unit; a larger one as pieces of whole rows of about ``min_tokens``,
+        the header repeated in each."""
+        pieces = table_pieces(unit.text, self._within_limits, self.effective.max_tokens, self._fits_table_piece)
+        if pieces.rows_cut:
+            self.rows_cut += pieces.rows_cut
+            logger.warning("a table row longer than the chunk window was cut between words (%d row(s))",
+                           pieces.rows_cut)
+        return [Unit(text, unit.separator if i == 0 else pieces.separator, table=True,
+                     header_repeated=i > 0 and pieces.separator == PARAGRAPH)
+                for i, text in enumerate(pieces.texts)]
+
+    def _fits_table_piece(self, text: str) -> bool:
+        """Within ``min_tokens`` (and the same share of the window): the size a piece of a table cut by rows
+        aims at, so a row lookup lands on a chunk of a few rows (docs/decisions/0121-tables.md)."""
+        limits = self.effective
+        if limits.min_tokens <= 0:
+            return self._within_limits(text)
+        room = (limits.window_limit - self._specials) * limits.min_tokens // limits.max_tokens
+        return self._counter.count(text) <= limits.min_tokens and self._window_tokens(text) - self._specials <= room
 
     def _fits_core(self, text: str) -> bool:
         return (
@@ -266,8 +270,8 @@ def _merge_small_tail(
     if len(cores) < 2:
         return cores
     (previous_start, _), (last_start, last_end) = cores[-2], cores[-1]
-    if plan.span_tokens_low(last_start, last_end) >= limits.min_tokens:
-        return cores
+    if plan.span_tokens_low(last_start, last_end) >= limits.min_tokens or plan.units[last_start].header_repeated:
+        return cores  # a table piece keeps its own chunk (its header would appear twice in one)
     if plan.fits(previous_start, last_end, limits.core_max_tokens, limits.core_max_window):
         return [*cores[:-2], (previous_start, last_end)]
     return cores

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Part of `EffectiveLimits` so a stored chunking fingerprint changes when the boundary rules do.
-ALGORITHM = "anchored-semantic-v1"
+ALGORITHM = "anchored-semantic-v2"
 
 # What measures topic shift between sentences (``freki.ingest.boundaries``).
 BOUNDARY_SIGNALS: tuple[str, ...] = ("lexical", "embedding")

@@ -1,7 +1,9 @@
 """Rule-based sentence splitting for chunking (no model downloads, deterministic).
 
 Section text from `freki.ingest.parsing` separates paragraphs with blank lines and uses single newlines only for
-hard breaks (list items, table rows, code lines), so both are always unit boundaries. Inside a line a
+hard breaks (list items, table rows, code lines), so both are always unit boundaries. A paragraph that is a
+Markdown table (``freki.ingest.parsing.tables.is_table``) is one unit marked ``table``: its rows are never
+split into sentences, and only ``freki.ingest.table_rows`` cuts it, between rows. Inside a line a
 sentence ends at `.`, `!`, `?` or an ellipsis (plus closing quotes/brackets) followed by whitespace and a
 capital letter, digit or opening quote — except after abbreviations ("Dr.", "e.g.", "U.S."), initials and
 list numbers. CJK full stops end a sentence without needing a space.
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from freki.ingest.parsing.tables import is_table
 
 PARAGRAPH = "\n\n"
 LINE = "\n"
@@ -30,10 +34,13 @@ _LIST_NUMBER = re.compile(r"\d{1,3}\.")
 
 @dataclass(frozen=True)
 class Unit:
-    """A sentence (or list item, table row, code line) and the separator that precedes it in the text."""
+    """A sentence (or list item, code line, whole table) and the separator that precedes it in the text."""
 
     text: str
     separator: str
+    table: bool = False
+    # A later piece of a table cut by rows: it starts with the header again, and a chunk starts with it.
+    header_repeated: bool = False
 
 
 def split_line(line: str) -> list[str]:
@@ -77,6 +84,9 @@ def section_units(text: str) -> list[Unit]:
     units: list[Unit] = []
     for paragraph in re.split(r"\n\s*\n", text):
         separator = PARAGRAPH
+        if is_table(paragraph):
+            units.append(Unit(paragraph.strip("\n"), separator if units else "", table=True))
+            continue
         for line in paragraph.split("\n"):
             if not line.strip():
                 continue

@@ -30,6 +30,11 @@ class LimitsSettings(BaseModel):
     yaml_max_depth: int = Field(16, ge=1, le=1000)
     yaml_max_keys: int = Field(1_000, ge=1)
     html_max_depth: int = Field(512, ge=8, le=100_000)
+    # One table (PDF, DOCX, HTML): more rows or columns refuse the document.
+    table_max_rows: int = Field(10_000, ge=1)
+    table_max_columns: int = Field(100, ge=2, le=10_000)
+    # PDF pages that go through table detection (pdfplumber); later pages keep their plain text layer.
+    pdf_table_pages: int = Field(50, ge=0)
     # Document metadata (request metadata, and frontmatter/properties merged with it).
     metadata_keys: int = Field(64, ge=1)
     metadata_value_chars: int = Field(8192, ge=1)

@@ -141,7 +141,7 @@ def _parse_binary(
     if kind == "image":
         return parse_image(data, source=source, limits=limits, on_progress=on_ocr_page)
     if kind == "docx":
-        return parse_docx(data, source=source)
+        return parse_docx(data, source=source, limits=limits)
     if kind == "pptx":
         return parse_pptx(data, source=source, limits=limits)
     if kind == "xlsx":

@@ -10,11 +10,13 @@ import zlib
 import docx
 from docx.document import Document as DocxDocument
 from docx.opc.exceptions import PackageNotFoundError
-from docx.table import Table
+from docx.table import Table, _Cell
 from docx.text.paragraph import Paragraph
 
 from freki.ingest.parsing.document import ParsedDocument, SectionBuilder, build_document
 from freki.ingest.parsing.errors import CorruptDocument, EncryptedDocument, describe_source
+from freki.ingest.parsing.guards import ParseLimits
+from freki.ingest.parsing.tables import check_table_size, table_text
 from freki.ingest.parsing.text import clean_inline
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
@@ -22,10 +24,11 @@ _LIST_STYLE = re.compile(r"list", re.IGNORECASE)
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
-def parse_docx(data: bytes, *, source: str = "") -> ParsedDocument:
-    """Parse a Word .docx file.
+def parse_docx(data: bytes, *, source: str = "", limits: ParseLimits | None = None) -> ParsedDocument:
+    """Parse a Word .docx file; tables become Markdown tables (``freki.ingest.parsing.tables``).
 
     Raises:
+        LimitExceeded: A table has more rows or columns than ``limits.table_max_rows`` / ``table_max_columns``.
         EncryptedDocument: The file is a password-protected (OLE-wrapped) document.
         CorruptDocument: The file is not a readable .docx package.
     """
@@ -39,7 +42,7 @@ def parse_docx(data: bytes, *, source: str = "") -> ParsedDocument:
     try:
         document = docx.Document(io.BytesIO(data))
         builder = SectionBuilder()
-        title = _walk(document, builder)
+        title = _walk(document, builder, limits or ParseLimits(), source)
         metadata = _core_properties(document)
     except (zipfile.BadZipFile, zlib.error, EOFError, PackageNotFoundError, KeyError, ValueError, OSError) as exc:
         raise CorruptDocument(
@@ -57,7 +60,7 @@ def parse_docx(data: bytes, *, source: str = "") -> ParsedDocument:
     return build_document(sections, title=title, content_type="docx", metadata=metadata)
 
 
-def _walk(document: DocxDocument, builder: SectionBuilder) -> str:
+def _walk(document: DocxDocument, builder: SectionBuilder, limits: ParseLimits, source: str) -> str:
     """Feed body paragraphs and tables to `builder`; return the text of a Title-styled paragraph."""
     title = ""
     list_lines: list[str] = []
@@ -70,7 +73,9 @@ def _walk(document: DocxDocument, builder: SectionBuilder) -> str:
     for block in document.iter_inner_content():
         if isinstance(block, Table):
             flush_list()
-            builder.paragraph("\n".join(_table_rows(block)))
+            rows = _table_rows(block)
+            check_table_size(rows, limits, source=source)
+            builder.paragraph(table_text(rows))
             continue
         text = clean_inline(block.text)
         if not text:
@@ -99,18 +104,32 @@ def _style_name(paragraph: Paragraph) -> str:
     return (style.name or "") if style is not None else ""
 
 
-def _table_rows(table: Table) -> list[str]:
-    rows: list[str] = []
+def _table_rows(table: Table) -> list[list[str]]:
+    """Cell texts by row and grid column.
+
+    A cell merged across columns gives its text once, then empty cells (the columns stay aligned); one
+    merged down rows repeats its text in each, so every row reads on its own. A table nested in a cell is
+    flattened into that cell's text, its cells joined by commas and its rows by semicolons.
+    """
+    rows: list[list[str]] = []
     for row in table.rows:
         cells: list[str] = []
+        previous = None
         for cell in row.cells:
-            text = clean_inline(cell.text)
-            # Merged cells repeat the same cell object; print their text once.
-            if text and (not cells or cells[-1] != text):
-                cells.append(text)
-        if cells:
-            rows.append(" | ".join(cells))
+            cells.append("" if previous is not None and cell._tc is previous._tc else _cell_text(cell))
+            previous = cell
+        rows.append(cells)
     return rows
+
+
+def _cell_text(cell: _Cell) -> str:
+    parts: list[str] = []
+    for block in cell.iter_inner_content():
+        if isinstance(block, Table):
+            parts.append("; ".join(", ".join(c for c in row if c) for row in _table_rows(block) if any(row)))
+        else:
+            parts.append(clean_inline(block.text))
+    return " ".join(part for part in parts if part)
 
 
 def _core_properties(document: DocxDocument) -> dict[str, str]:

@@ -45,6 +45,10 @@ class ParseLimits:
     ocr_seconds_per_page: float = 60.0
     ocr_min_confidence: float = 60.0
     ocr_languages: str = "deu+eng"
+    # Tables: rows and columns of one table; PDF pages read by pdfplumber for tables.
+    table_max_rows: int = 10_000
+    table_max_columns: int = 100
+    pdf_table_pages: int = 50
 
 
 # A member's compression ratio is judged only past this size: tiny members (styles, rels) compress far.

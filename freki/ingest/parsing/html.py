@@ -1,4 +1,5 @@
-"""HTML: title, visible text and headings as sections, using the standard library's tolerant parser."""
+"""HTML: title, visible text and headings as sections, using the standard library's tolerant parser; tables
+become Markdown tables (``freki.ingest.parsing.html_tables``, ``freki.ingest.parsing.tables``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from html.parser import HTMLParser
 from freki.ingest.parsing.document import ParsedDocument, SectionBuilder, build_document
 from freki.ingest.parsing.errors import RefusedStructure, describe_source
 from freki.ingest.parsing.guards import ParseLimits
+from freki.ingest.parsing.html_tables import HtmlTable, flatten
+from freki.ingest.parsing.tables import check_table_size, table_text
 from freki.ingest.parsing.text import clean_inline, decode_text
 
 # Content a reader never sees (or navigation chrome repeated on every page) is not indexed.
@@ -32,10 +35,11 @@ _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)""", re
 
 
 class _Extractor(HTMLParser):
-    def __init__(self, max_depth: int = 512, source: str = "") -> None:
+    def __init__(self, limits: ParseLimits, source: str = "") -> None:
         super().__init__(convert_charrefs=True)
         self._open: list[str] = []  # open elements, for the nesting limit
-        self._max_depth = max_depth
+        self._limits = limits
+        self._max_depth = limits.html_max_depth
         self._source = source
         self.builder = SectionBuilder()
         self.title = ""
@@ -47,6 +51,7 @@ class _Extractor(HTMLParser):
         self._heading_text: list[str] = []
         self._lines: list[str] = []  # finished lines of the current paragraph
         self._line: list[str] = []  # text pieces of the current line
+        self._tables: list[HtmlTable] = []  # open tables, innermost last
 
     def _nest(self, tag: str) -> None:
         if tag in _SELF_CLOSING and self._open and self._open[-1] == tag:
@@ -76,13 +81,18 @@ class _Extractor(HTMLParser):
         elif tag == "html" and attributes.get("lang"):
             self.metadata["language"] = attributes["lang"]
         if tag in _VOID:
-            if tag in _LINE:
+            if self._tables and not self._skip:
+                self._tables[-1].text(" ")
+            elif tag in _LINE:
                 self._end_line()
             elif tag in _BLOCK:
                 self._end_paragraph()
             return
         if self._skip or tag in _SKIP or "hidden" in attributes or attributes.get("aria-hidden") == "true":
             self._skip.append(tag)
+            return
+        if tag == "table" or self._tables:
+            self._table_start(tag, attributes)
             return
         heading = _HEADING.match(tag)
         if heading:
@@ -95,8 +105,6 @@ class _Extractor(HTMLParser):
                 self._pre += 1
         elif tag in _LINE:
             self._end_line()
-        elif tag in ("td", "th") and self._line:
-            self._line.append(" | ")
 
     def handle_endtag(self, tag: str) -> None:
         self._unnest(tag)
@@ -106,6 +114,9 @@ class _Extractor(HTMLParser):
             if tag in self._skip:
                 while self._skip and self._skip.pop() != tag:
                     pass
+            return
+        if self._tables:
+            self._table_end(tag)
             return
         if _HEADING.match(tag) and self._heading is not None:
             self.builder.heading(self._heading, clean_inline("".join(self._heading_text)))
@@ -123,7 +134,9 @@ class _Extractor(HTMLParser):
             return
         if self._skip:
             return
-        if self._heading is not None:
+        if self._tables:
+            self._tables[-1].text(data)
+        elif self._heading is not None:
             self._heading_text.append(data)
         elif self._pre:
             lines = data.split("\n")
@@ -133,6 +146,42 @@ class _Extractor(HTMLParser):
                 self._line.append(line)
         else:
             self._line.append(re.sub(r"\s+", " ", data))
+
+    def _table_start(self, tag: str, attributes: dict[str, str]) -> None:
+        if tag == "table":
+            if not self._tables:
+                self._end_paragraph()
+            self._tables.append(HtmlTable(self._limits))
+            return
+        table = self._tables[-1]
+        if tag == "tr":
+            table.start_row()
+        elif tag in ("td", "th"):
+            table.start_cell(attributes)
+        elif tag == "caption":
+            table.in_caption = True
+        elif tag in _BLOCK or tag in _LINE or _HEADING.match(tag):
+            table.text(" ")  # blocks inside a cell are words of the cell
+
+    def _table_end(self, tag: str) -> None:
+        table = self._tables[-1]
+        if tag in ("td", "th"):
+            table.end_cell()
+        elif tag == "tr":
+            table.end_row()
+        elif tag == "caption":
+            table.in_caption = False
+        elif tag in _BLOCK or tag in _LINE or _HEADING.match(tag):
+            table.text(" ")
+        if tag != "table":
+            return
+        rows = self._tables.pop().finish()
+        check_table_size(rows, self._limits, source=self._source)
+        if self._tables:
+            self._tables[-1].text(f" {flatten(rows)} ")
+            return
+        self.builder.paragraph(clean_inline("".join(table.caption)))
+        self.builder.paragraph(table_text(rows))
 
     def _end_line(self, keep_blank: bool = False) -> None:
         text = "".join(self._line)
@@ -148,6 +197,8 @@ class _Extractor(HTMLParser):
 
     def close(self) -> None:
         super().close()
+        while self._tables:  # a table never closed ends with the document
+            self._table_end("table")
         self._end_paragraph()
 
 
@@ -162,10 +213,11 @@ def parse_html(data: str | bytes, *, source: str = "", limits: ParseLimits | Non
 
     Raises:
         RefusedStructure: elements nest deeper than ``limits.html_max_depth``.
+        LimitExceeded: a table has more rows or columns than ``limits.table_max_rows`` / ``table_max_columns``.
     """
     fallback = sniff_charset(data) if isinstance(data, bytes) else ""
     text = decode_text(data, source=source, fallback_encoding=fallback)
-    extractor = _Extractor((limits or ParseLimits()).html_max_depth, source)
+    extractor = _Extractor(limits or ParseLimits(), source)
     extractor.feed(text)
     extractor.close()
     sections = extractor.builder.finish()

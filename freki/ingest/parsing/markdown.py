@@ -3,7 +3,8 @@ markup reduced to plain text.
 
 Paragraphs follow the source: blocks that touch (no blank line between them, e.g. a sentence and the list
 under it, or the items of a tight list) form one paragraph whose lines keep their breaks where they are
-list items or table rows; blocks separated by a blank line are separate paragraphs. Code keeps its lines.
+list items; blocks separated by a blank line are separate paragraphs. Code keeps its lines; a table is a
+paragraph of its own, a Markdown pipe table (``freki.ingest.parsing.tables``).
 markdown-it-py stops nesting at ``maxNesting`` levels, so a pathologically nested document cannot recurse
 the parser to death.
 """
@@ -20,6 +21,7 @@ from freki.ingest.parsing.document import ParsedDocument, SectionBuilder, build_
 from freki.ingest.parsing.frontmatter import split_frontmatter
 from freki.ingest.parsing.guards import ParseLimits
 from freki.ingest.parsing.links import extract_links
+from freki.ingest.parsing.tables import markdown_table
 from freki.ingest.parsing.text import clean_inline, decode_text, lines_to_paragraphs
 
 _TAGS = re.compile(r"<!--.*?-->|</?[A-Za-z][^>]*>", re.DOTALL)
@@ -55,8 +57,7 @@ class _Walker:
     def walk(self, tokens: Sequence[Token]) -> None:
         items: list[str] = []  # markers of the open list items ("- " or "3. ")
         counters: list[int] = []
-        row: list[str] = []
-        table: list[int] | None = None  # source lines of the table whose first row is still to come
+        rows: list[list[str]] = []  # cells of the table being read
         for index, token in enumerate(tokens):
             kind = token.type
             if kind == "heading_open":
@@ -85,15 +86,15 @@ class _Walker:
             elif kind == "html_block":
                 self._add([clean_inline(line) for line in _TAGS.sub("", token.content).split("\n")], token.map)
             elif kind == "table_open":
-                table = token.map
+                self._flush()
+                rows = []
             elif kind == "tr_open":
-                row = []
+                rows.append([])
             elif kind == "inline" and tokens[index - 1].type in ("th_open", "td_open"):
-                row.append(clean_inline(" ".join(inline_text(token))))
-            elif kind == "tr_close":
-                # Rows of one table are one paragraph: the first row starts it, the others continue it.
-                self._add([" | ".join(cell for cell in row if cell)], table, hard_first=True)
-                table = None
+                rows[-1].append(clean_inline(" ".join(inline_text(token))))
+            elif kind == "table_close":
+                # A table is a paragraph of its own, in the one table shape every parser uses.
+                self.builder.paragraph(markdown_table(rows))
             elif kind == "hr":
                 self._flush()
         self._flush()

@@ -1,4 +1,11 @@
-"""PDF: the text layer of each page (via pypdf) as one section per page."""
+"""PDF: the text layer of each page (via pypdf) as one section per page; tables as Markdown tables.
+
+pypdf reads every page's text and, in the same pass, notes what hints at a table: lines and rectangles
+drawn, or text runs starting at the same x positions on consecutive lines. Only such pages (at most
+``limits.pdf_table_pages`` of them) go through pdfplumber (``freki.ingest.parsing.pdf_tables``), whose
+layout analysis is several times slower; a page with a confirmed table takes its text from there, the
+table's words only once, in the table.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +13,24 @@ import io
 import logging
 import re
 
-from pypdf import PdfReader
+from pypdf import PageObject, PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
 from freki.ingest.parsing.document import ParsedDocument, Section, build_document
 from freki.ingest.parsing.errors import CorruptDocument, EmptyDocument, EncryptedDocument, describe_source
+from freki.ingest.parsing.guards import ParseLimits
+from freki.ingest.parsing.pdf_tables import PageBlock, read_pages
+from freki.ingest.parsing.tables import check_table_size, table_text
 from freki.ingest.parsing.text import LIST_ITEM, clean_inline
 
 _SENTENCE_END = re.compile(r"[.!?:;)\"”]$")
 
 
-def parse_pdf(data: bytes, *, source: str = "") -> ParsedDocument:
+def parse_pdf(data: bytes, *, source: str = "", limits: ParseLimits | None = None) -> ParsedDocument:
     """Parse a PDF; sections are pages (1-based `page`), metadata from the document info.
 
     Raises:
+        LimitExceeded: A table has more rows or columns than ``limits.table_max_rows`` / ``table_max_columns``.
         EncryptedDocument: The PDF needs a password.
         CorruptDocument: pypdf cannot read it.
         EmptyDocument: No page has a text layer (a scan needs OCR first).
@@ -34,7 +45,8 @@ def parse_pdf(data: bytes, *, source: str = "") -> ParsedDocument:
                 f"PDF is encrypted: {name} needs a password; remove the protection before indexing",
                 source=source,
             )
-        pages = [page.extract_text() or "" for page in reader.pages]
+        hints = [_TableHints() for _ in reader.pages]
+        pages = [_page_text(page, hint) for page, hint in zip(reader.pages, hints, strict=True)]
         info = reader.metadata
     except EncryptedDocument:
         raise
@@ -47,10 +59,14 @@ def parse_pdf(data: bytes, *, source: str = "") -> ParsedDocument:
         raise CorruptDocument(
             f"PDF is corrupt or truncated: {name} cannot be read ({detail})", source=source
         ) from exc
-    sections = [
-        Section(text="\n\n".join(_page_paragraphs(text)), page=number)
-        for number, text in enumerate(pages, start=1)
-    ]
+    texts = ["\n\n".join(_page_paragraphs(text)) for text in pages]
+    limits = limits or ParseLimits()
+    candidates = [number for number, hint in enumerate(hints) if hint.ruled or hint.columnar()]
+    candidates = candidates[: limits.pdf_table_pages]
+    columnar = {number for number in candidates if hints[number].columnar()}
+    for number, blocks in _table_pages(data, candidates, columnar, name, source):
+        texts[number] = _blocks_text(blocks, limits, source)
+    sections = [Section(text=text, page=number) for number, text in enumerate(texts, start=1)]
     if not any(s.text.strip() for s in sections):
         raise EmptyDocument(
             f"PDF {name} has no extractable text on its {len(pages)} page(s); it is probably scanned "
@@ -58,6 +74,9 @@ def parse_pdf(data: bytes, *, source: str = "") -> ParsedDocument:
             source=source,
         )
     metadata: dict[str, str] = {"pages": str(len(pages))}
+    skipped = sum(1 for hint in hints if hint.ruled or hint.columnar()) - len(candidates)
+    if skipped:
+        metadata["table_pages_not_read"] = f"{skipped} (limits.pdf_table_pages)"
     if info is not None:
         for key, field in (("title", "/Title"), ("author", "/Author"), ("subject", "/Subject"),
                            ("keywords", "/Keywords"), ("creator", "/Creator")):
@@ -65,6 +84,70 @@ def parse_pdf(data: bytes, *, source: str = "") -> ParsedDocument:
             if isinstance(value, str) and value.strip():
                 metadata[key] = clean_inline(value)
     return build_document(sections, title=metadata.get("title", ""), content_type="pdf", metadata=metadata)
+
+
+class _TableHints:
+    """What pypdf's pass over one page saw that hints at a table."""
+
+    # Drawn segments and rectangles that make a ruled table (a rule under a heading is one); past the
+    # maximum the page is a drawing or chart, and table finding would spend its time pairing edges.
+    RULINGS = 4
+    MAX_RULINGS = 5_000
+    # Consecutive lines whose text runs start at two or more shared x positions.
+    ALIGNED_LINES = 3
+
+    def __init__(self) -> None:
+        self.rulings = 0
+        self.starts: dict[int, set[int]] = {}  # line (y, points) -> x of the text runs starting on it
+
+    @property
+    def ruled(self) -> bool:
+        return self.RULINGS <= self.rulings <= self.MAX_RULINGS
+
+    def columnar(self) -> bool:
+        lines = [self.starts[y] for y in sorted(self.starts, reverse=True)]
+        streak = 0
+        for above, line in zip([set[int](), *lines], lines, strict=False):
+            streak = streak + 1 if len(line) >= 2 and len(line & above) >= 2 else int(len(line) >= 2)
+            if streak >= self.ALIGNED_LINES:
+                return True
+        return False
+
+
+def _page_text(page: PageObject, hints: _TableHints) -> str:
+    def operator(op: bytes, args: object, cm: object, tm: object) -> None:
+        if op in (b"re", b"l"):
+            hints.rulings += 1
+
+    def text_run(text: str, cm: list[float], tm: list[float], font: object, size: object) -> None:
+        if text.strip():
+            x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
+            y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
+            hints.starts.setdefault(round(y), set()).add(round(x / 2))
+
+    return page.extract_text(visitor_operand_before=operator, visitor_text=text_run) or ""
+
+
+def _table_pages(
+    data: bytes, candidates: list[int], columnar: set[int], name: str, source: str
+) -> list[tuple[int, list[PageBlock]]]:
+    try:
+        return list(read_pages(data, candidates, columnar))
+    # pdfminer, like pypdf, raises many exception types on malformed input; the text layer stands.
+    except Exception as exc:
+        logging.getLogger(__name__).warning("PDF %s: tables not read (%s: %s)", name, type(exc).__name__, exc)
+        return []
+
+
+def _blocks_text(blocks: list[PageBlock], limits: ParseLimits, source: str) -> str:
+    paragraphs: list[str] = []
+    for block in blocks:
+        if block.rows:
+            check_table_size(block.rows, limits, source=source)
+            paragraphs.append(table_text(block.rows))
+        else:
+            paragraphs.extend(_page_paragraphs(block.text))
+    return "\n\n".join(p for p in paragraphs if p)
 
 
 def _try_empty_password(reader: PdfReader) -> bool:

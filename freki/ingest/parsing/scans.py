@@ -36,7 +36,7 @@ def parse_pdf_with_ocr(
     """
     limits = limits or ParseLimits()
     try:
-        document: ParsedDocument | None = parse_pdf(data, source=source)
+        document: ParsedDocument | None = parse_pdf(data, source=source, limits=limits)
         no_text_layer: EmptyDocument | None = None
     except EmptyDocument as exc:
         document, no_text_layer = None, exc

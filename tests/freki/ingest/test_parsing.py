@@ -203,7 +203,7 @@ def test_markdown_frontmatter_becomes_metadata() -> None:
         "owner.team": "infra",
     }
     assert doc.title == "Install Guide"
-    assert "title:" not in doc.text and "---" not in doc.text
+    assert "title:" not in doc.text and not doc.text.startswith("---") and "draft" not in doc.text
 
 
 def test_markdown_headings_give_sections_with_paths() -> None:
@@ -224,7 +224,7 @@ def test_markdown_syntax_is_stripped_but_code_is_kept() -> None:
     assert linux.text == (
         "Linux\n\n1. Run apt install wolf.\n2. Start the service.\n\n# not a heading\nwolf serve\nwolf status"
     )
-    assert trouble.text == "Troubleshooting\n\nError | Fix\nE1 | retry"
+    assert trouble.text == "Troubleshooting\n\n| Error | Fix |\n| --- | --- |\n| E1 | retry |"
 
 
 def test_markdown_title_falls_back_to_first_top_heading() -> None:
@@ -282,7 +282,8 @@ def test_html_headings_split_sections() -> None:
     assert [s.heading_path for s in doc.sections] == [("Guide",), ("Guide", "Steps (v2)")]
     assert doc.sections[0].text == "Guide\n\nHello world, wrapped line."
     assert doc.sections[1].text == (
-        "Steps (v2)\n\nFirst step\nSecond step\n\nKey | Value\nport | 50051\n\nline one\n  indented two"
+        "Steps (v2)\n\nFirst step\nSecond step\n\n| Key | Value |\n| --- | --- |\n| port | 50051 |\n\n"
+        "line one\n  indented two"
     )
 
 

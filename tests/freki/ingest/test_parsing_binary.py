@@ -136,7 +136,8 @@ def test_docx_headings_lists_and_tables() -> None:
     assert [(s.heading_path, s.text) for s in doc.sections] == [
         ((), "Preface text before any heading."),
         (("Deploy",), "Deploy\n\nDeploy with the CLI.\n\n- Build the image\n- Push the image"),
-        (("Deploy", "Rollback"), "Rollback\n\nStep | Command\nundo | wolf rollback\n\nThen verify."),
+        (("Deploy", "Rollback"),
+         "Rollback\n\n| Step | Command |\n| --- | --- |\n| undo | wolf rollback |\n\nThen verify."),
     ]
 
 

