@@ -185,7 +185,9 @@ def test_freki_migrate_copies_the_index_a_model_migration_switched_to(built: Pat
     from freki.store.errors import StoreError
 
     source = settings(built, embedding_model=second_model)
-    questions = ("badger ledger lanterns", "otter quay tally", "stoat keeper")
+    # Each names one document's own term: with the second model's cosines mapped onto MiniLM's scale (its
+    # unrelated-text background is far higher) the rest of the top 4 may tie at one score, in any order.
+    questions = ("the badger1 keeper and his lanterns", "otter2 quay tally", "stoat4 keeper")
 
     def answers(engine: FrekiEngine) -> list[list[tuple[str, float]]]:
         return [[(h.payload["document_id"], round(h.score, 4)) for h in engine.retrieve(
@@ -210,7 +212,9 @@ def test_freki_migrate_copies_the_index_a_model_migration_switched_to(built: Pat
     moved = FrekiEngine(target, embedder=embedder)
     try:
         assert moved.status(T).collection == "freki_chunks__v1" and moved.status(T).document_count == 10
-        assert answers(moved) == before and before[0][0][0] in {"d1", "d6"}
+        after = answers(moved)
+        assert [a[0] for a in after] == [b[0] for b in before] and before[0][0][0] == "d1"
+        assert [[score for _, score in a] for a in after] == [[score for _, score in b] for b in before]
         assert source_pieces(moved) == 10, "kept sources moved too: FullReindex still re-chunks"
     finally:
         moved.close()
