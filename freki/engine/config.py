@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from freki.embed.embedder import Embedder
+from freki.engine.pool_size import parse_pool_size
 from freki.ingest.indexing import IngestLimits
 from freki.ingest.parsing import ParseLimits
 from freki.ingest.quotas import MetadataLimits
 from freki.ingest.sandbox import SandboxConfig
 from freki.settings import FrekiSettings
 from freki.store import StoreConfig
+
+log = logging.getLogger("freki.engine")
 
 
 def build_embedder(settings: FrekiSettings, model: str | None = None, *,
@@ -58,8 +62,11 @@ def ingest_limits(settings: FrekiSettings) -> IngestLimits:
 def sandbox_config(settings: FrekiSettings) -> SandboxConfig:
     """The parser sandbox's limits from ``settings.limits``."""
     lim = settings.limits
+    pool = parse_pool_size(lim.parse_workers, lim.parse_memory_mb)
+    log.info("parser pool: %d worker processes of at most %d MiB each (%s)", pool.workers, lim.parse_memory_mb,
+             pool.reason)
     return SandboxConfig(
-        memory_mb=lim.parse_memory_mb, timeout_s=lim.parse_timeout_s, workers=lim.parse_workers,
+        memory_mb=lim.parse_memory_mb, timeout_s=lim.parse_timeout_s, workers=pool.workers,
         max_documents=lim.parse_worker_documents, parse=parse_limits(settings),
     )
 
