@@ -223,9 +223,9 @@ def settings_for(data_dir: Path, folder: Path | None, workers: int) -> FrekiSett
 
 
 def run_watch(workers: int, corpus: Path, work: Path, embedder, timeout: float) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    folder = work / f"watch{workers}"
+    folder = work / "watched"
     folder.mkdir()
-    settings = settings_for(work / f"data-watch{workers}", folder, workers)
+    settings = settings_for(work / "data", folder, workers)
     engine = FrekiEngine(settings, embedder=embedder)
     watcher = Watcher(engine, settings)
     watcher.start()
@@ -257,7 +257,7 @@ def run_stream(corpus: Path, work: Path, embedder) -> dict[str, float]:  # type:
     from odin_client.documents import discover
     from odin_client.settings import OdinSettings
 
-    settings = settings_for(work / "data-stream", None, 0)
+    settings = settings_for(work / "data", None, 0)
     engine = FrekiEngine(settings, embedder=embedder)
     handle, engine = build_server(settings, engine=engine)
     client = OdinClient(OdinSettings(freki_target=handle.address))
@@ -304,12 +304,13 @@ def main() -> None:
         corpus = work / "corpus"
         corpus.mkdir()
         files = write_corpus(corpus, args.docs, formats, args.pdf_pages)
-        for mode in args.modes.split(","):
+        for run, mode in enumerate(args.modes.split(",")):
             print(f"-- {mode} ...", flush=True)
+            (work / f"run{run}").mkdir()
             if mode.startswith("watch"):
-                result = run_watch(int(mode[5:] or 1), corpus, work, embedder, args.timeout)
+                result = run_watch(int(mode[5:] or 1), corpus, work / f"run{run}", embedder, args.timeout)
             elif mode == "stream":
-                result = run_stream(corpus, work, embedder)
+                result = run_stream(corpus, work / f"run{run}", embedder)
             else:
                 parser.error(f"unknown mode {mode!r}: watchN or stream")
             skipped: dict[str, str] = result["skipped"]  # type: ignore[assignment]

@@ -205,8 +205,12 @@ class Watcher:
                 self._submit(Task(folder.spec, delete_id=doc_id))
 
     def _paired_move(self, spec: WatchedFolder, path: Path, vanished: list[Path]) -> Path | None:
-        return paired_source(self.engine, spec, path, vanished, folder_of=lambda p: folder_of(self.folders, p),
-                             max_bytes=self.settings.max_file_bytes)
+        try:
+            return paired_source(self.engine, spec, path, vanished, folder_of=lambda p: folder_of(self.folders, p),
+                                 max_bytes=self.settings.max_file_bytes)
+        except Exception:  # a store outage: index the file as new rather than lose it (its vectors are re-made)
+            log.exception("cannot tell whether %s was moved; indexing it as a new file", path)
+            return None
 
     # -- work ------------------------------------------------------------------------------
     def _submit(self, task: Task, *, counted: bool = False) -> bool:
