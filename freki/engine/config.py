@@ -79,6 +79,14 @@ def parse_limits(settings: FrekiSettings) -> ParseLimits:
         zip_max_inflated_bytes=lim.zip_max_inflated_bytes, zip_max_ratio=lim.zip_max_ratio,
         yaml_max_bytes=lim.yaml_max_bytes, yaml_max_depth=lim.yaml_max_depth, yaml_max_keys=lim.yaml_max_keys,
         html_max_depth=lim.html_max_depth, max_links=settings.graph.max_links_per_document,
+        # Office formats, e-mail, e-books
+        pptx_max_slides=lim.pptx_max_slides, spreadsheet_max_cells=lim.spreadsheet_max_cells,
+        mail_max_attachments=lim.mail_max_attachments, mail_max_attachment_bytes=lim.mail_max_attachment_bytes,
+        mail_max_depth=lim.mail_max_depth,
+        # OCR
+        ocr_max_pages=lim.ocr_max_pages, ocr_max_pixels=lim.ocr_max_pixels, ocr_dpi=lim.ocr_dpi,
+        ocr_seconds_per_page=lim.ocr_seconds_per_page, ocr_min_confidence=lim.ocr_min_confidence,
+        ocr_languages=lim.ocr_languages,
     )
 
 

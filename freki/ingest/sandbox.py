@@ -2,11 +2,12 @@
 
 A hostile PDF, DOCX, HTML or Markdown file can make a parser allocate gigabytes or spin for minutes. Here
 each document is parsed by a worker process (``freki.ingest.parsing.worker``) that caps its own address
-space (``parse_memory_mb``, RLIMIT_AS); this side waits at most ``parse_timeout_s`` (and no longer than the
-caller's deadline) and kills the worker when time runs out, the caller cancels or the server stops. A
-killed or over-limit worker costs the caller a clear error naming the limit; the next document gets a
-fresh worker. Workers are started on demand, at most ``workers`` at a time, reused for up to
-``max_documents`` documents (bounding any slow leak in a parser), and stopped by ``close``.
+space (``parse_memory_mb``, RLIMIT_AS); this side waits at most ``parse_timeout_s``, plus
+``ocr_seconds_per_page`` for each page the worker reports it is OCR'ing (at most ``ocr_max_pages`` of them),
+and no longer than the caller's deadline, and kills the worker when time runs out, the caller cancels or
+the server stops. A killed or over-limit worker costs the caller a clear error naming the limit; the next
+document gets a fresh worker. Workers are started on demand, at most ``workers`` at a time, reused for up
+to ``max_documents`` documents (bounding any slow leak in a parser), and stopped by ``close``.
 
 Importing the worker's side pulls in only the parsers (no torch, no grpc): a worker is ready in ~0.4 s.
 """
@@ -159,23 +160,39 @@ class ParserSandbox:
         stdout = worker.process.stdout
         assert stdout is not None
         limit = self.config.timeout_s + (10.0 if allow_startup else 0.0)
+        ocr_pages = 0
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
-            while not selector.select(timeout=0.05):
-                deadline.check("parsing")
-                if time.monotonic() - started > limit:
-                    raise LimitExceeded(
-                        f"parsing document {describe_source(source)} took longer than {self.config.timeout_s:g} s; "
-                        f"the parser was stopped (limits.parse_timeout_s)", setting="limits.parse_timeout_s",
-                        source=source,
-                    )
-        frame = read_frame(stdout)
-        if frame is None:
-            raise _died(worker, source, self.config)
-        answer = json.loads(frame)
-        if not isinstance(answer, dict):
-            raise CorruptDocument(f"the parser answered nonsense for {describe_source(source)}", source=source)
-        return answer
+            while True:
+                while not selector.select(timeout=0.05):
+                    deadline.check("parsing")
+                    if time.monotonic() - started > limit:
+                        raise self._timed_out(source, ocr_pages)
+                frame = read_frame(stdout)
+                if frame is None:
+                    raise _died(worker, source, self.config)
+                answer = json.loads(frame)
+                if not isinstance(answer, dict):
+                    raise CorruptDocument(f"the parser answered nonsense for {describe_source(source)}", source=source)
+                if "ocr_page" not in answer:
+                    return answer
+                # Each OCR'd page earns its own time; the worker refuses more than ocr_max_pages, and so does this.
+                if ocr_pages < self.config.parse.ocr_max_pages:
+                    ocr_pages += 1
+                    limit += self.config.parse.ocr_seconds_per_page
+
+    def _timed_out(self, source: str, ocr_pages: int) -> LimitExceeded:
+        if not ocr_pages:
+            return LimitExceeded(
+                f"parsing document {describe_source(source)} took longer than {self.config.timeout_s:g} s; "
+                f"the parser was stopped (limits.parse_timeout_s)", setting="limits.parse_timeout_s", source=source,
+            )
+        allowed = self.config.timeout_s + ocr_pages * self.config.parse.ocr_seconds_per_page
+        return LimitExceeded(
+            f"parsing document {describe_source(source)} with {ocr_pages} OCR'd page(s) took longer than "
+            f"{allowed:g} s (limits.parse_timeout_s + pages x limits.ocr_seconds_per_page); the parser was stopped",
+            setting="limits.ocr_seconds_per_page", source=source,
+        )
 
 
 def _died(worker: _Worker, source: str, config: SandboxConfig) -> Exception:

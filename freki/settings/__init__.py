@@ -179,8 +179,9 @@ class FrekiSettings(FileSettings):
     # false leaves bf16 out of "auto" (fp32 everywhere).
     embedding_bulk_bf16: bool = True
     # Type-specific models (docs/embedding-models.md): {document type: model name or path}, e.g.
-    # {"pdf": "/models/pdf-minilm"}. A document type is Freki's detected content type (text, markdown, html,
-    # pdf, docx) or the value of a document's `document_type` metadata when that is a key here. Every other
+    # {"pdf": "/models/pdf-minilm"}. A document type is Freki's detected content type (one of
+    # wolf_service.filetypes.SUPPORTED: text, markdown, html, pdf, docx, pptx, xlsx, …) or the value of a
+    # document's `document_type` metadata when that is a key here. Every other
     # document goes to `embedding_model` (the standard model), and so does a type whose model fails to load
     # at start (logged). Each model's chunks live in their own collection; a query is embedded by every model.
     embedding_models: dict[DocumentTypeKey, ModelName] = Field(default_factory=dict, max_length=64)

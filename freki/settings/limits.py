@@ -44,3 +44,23 @@ class LimitsSettings(BaseModel):
     max_filters: int = Field(32, ge=1, le=1024)
     max_filter_values: int = Field(1024, ge=1, le=100_000)
     max_document_ids: int = Field(1024, ge=1, le=100_000)
+    # Office formats, e-mail, e-books (docs/decisions/0101-office-email-ebook-formats.md): slides of a
+    # presentation; stored cells of a spreadsheet, all sheets together; attachments of an e-mail parsed (the
+    # rest are listed, not parsed), the bytes of one attachment, and how deep e-mails attached to e-mails
+    # are parsed.
+    pptx_max_slides: int = Field(1_000, ge=1)
+    spreadsheet_max_cells: int = Field(200_000, ge=1)
+    mail_max_attachments: int = Field(20, ge=0, le=10_000)
+    mail_max_attachment_bytes: int = Field(25 * MIB, ge=1)
+    mail_max_depth: int = Field(1, ge=0, le=8)
+    # OCR
+    # Scanned PDF pages and images (docs/decisions/0111-ocr-engine.md): pages recognised per document (0 = no
+    # OCR), pixels per page or image (checked before decoding), render dpi, Tesseract seconds per page (the
+    # parser sandbox grants each recognised page this much on top of parse_timeout_s), the mean word confidence
+    # (0-100) under which a page is flagged in ocr_low_confidence_pages, and Tesseract's language packs.
+    ocr_max_pages: int = Field(100, ge=0, le=1_000)
+    ocr_max_pixels: int = Field(40_000_000, ge=10_000, le=1_000_000_000)
+    ocr_dpi: int = Field(300, ge=72, le=1200)
+    ocr_seconds_per_page: float = Field(60.0, gt=0.0, le=3600.0)
+    ocr_min_confidence: float = Field(60.0, ge=0.0, le=100.0)
+    ocr_languages: str = Field("deu+eng", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")

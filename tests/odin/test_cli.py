@@ -71,14 +71,14 @@ def test_retrieve_and_status_json(freki, geri, capsys):
 def test_index_folder_json_and_progress(freki, geri, tmp_path: Path, capsys):
     (tmp_path / "a.md").write_text("# A\nport 7443\n", encoding="utf-8")
     (tmp_path / "b.docx").write_bytes(b"PK\x03\x04 not really a docx")
-    (tmp_path / "c.xlsx").write_bytes(b"PK")
+    (tmp_path / "c.xls").write_bytes(b"\xd0\xcf\x11\xe0")
     code = main(["index", str(tmp_path), "--metadata", "team=x", "--json", *_targets(freki, geri)])
     captured = capsys.readouterr()
     assert code == 0
     data = json.loads(captured.out)
     assert sorted(Path(d["source"]).name for d in data["documents"]) == ["a.md", "b.docx"]
     assert [(Path(s["path"]).name, s["reason"]) for s in data["skipped"]] == [
-        ("c.xlsx", "Excel file, not a supported document format")]
+        ("c.xls", "legacy Excel .xls file, not a supported document format")]
     docx = next(c.request for c in freki[0].rec.calls if c.request.source.endswith("b.docx"))
     assert docx.content_type == "docx" and docx.content_bytes.startswith(b"PK")
 

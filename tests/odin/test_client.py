@@ -107,7 +107,7 @@ def test_index_folder_sends_what_a_watched_folder_would_and_reports_the_rest(mak
     (tmp_path / "sub" / "README").write_text("no extension", encoding="utf-8")
     (tmp_path / "sub" / "data.csv").write_text("a,b\n1,2\n", encoding="utf-8")
     (tmp_path / "latin1.txt").write_bytes("Caf\xe9 cr\xe8me".encode("latin-1"))
-    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    (tmp_path / "image.gif").write_bytes(b"GIF89a")
     (tmp_path / ".hidden.md").write_text("secret", encoding="utf-8")
     (tmp_path / "notes.md~").write_text("backup", encoding="utf-8")
     (tmp_path / "empty.md").write_text("", encoding="utf-8")
@@ -131,7 +131,7 @@ def test_index_folder_sends_what_a_watched_folder_would_and_reports_the_rest(mak
     reasons = {p.name: why for p, why in skipped}
     assert reasons == {".git": "folder excluded (matches '.*')", ".hidden.md": "excluded (matches '.*')",
                        "notes.md~": "excluded (matches '*~')",
-                       "image.png": "image file, not a supported document format"}
+                       "image.gif": "GIF image file, not a supported document format"}
 
 
 def _make_certs(tmp: Path) -> dict[str, Path]:

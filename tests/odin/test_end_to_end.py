@@ -106,11 +106,11 @@ def test_tool_loop_with_the_real_model_runs_a_valid_call_then_answers(odin: Odin
 
 def test_index_sends_what_the_watched_folder_would_and_real_freki_takes_it(odin: OdinClient, tmp_path: Path):
     """Extensionless, .csv and Latin-1 files, which `odin index` used to skip or refuse, are indexed by the
-    real Freki (type sniffed, encoding detected); an Excel file is reported as skipped."""
+    real Freki (type sniffed, encoding detected); a legacy Excel .xls file is reported as skipped."""
     (tmp_path / "README").write_text("The Sleipnir ferry leaves pier 8 at dawn.\n", encoding="utf-8")
     (tmp_path / "fares.csv").write_text("route,price\nnorth,12\nsouth,9\n", encoding="utf-8")
     (tmp_path / "menu.txt").write_bytes("Crème brûlée at the café on pier 8.".encode("latin-1"))
-    (tmp_path / "sheet.xlsx").write_bytes(b"PK\x03\x04")
+    (tmp_path / "sheet.xls").write_bytes(b"\xd0\xcf\x11\xe0")
     results = odin.index([tmp_path], tenant_id="filetypes")
     assert [type(r).__name__ for r in results] == ["IndexResult"] * 3, results
     hit = odin.retrieve("café crème brûlée", top_k=1, tenant_id="filetypes").sources[0]

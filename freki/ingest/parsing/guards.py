@@ -30,6 +30,21 @@ class ParseLimits:
     yaml_max_keys: int = 1_000
     html_max_depth: int = 512
     max_links: int = 1_000
+    # Office formats, e-mail, e-books
+    pptx_max_slides: int = 1_000
+    spreadsheet_max_cells: int = 200_000
+    mail_max_attachments: int = 20
+    mail_max_attachment_bytes: int = 25 * MIB
+    mail_max_depth: int = 1
+    # OCR (scanned PDF pages and images: parsing/ocr.py): pages per document (0 = no OCR), pixels per page
+    # or image (checked before decoding), render dpi, Tesseract seconds per page, the mean word confidence
+    # under which a page is flagged, and Tesseract's languages.
+    ocr_max_pages: int = 100
+    ocr_max_pixels: int = 40_000_000
+    ocr_dpi: int = 300
+    ocr_seconds_per_page: float = 60.0
+    ocr_min_confidence: float = 60.0
+    ocr_languages: str = "deu+eng"
 
 
 # A member's compression ratio is judged only past this size: tiny members (styles, rels) compress far.

@@ -40,7 +40,7 @@ def decode_text(data: str | bytes, *, source: str = "", fallback_encoding: str =
     if bad:
         raise CorruptDocument(
             f"document {name} looks binary, not text: control character {bad.group()!r} at offset "
-            f"{bad.start()}; send binary formats (pdf, docx) with their content type",
+            f"{bad.start()}; send binary formats (pdf, docx, xlsx, …) with their content type",
             source=source,
         )
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n\n")

@@ -2,9 +2,11 @@
 
 It caps its own address space (RLIMIT_AS) before reading anything, then parses one request after another
 from stdin and answers on stdout. Requests and answers are frames: a 4-byte big-endian length, then JSON
-(the request's document bytes follow its JSON in a second frame). Answers are JSON, never pickle, so even a
-parser subverted by a hostile file cannot hand the server anything but data. The server side, which also
-enforces the wall-clock limit and kills the worker on a deadline, is ``freki.ingest.sandbox``.
+(the request's document bytes follow its JSON in a second frame). Before its answer a worker may send
+progress frames, ``{"ocr_page": n}`` before each page it OCRs, which earn the document more time. Answers
+are JSON, never pickle, so even a parser subverted by a hostile file cannot hand the server anything but
+data. The server side, which also enforces the wall-clock limit and kills the worker on a deadline, is
+``freki.ingest.sandbox``.
 """
 
 from __future__ import annotations
@@ -38,14 +40,28 @@ def read_frame(source: IO[bytes]) -> bytes | None:
     return data
 
 
-def _answer(request: dict[str, Any], data: bytes) -> dict[str, Any]:
+def _answer(request: dict[str, Any], data: bytes, answers: IO[bytes]) -> dict[str, Any]:
     from freki.ingest.parsing import DocumentError, ParseLimits, parse_document
+    from freki.ingest.parsing.errors import LimitExceeded
+
+    limits = ParseLimits(**request.get("limits", {}))
+    pages = 0
+
+    def ocr_progress(page: int) -> None:
+        # One budget for the whole request: an e-mail's attachments share it with the e-mail.
+        nonlocal pages
+        pages += 1
+        if pages > limits.ocr_max_pages:
+            raise LimitExceeded(
+                f"document {request.get('source', '')!r} has more than {limits.ocr_max_pages} pages to OCR "
+                "(limits.ocr_max_pages)", setting="limits.ocr_max_pages", source=request.get("source", ""))
+        write_frame(answers, json.dumps({"ocr_page": page}).encode())
 
     content: str | bytes = data.decode("utf-8", "surrogatepass") if request.get("text") else data
     try:
         document = parse_document(
             content, source=request.get("source", ""), content_type=request.get("content_type", ""),
-            limits=ParseLimits(**request.get("limits", {})),
+            limits=limits, on_ocr_page=ocr_progress,
         )
     except DocumentError as exc:
         return {"error": type(exc).__name__, "message": str(exc), "setting": getattr(exc, "setting", "")}
@@ -75,7 +91,7 @@ def main(argv: list[str]) -> int:
         if header is None or data is None:
             return 0
         try:
-            answer = _answer(json.loads(header), data)
+            answer = _answer(json.loads(header), data, answers)
             encoded = json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogatepass")
         except MemoryError:
             answer, encoded = {"error": "memory"}, b'{"error": "memory"}'

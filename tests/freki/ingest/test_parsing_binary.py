@@ -14,7 +14,7 @@ from freki.ingest.parsing import (
     CorruptDocument,
     EmptyDocument,
     EncryptedDocument,
-    UnsupportedFormat,
+    ParseLimits,
     parse_document,
 )
 
@@ -101,9 +101,14 @@ def test_corrupt_pdf_is_a_clear_error(data: bytes) -> None:
         parse_document(data, source="broken.pdf")
 
 
-def test_pdf_without_text_layer_is_reported() -> None:
-    with pytest.raises(EmptyDocument, match=r"'scan.pdf' has no extractable text on its 2 page\(s\).*OCR"):
+def test_pdf_of_blank_pages_is_reported_after_ocr_found_nothing() -> None:
+    with pytest.raises(EmptyDocument, match=r"'scan.pdf' has no text layer and OCR found no text on its 2 page\(s\)"):
         parse_document(build_pdf([[], []]), source="scan.pdf")
+
+
+def test_pdf_without_text_layer_is_reported_when_ocr_is_off() -> None:
+    with pytest.raises(EmptyDocument, match=r"'scan.pdf' has no extractable text on its 2 page\(s\).*OCR"):
+        parse_document(build_pdf([[], []]), source="scan.pdf", limits=ParseLimits(ocr_max_pages=0))
 
 
 def build_docx() -> bytes:
@@ -171,11 +176,15 @@ def test_docx_with_broken_xml_is_a_clear_error() -> None:
 
 
 def test_password_protected_docx_is_reported_as_encrypted() -> None:
-    ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 512
-    with pytest.raises(EncryptedDocument, match="DOCX is encrypted or is a legacy .doc file"):
-        parse_document(ole, source="locked.docx")
-    with pytest.raises(UnsupportedFormat, match="legacy Office"):
-        parse_document(ole, source="upload")
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    locked = io.BytesIO()
+    OOXMLFile(io.BytesIO(build_docx())).encrypt("s3cret", locked)
+    for source in ("locked.docx", "upload"):
+        with pytest.raises(EncryptedDocument, match="is a password-protected Office file"):
+            parse_document(locked.getvalue(), source=source)
+    with pytest.raises(CorruptDocument, match="damaged OLE compound file"):
+        parse_document(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 512, source="locked.docx")
 
 
 def test_docx_with_damaged_compressed_data_is_a_clear_error() -> None:
