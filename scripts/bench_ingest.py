@@ -2,9 +2,9 @@
 
 Documents are SciFact abstracts (../shared/eval/scifact/corpus.jsonl) written as the formats asked for, in
 turn: txt, md, html, pdf (a text layer, ``--pdf-pages`` pages each), docx; on request pptx, xlsx and
-``scanned`` (image-only PDF pages, which need OCR: without an OCR stage they are skipped, and the table says
-so). A format Freki cannot parse yet is counted as skipped, not an error, so the same command measures
-new formats once they land. Real model, real Qdrant engine (edge), real parser sandbox; default settings
+``scanned`` (image-only PDF pages: Freki's OCR reads them, and the table gives their pages/s apart). A
+format Freki cannot parse (or OCR switched off, ``limits.ocr_max_pages`` 0) is counted as skipped, not an
+error, so the same command measures new formats once they land. Real model, real Qdrant engine (edge), real parser sandbox; default settings
 apart from what is said below. Prints figures; asserts nothing.
 
 Modes (each on a fresh data dir, the same files, one shared embedder):
