@@ -1,11 +1,12 @@
 """Benchmark ingestion throughput: a mixed folder dropped into a watched folder, and `odin index`'s stream.
 
 Documents are SciFact abstracts (../shared/eval/scifact/corpus.jsonl) written as the formats asked for, in
-turn: txt, md, html, pdf (a text layer, ``--pdf-pages`` pages each), docx; on request pptx, xlsx and
-``scanned`` (image-only PDF pages: Freki's OCR reads them, and the table gives their pages/s apart). A
-format Freki cannot parse (or OCR switched off, ``limits.ocr_max_pages`` 0) is counted as skipped, not an
-error, so the same command measures new formats once they land. Real model, real Qdrant engine (edge), real parser sandbox; default settings
-apart from what is said below. Prints figures; asserts nothing.
+turn: txt, md, html, pdf (a text layer, ``--pdf-pages`` pages each), docx; on request pptx, xlsx, eml, png
+(a scanned page as an image) and ``scanned`` (image-only PDF pages). Freki's OCR reads png and scanned; the
+table gives OCR pages/s apart. A format Freki cannot parse (or OCR switched off, ``limits.ocr_max_pages``
+0) is counted as skipped, not an error, so the same command measures new formats once they land. Real
+model, real Qdrant engine (edge), real parser sandbox; default settings apart from what is said below.
+Prints figures; asserts nothing.
 
 Modes (each on a fresh data dir, the same files, one shared embedder):
   watch1     watched folder, watch.workers = 1 (one file at a time: parse, then embed)
@@ -14,9 +15,9 @@ Modes (each on a fresh data dir, the same files, one shared embedder):
   stream     `odin index`'s path: OdinClient.index_documents over Freki's IndexDocuments stream (real gRPC
              server; limits.batch_parallel documents in work)
 
-Figures per mode: documents/s (indexed + skipped over wall time from the drop to idle), PDF pages/s and
-scanned pages/s (pages of the documents indexed), encoder busy share (wall time with a model pass running /
-wall time), CPU seconds (this process + the parser worker processes). Example:
+Figures per mode: documents/s (indexed + skipped over wall time from the drop to idle), PDF pages/s (text
+layer) and OCR pages/s (scanned and png; pages of the documents indexed), encoder busy share (wall time with
+a model pass running / wall time), CPU seconds (this process + the parser worker processes). Example:
 
     .venv/bin/python scripts/bench_ingest.py --docs 300 --modes watch1,watch2,stream
     .venv/bin/python scripts/bench_ingest.py --docs 60 --formats pdf,scanned --pdf-pages 3
@@ -104,8 +105,7 @@ def make_pdf(title: str, text: str, pages: int) -> tuple[bytes, int]:
     return buffer.getvalue(), len(chunks)
 
 
-def make_scanned(title: str, text: str, pages: int) -> tuple[bytes, int]:
-    """An image-only PDF (no text layer): each page a 150-dpi greyscale scan of the text."""
+def _scan_pages(title: str, text: str, pages: int) -> list:  # type: ignore[type-arg]
     from PIL import Image, ImageDraw, ImageFont
 
     font = ImageFont.load_default(size=26)
@@ -116,9 +116,32 @@ def make_scanned(title: str, text: str, pages: int) -> tuple[bytes, int]:
         for n, line in enumerate(lines):
             draw.text((110, 120 + n * 40), line, fill=0, font=font)
         images.append(image)
+    return images
+
+
+def make_scanned(title: str, text: str, pages: int) -> tuple[bytes, int]:
+    """An image-only PDF (no text layer): each page a 150-dpi greyscale scan of the text."""
+    images = _scan_pages(title, text, pages)
     buffer = io.BytesIO()
     images[0].save(buffer, "PDF", resolution=150.0, save_all=True, append_images=images[1:])
     return buffer.getvalue(), len(images)
+
+
+def make_png(title: str, text: str, pages: int) -> tuple[bytes, int]:
+    """One scanned page as a PNG image (the first page of ``make_scanned``'s rendering)."""
+    image = _scan_pages(title, text, 1)[0]
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG", dpi=(150, 150))
+    return buffer.getvalue(), 1
+
+
+def make_eml(title: str, text: str, pages: int) -> tuple[bytes, int]:
+    from email.message import EmailMessage
+
+    message = EmailMessage()
+    message["From"], message["To"], message["Subject"] = "lab@example.org", "team@example.org", title[:200]
+    message.set_content(text)
+    return message.as_bytes(), 0
 
 
 def make_docx(title: str, text: str, pages: int) -> tuple[bytes, int]:
@@ -161,8 +184,10 @@ def make_xlsx(title: str, text: str, pages: int) -> tuple[bytes, int]:
 
 MAKERS: dict[str, Callable[[str, str, int], tuple[bytes, int]]] = {
     "txt": make_txt, "md": make_md, "html": make_html, "pdf": make_pdf, "docx": make_docx,
-    "pptx": make_pptx, "xlsx": make_xlsx, "scanned": make_scanned,
+    "pptx": make_pptx, "xlsx": make_xlsx, "eml": make_eml, "png": make_png, "scanned": make_scanned,
 }
+EXTENSIONS = {"scanned": "pdf"}
+OCR_FORMATS = ("scanned", "png")
 
 
 def write_corpus(folder: Path, count: int, formats: list[str], pdf_pages: int) -> dict[str, dict[str, int]]:
@@ -175,7 +200,7 @@ def write_corpus(folder: Path, count: int, formats: list[str], pdf_pages: int) -
             row = json.loads(line)
             fmt = formats[n % len(formats)]
             data, pages = MAKERS[fmt](row["title"], row["text"], pdf_pages)
-            name = f"{row['_id']}-{fmt}.{'pdf' if fmt == 'scanned' else fmt}"
+            name = f"{row['_id']}-{fmt}.{EXTENSIONS.get(fmt, fmt)}"
             (folder / name).write_bytes(data)
             files[name] = {"format": formats.index(fmt), "pages": pages}
     return files
@@ -316,21 +341,21 @@ def main() -> None:
             skipped: dict[str, str] = result["skipped"]  # type: ignore[assignment]
             indexed = [n for n in files if n not in skipped]
             pdf_pages = sum(files[n]["pages"] for n in indexed if formats[files[n]["format"]] == "pdf")
-            scanned_pages = sum(files[n]["pages"] for n in indexed if formats[files[n]["format"]] == "scanned")
+            scanned_pages = sum(files[n]["pages"] for n in indexed if formats[files[n]["format"]] in OCR_FORMATS)
             by_format = Counter(formats[files[n]["format"]] for n in skipped if n in files)
             elapsed = result["elapsed"]
             rows.append({"mode": mode, "seconds": round(elapsed, 1), "docs_per_s": round(len(files) / elapsed, 2),
                          "indexed": len(indexed), "skipped": dict(by_format),
                          "pdf_pages_per_s": round(pdf_pages / elapsed, 2),
-                         "scanned_pages_per_s": round(scanned_pages / elapsed, 2),
+                         "ocr_pages_per_s": round(scanned_pages / elapsed, 2),
                          "encoder_busy": round(result["busy"] / elapsed, 2), "cpu_s": round(result["cpu"], 1)})
             print(json.dumps(rows[-1]), flush=True)
             if skipped:
                 print("   e.g. skipped:", next(iter(skipped.items())), flush=True)
-    print(f"\n{'mode':8} {'s':>7} {'docs/s':>7} {'pdf p/s':>8} {'scan p/s':>8} {'enc busy':>8} {'CPU s':>7}  skipped")
+    print(f"\n{'mode':8} {'s':>7} {'docs/s':>7} {'pdf p/s':>8} {'OCR p/s':>8} {'enc busy':>8} {'CPU s':>7}  skipped")
     for r in rows:
         print(f"{r['mode']:8} {r['seconds']:7.1f} {r['docs_per_s']:7.2f} {r['pdf_pages_per_s']:8.2f} "
-              f"{r['scanned_pages_per_s']:8.2f} {r['encoder_busy']:8.2f} {r['cpu_s']:7.1f}  {r['skipped'] or '-'}")
+              f"{r['ocr_pages_per_s']:8.2f} {r['encoder_busy']:8.2f} {r['cpu_s']:7.1f}  {r['skipped'] or '-'}")
     if args.json:
         figures = {"cpu": cpu_name, "docs": args.docs, "formats": formats, "rows": rows}
         args.json.write_text(json.dumps(figures, indent=1))
