@@ -173,7 +173,7 @@ class Watcher:
 
     def _dispatch_once(self) -> None:
         self._run_rescans()
-        with self._book.lock:  # popped and counted at once: wait_idle never sees them nowhere
+        with self._book.lock:  # popped and counted at once: wait_idle never misses them in between
             ready = self._debouncer.pop_due(limit=16)
             for pending in ready:
                 if (folder := self._folder_of(pending.path)) is not None:
@@ -186,8 +186,12 @@ class Watcher:
             if folder is not None:
                 moved_from = pending.moved_from or self._paired_move(folder.spec, pending.path, vanished)
                 self._submit(Task(folder.spec, path=pending.path, moved_from=moved_from), counted=True)
-        if not ready:  # a touch wakes it early; held-back paths are looked at again soon
-            self._debouncer.wait(0.2) if not len(self._debouncer) else self._stop.wait(0.05)
+        if ready:
+            return
+        if len(self._debouncer):  # paths held back (still written, or a vanished half of a move): look again soon
+            self._stop.wait(0.05)
+        else:
+            self._debouncer.wait(0.2)  # a touch wakes it early
 
     def _run_rescans(self) -> None:
         with self._book.lock:
