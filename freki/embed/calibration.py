@@ -11,7 +11,10 @@ cosines stay unchanged, so with one model nothing moves — unless the standard 
 from ``REFERENCE``, the scale Freki's score thresholds and Odin's answer gate were set on (the packaged
 MiniLM's): then the standard model, and every other model with it, is mapped onto ``REFERENCE``
 (``reference_for``). multilingual-e5-small, for one, puts unrelated texts at cosine ~0.76, where every
-threshold would read "relevant" (docs/decisions/0142-multilingual-e5.md).
+threshold would read "relevant" (docs/decisions/0142-multilingual-e5.md). Such a standard model is mapped
+by two anchors of its own (``anchored``): unrelated texts, and a question with the sentence that answers it
+(``CALIBRATION_QUESTIONS``), each onto the reference's, so a relevant passage scores where MiniLM would put
+it and the answer gate holds for that model too (docs/decisions/0161-answer-gate-languages.md).
 
 Measured (``scripts/bench_embedding_models.py``, SciFact sample of 400 abstracts, 100 test claims, half the
 abstracts on a second model), dense / hybrid nDCG@10: with a two-layer cut of MiniLM projected to 128-d
@@ -53,28 +56,63 @@ CALIBRATION_TEXTS = (
     "Heavy rain is expected along the coast tomorrow.",
 )
 
+# A question for each of CALIBRATION_TEXTS that the text answers: where a model puts a *relevant* match.
+CALIBRATION_QUESTIONS = (
+    "How much flour does the recipe need?",
+    "Why did quarterly revenue grow?",
+    "Who saved the penalty at the end of the match?",
+    "What produces most of a cell's ATP?",
+    "When does the train to Hamburg leave?",
+    "How do I install the package?",
+    "What happened to the vote on the zoning law?",
+    "Why were flights grounded in northern Europe?",
+    "What colour did she paint the fence?",
+    "How long must the patient take antibiotics?",
+    "How does binary search narrow the interval?",
+    "Which symphony did the orchestra rehearse?",
+    "Did the central bank change interest rates?",
+    "How do wolves communicate?",
+    "When does the contract end?",
+    "What does photosynthesis convert light into?",
+    "When did the museum reopen?",
+    "What tool should I use on the wheel nuts?",
+    "What is the novel about?",
+    "What weather is expected on the coast?",
+)
+
 
 @dataclass(frozen=True)
 class CosineBackground:
-    """Mean and standard deviation of a model's cosines between unrelated texts (the spread is logged)."""
+    """Mean and standard deviation of a model's cosines between unrelated texts (the spread is logged), and the
+    mean cosine of a question to the sentence that answers it (``related``; 0 when not measured)."""
 
     mean: float
     sd: float
+    related: float = 0.0
 
     @classmethod
-    def of(cls, embed: Callable[[Sequence[str]], np.ndarray]) -> CosineBackground:
-        """Measure it with ``embed`` (L2-normalised vectors) on ``CALIBRATION_TEXTS``."""
+    def of(cls, embed: Callable[[Sequence[str]], np.ndarray],
+           embed_query: Callable[[str], np.ndarray] | None = None) -> CosineBackground:
+        """Measure it with ``embed`` (L2-normalised vectors) on ``CALIBRATION_TEXTS``; with ``embed_query``, the
+        questions are embedded as queries (asymmetric models embed the two sides differently)."""
         vectors = np.asarray(embed(list(CALIBRATION_TEXTS)), dtype=np.float64)
         cosines = vectors @ vectors.T
         pairs = cosines[~np.eye(len(vectors), dtype=bool)]
-        return cls(float(pairs.mean()), max(float(pairs.std()), 1e-6))
+        questions = (np.asarray([embed_query(q) for q in CALIBRATION_QUESTIONS], dtype=np.float64)
+                     if embed_query is not None else np.asarray(embed(list(CALIBRATION_QUESTIONS)), dtype=np.float64))
+        related = float(np.mean(np.sum(questions * vectors, axis=1)))
+        return cls(float(pairs.mean()), max(float(pairs.std()), 1e-6), related)
 
 
 # The scale of the thresholds: the packaged all-MiniLM-L6-v2's background on CALIBRATION_TEXTS
 # (docs/embedding-models.md, "Retrieval").
-REFERENCE = CosineBackground(mean=0.026, sd=0.074)
+REFERENCE = CosineBackground(mean=0.026, sd=0.074, related=0.722)
 # A standard model whose background is this close to REFERENCE keeps its own scale (the thresholds hold).
 REFERENCE_TOLERANCE = 0.1
+
+
+# A model whose related and unrelated cosines lie closer than this has no usable second anchor.
+MIN_ANCHOR_GAP = 0.05
 
 
 def reference_for(standard: CosineBackground) -> CosineBackground:
@@ -99,4 +137,16 @@ def aligner(own: CosineBackground, reference: CosineBackground) -> Alignment:
     if own == reference:
         return Alignment()
     scale = (1.0 - reference.mean) / max(1.0 - own.mean, 1e-6)
+    return Alignment(scale, reference.mean - own.mean * scale)
+
+
+def anchored(own: CosineBackground, reference: CosineBackground) -> Alignment:
+    """Maps a standard model's cosines onto ``reference`` by two anchors: unrelated texts (``mean``) and a
+    question with its answer (``related``). A model far from the reference (multilingual-e5: unrelated 0.78,
+    related 0.88) then scores a relevant passage where MiniLM would, so the score thresholds and Odin's answer
+    gate mean the same for it; without a usable second anchor, ``aligner``'s one-anchor map."""
+    gap = own.related - own.mean
+    if own == reference or gap < MIN_ANCHOR_GAP or reference.related - reference.mean < MIN_ANCHOR_GAP:
+        return aligner(own, reference)
+    scale = (reference.related - reference.mean) / gap
     return Alignment(scale, reference.mean - own.mean * scale)

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from freki.embed.calibration import Alignment, CosineBackground, aligner, reference_for
+from freki.embed.calibration import Alignment, CosineBackground, aligner, anchored, reference_for
 from freki.embed.embedder import PACKAGED_MODEL_NAMES
 from freki.embed.layout import EmbeddingLayout
 from freki.embed.model import EmbeddingModel
@@ -131,12 +131,12 @@ def calibrators(standard: EmbeddingModel, lanes: list[ModelLane]) -> tuple[Align
     """The standard model's cosine -> the thresholds' scale, and each lane's cosine -> that same scale."""
     if not lanes and standard.identity.name in PACKAGED_MODEL_NAMES:
         return Alignment(), []  # the reference model itself: nothing to measure
-    own = CosineBackground.of(standard.embed)
+    own = CosineBackground.of(standard.embed, standard.embed_query)
     reference = reference_for(own)
     if reference != own:
-        log.info("embedding model %r: unrelated texts' cosine %.3f ± %.3f, far from the %.3f the score thresholds "
-                 "were set on; its scores are mapped onto that scale", standard.identity.name, own.mean, own.sd,
-                 reference.mean)
+        log.info("embedding model %r: unrelated texts' cosine %.3f ± %.3f, a question and its answer %.3f, far "
+                 "from the %.3f / %.3f the score thresholds were set on; its scores are mapped onto that scale",
+                 standard.identity.name, own.mean, own.sd, own.related, reference.mean, reference.related)
     result = []
     for lane in lanes:
         background = CosineBackground.of(lane.embedder.embed)
@@ -144,4 +144,4 @@ def calibrators(standard: EmbeddingModel, lanes: list[ModelLane]) -> tuple[Align
                  "scores are aligned to the standard model's", lane.model, background.mean, background.sd,
                  own.mean, own.sd)
         result.append(aligner(background, reference))
-    return aligner(own, reference), result
+    return anchored(own, reference), result
