@@ -4,10 +4,12 @@ The compound file is read with aspose-email-foss (MIT): GPL readers such as extr
 GPL's terms apply to everyone who embeds Freki (docs/decisions/0102-msg-reader-licence.md). It is imported
 when a message is parsed, not when the parser worker starts.
 
-Headers come from the message's copy of its Internet headers (``PR_TRANSPORT_MESSAGE_HEADERS``) where it
-has one, else from the MAPI properties; the date is the submit time of a sent message. A clear-signed
-S/MIME message keeps its body and attachments in one MIME attachment, which is read like an .eml; an
-opaque S/MIME message (encrypted or opaque-signed) is refused as encrypted.
+The body is ``PR_BODY``, else ``PR_HTML``, else the text of the compressed RTF body (compressed-rtf, MIT;
+striprtf, BSD), which some writers store alone. Headers come from the message's copy of its Internet
+headers (``PR_TRANSPORT_MESSAGE_HEADERS``) where it has one, else from the MAPI properties; the date is the
+submit time of a sent message. A clear-signed S/MIME message keeps its body and attachments in one MIME
+attachment, which is read like an .eml; an opaque S/MIME message (encrypted or opaque-signed) is refused
+as encrypted.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from freki.ingest.parsing.text import clean_inline
 
 # MAPI property ids ([MS-OXPROPS]) and types.
 _SUBJECT, _SUBMIT_TIME, _HEADERS, _SENDER_NAME, _MESSAGE_FLAGS = 0x0037, 0x0039, 0x007D, 0x0C1A, 0x0E07
-_BODY, _HTML, _MESSAGE_ID, _SENDER_SMTP = 0x1000, 0x1013, 0x1035, 0x5D01
+_BODY, _RTF, _HTML, _MESSAGE_ID, _SENDER_SMTP = 0x1000, 0x1009, 0x1013, 0x1035, 0x5D01
 _STORE_SUPPORT_MASK, _INTERNET_CPID, _MESSAGE_CODEPAGE = 0x340D, 0x3FDE, 0x3FFD
 _RECIPIENT_TYPE, _DISPLAY_NAME, _EMAIL_ADDRESS, _SMTP_ADDRESS = 0x0C15, 0x3001, 0x3003, 0x39FE
 _UNICODE, _STRING8, _BINARY, _INTEGER32 = 0x001F, 0x001E, 0x0102, 0x0003
@@ -148,7 +150,26 @@ def _mail(message: Any, source: str) -> Mail:
         inner = mime_mail(signed, metadata)
         return Mail(metadata=metadata, plain=props.text(_BODY) or inner.plain, html=html_text or inner.html,
                     attachments=inner.attachments)
-    return Mail(metadata=metadata, plain=props.text(_BODY) or "", html=html_text, attachments=attachments)
+    plain = props.text(_BODY) or ("" if html_text.strip() else _rtf_text(props.raw(_RTF, _BINARY)))
+    return Mail(metadata=metadata, plain=plain, html=html_text, attachments=attachments)
+
+
+def _rtf_text(compressed: Any) -> str:
+    """The text of a compressed RTF body ([MS-OXRTFCP]); empty when there is none or it cannot be read."""
+    if not isinstance(compressed, bytes) or not compressed:
+        return ""
+    import compressed_rtf
+    from striprtf.striprtf import rtf_to_text
+
+    # A damaged RTF body loses the body, not the message: its attachments are still indexed.
+    try:
+        rtf = compressed_rtf.decompress(compressed)
+    except Exception:  # noqa: BLE001 - compressed-rtf raises bare Exception for a bad header or checksum
+        return ""
+    try:
+        return str(rtf_to_text(rtf.decode("latin-1"), errors="replace"))
+    except (ValueError, LookupError, OverflowError, IndexError):
+        return ""
 
 
 def _signed_content(message_class: str, attachments: list[Any]) -> Message | None:

@@ -81,3 +81,35 @@ def test_encrypted_smime_is_refused_and_clear_signed_smime_is_read() -> None:
     doc = parse_document(bytes(message.to_bytes()), source="signed.msg")
     assert doc.sections[0].text == "Signed body text."
     assert doc.metadata["attachments"] == ["terms.txt"]
+
+
+ENCAPSULATED_HTML = (rb"{\rtf1\ansi\ansicpg1252\fromhtml1 \deff0{\fonttbl{\f0\fswiss Arial;}}{\*\htmltag64 <html>}"
+                     rb"\htmlrtf {\htmlrtf0 {\*\htmltag84 <p>}Gr\'fc\'dfe aus K\'f6ln{\*\htmltag244 </p>}\htmlrtf\par"
+                     rb"\htmlrtf0 {\*\htmltag84 <p>}Second paragraph{\*\htmltag244 </p>}}{\*\htmltag249 </html>}}")
+NATIVE_RTF = rb"{\rtf1\ansi\ansicpg1252\deff0{\fonttbl{\f0 Calibri;}}\f0 Native \b RTF\b0  body\par}"
+
+
+@pytest.mark.parametrize(("rtf", "text"), [(ENCAPSULATED_HTML, "Grüße aus Köln Second paragraph"),
+                                           (NATIVE_RTF, "Native RTF body")])
+def test_a_message_with_only_an_rtf_body_is_read_from_it(rtf: bytes, text: str) -> None:
+    import compressed_rtf
+    from aspose.email_foss.msg import MapiMessage
+    from aspose.email_foss.msg import PropertyTypeCode as T
+
+    message = MapiMessage.create("Rtf only", "")
+    message.set_property(0x1009, T.PTYP_BINARY, compressed_rtf.compress(rtf, compressed=True))
+    assert parse_document(bytes(message.to_bytes()), source="rtf.msg").text == text
+
+
+def test_a_damaged_rtf_body_loses_the_body_not_the_attachments() -> None:
+    import compressed_rtf
+    from aspose.email_foss.msg import MapiMessage
+    from aspose.email_foss.msg import PropertyTypeCode as T
+
+    damaged = bytearray(compressed_rtf.compress(NATIVE_RTF, compressed=True))
+    damaged[-1] ^= 0xFF  # the checksum no longer matches
+    message = MapiMessage.create("Rtf only", "")
+    message.set_property(0x1009, T.PTYP_BINARY, bytes(damaged))
+    message.add_attachment("notes.txt", b"The attached notes.", mime_type="text/plain")
+    doc = parse_document(bytes(message.to_bytes()), source="rtf.msg")
+    assert doc.text == "Attachment: notes.txt\n\nThe attached notes."
