@@ -47,14 +47,20 @@ def parse_eml(
         raise EncryptedDocument(
             f"e-mail {describe_source(source)} is encrypted (S/MIME or PGP); index a decrypted copy", source=source,
         )
+    mail = mime_mail(message, _headers(headers, message))
+    return mail_document(mail, source=source, limits=limits, parse_part=parse_part, depth=depth)
+
+
+def mime_mail(message: Message, metadata: Metadata) -> Mail:
+    """The body and attachments of a parsed MIME message, with its header ``metadata``."""
     body = _body_part(message)
-    mail = Mail(metadata=_headers(headers, message), attachments=list(_attachments(message, body)))
+    mail = Mail(metadata=metadata, attachments=list(_attachments(message, body)))
     if body is not None:
         if body.get_content_type() == "text/plain":
             mail.plain = _text(body)
         else:
             mail.html = _text(body)
-    return mail_document(mail, source=source, limits=limits, parse_part=parse_part, depth=depth)
+    return mail
 
 
 def _headers(headers: Any, raw: Message) -> Metadata:
@@ -82,10 +88,10 @@ def _header(headers: Any, raw: Message, name: str) -> Any:
         return headers.get(name)
     except (IndexError, ValueError, TypeError, AttributeError, HeaderParseError):
         value = raw.get(name)
-        return None if value is None else _decoded(str(value))
+        return None if value is None else decoded_header(str(value))
 
 
-def _decoded(value: str) -> str:
+def decoded_header(value: str) -> str:
     """RFC 2047 encoded words decoded, or the text as it is when they are malformed."""
     try:
         return str(make_header(decode_header(value)))
@@ -134,7 +140,7 @@ def _text(part: Message) -> str:
 
 
 def _filename(part: Message) -> str:
-    return clean_inline(_decoded(part.get_filename() or ""))
+    return clean_inline(decoded_header(part.get_filename() or ""))
 
 
 def _attachments(message: Message, body: Message | None) -> Iterator[Attachment]:
@@ -148,7 +154,7 @@ def _attachments(message: Message, body: Message | None) -> Iterator[Attachment]
         if content_type == "message/rfc822" and part is not message:
             inner = part.get_payload(0) if isinstance(part.get_payload(), list) else None
             if isinstance(inner, Message):
-                subject = clean_inline(_decoded(str(inner.get("subject", "") or "")))
+                subject = clean_inline(decoded_header(str(inner.get("subject", "") or "")))
                 yield Attachment(name=_filename(part) or f"{subject or 'message'}.eml", data=inner.as_bytes(),
                                  content_type="message/rfc822")
         elif part.is_multipart():

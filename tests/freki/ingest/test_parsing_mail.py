@@ -1,4 +1,4 @@
-"""E-mail parsing: .eml (stdlib ``email``) and Outlook .msg (written by aspose-email-foss, read by extract-msg)."""
+"""E-mail parsing: .eml (stdlib ``email``) and Outlook .msg (written and read by aspose-email-foss)."""
 
 from __future__ import annotations
 
