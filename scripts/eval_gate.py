@@ -121,7 +121,7 @@ def main() -> None:
     gates = [float(g) for g in args.gates.split(",")]
     rows = []
     with model_settings(args.model) as extra:
-        for size in args.sizes.split(","):
+        for size in filter(None, args.sizes.split(",")):
             exposes, distractors = (int(x) for x in size.split(":"))
             corpus, questions = immo_set(exposes, distractors)
             rows.append(evaluate(f"immo-de-{exposes}-{distractors}-{args.model}", corpus, questions, args.split,
