@@ -16,12 +16,9 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +33,7 @@ from geri.backends.embedded import EmbeddedBackend, default_model_path
 from geri.backends.loaded_model import load_model
 from geri.server import build_server
 from geri.settings import GeriSettings
+from tests.local_servers import free_port, stop, wait_http  # noqa: F401 - free_port is used by the tests
 from wolf_service.serving import ServerHandle
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -99,26 +97,8 @@ class OllamaProtocolServer:
     model: str
 
 
-def free_port() -> int:
-    """A TCP port that was free a moment ago (the servers bind it right after)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
-def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float, log: Path) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"{url} not ready after {timeout_s:.0f}s:\n{log.read_text()[-3000:]}")
 
 
 def export_hf_checkpoint(dest: Path) -> Path:
@@ -148,14 +128,6 @@ def export_hf_checkpoint(dest: Path) -> Path:
     return dest
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @dataclass(frozen=True)
@@ -185,10 +157,10 @@ def openai_compatible_server(tmp_path_factory: pytest.TempPathFactory) -> Iterat
         env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )
     try:
-        _wait_http(f"http://127.0.0.1:{port}/health", proc, 180, log)
+        wait_http(f"http://127.0.0.1:{port}/health", proc, 180, log)
         yield OpenAICompatibleServer(base_url=f"http://127.0.0.1:{port}/v1", model=HF_DIR_NAME)
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def start_ollama_proxy(backend_base_url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -199,9 +171,9 @@ def start_ollama_proxy(backend_base_url: str, port: int, log: Path) -> subproces
     proc = subprocess.Popen([str(proxy_bin), "serve", "--host", "127.0.0.1", "--port", str(port)],
                             env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
     try:
-        _wait_http(f"http://127.0.0.1:{port}/", proc, 60, log)
+        wait_http(f"http://127.0.0.1:{port}/", proc, 60, log)
     except BaseException:
-        _stop(proc)
+        stop(proc)
         raise
     return proc
 
@@ -219,4 +191,4 @@ def ollama_protocol_server(
     try:
         yield OllamaProtocolServer(host=f"http://127.0.0.1:{port}", model=OLLAMA_MODEL)
     finally:
-        _stop(proc)
+        stop(proc)

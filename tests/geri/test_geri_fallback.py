@@ -17,10 +17,10 @@ from geri.service import SERVICE_NAME
 from tests.geri.fixtures import (
     OLLAMA_MODEL,
     OpenAICompatibleServer,
-    _stop,
     free_port,
     geri_settings,
     start_ollama_proxy,
+    stop,
 )
 
 pytestmark = pytest.mark.integration
@@ -77,7 +77,7 @@ def test_health_follows_a_backend_that_stops_and_comes_back(
                 return health.Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=2).status
 
             assert status() == health_pb2.HealthCheckResponse.SERVING
-            _stop(proxy)
+            stop(proxy)
             assert wait_for(lambda: status() == health_pb2.HealthCheckResponse.NOT_SERVING), "stayed SERVING"
             stub = geri_pb2_grpc.GeriServiceStub(channel)
             with pytest.raises(grpc.RpcError) as info:
@@ -88,4 +88,4 @@ def test_health_follows_a_backend_that_stops_and_comes_back(
             assert stub.Generate(ask("Say hi."), timeout=300).llm_response.backend == "ollama"
     finally:
         handle.stop(1.0)
-        _stop(proxy)
+        stop(proxy)

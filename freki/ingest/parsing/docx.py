@@ -17,7 +17,7 @@ from freki.ingest.parsing.document import ParsedDocument, SectionBuilder, build_
 from freki.ingest.parsing.errors import CorruptDocument, EncryptedDocument, describe_source
 from freki.ingest.parsing.guards import ParseLimits
 from freki.ingest.parsing.tables import check_table_size, table_text
-from freki.ingest.parsing.text import clean_inline
+from freki.ingest.parsing.text import clean_inline, office_properties
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 _LIST_STYLE = re.compile(r"list", re.IGNORECASE)
@@ -43,7 +43,7 @@ def parse_docx(data: bytes, *, source: str = "", limits: ParseLimits | None = No
         document = docx.Document(io.BytesIO(data))
         builder = SectionBuilder()
         title = _walk(document, builder, limits or ParseLimits(), source)
-        metadata = _core_properties(document)
+        metadata = office_properties(document.core_properties)
     except (zipfile.BadZipFile, zlib.error, EOFError, PackageNotFoundError, KeyError, ValueError, OSError) as exc:
         raise CorruptDocument(
             f"DOCX is corrupt or truncated: {name} cannot be read as a Word package ({exc})", source=source
@@ -130,17 +130,3 @@ def _cell_text(cell: _Cell) -> str:
         else:
             parts.append(clean_inline(block.text))
     return " ".join(part for part in parts if part)
-
-
-def _core_properties(document: DocxDocument) -> dict[str, str]:
-    props = document.core_properties
-    metadata: dict[str, str] = {}
-    for key in ("title", "author", "subject", "keywords", "category", "language"):
-        value = getattr(props, key, "")
-        if isinstance(value, str) and value.strip():
-            metadata[key] = clean_inline(value)
-    for key in ("created", "modified"):
-        stamp = getattr(props, key, None)
-        if stamp is not None:
-            metadata[key] = stamp.isoformat()
-    return metadata

@@ -15,7 +15,7 @@ from freki.ingest.parsing.document import ParsedDocument, Section, build_documen
 from freki.ingest.parsing.errors import CorruptDocument, LimitExceeded, describe_source
 from freki.ingest.parsing.guards import ParseLimits
 from freki.ingest.parsing.tables import markdown_table
-from freki.ingest.parsing.text import clean_inline
+from freki.ingest.parsing.text import clean_inline, office_properties
 
 # Shapes whose tops differ by less than this (EMU; 1 cm = 360,000) count as one row when ordering a slide.
 _ROW_TOLERANCE_EMU = 180_000
@@ -42,7 +42,7 @@ def parse_pptx(data: bytes, *, source: str = "", limits: ParseLimits | None = No
                 "(limits.pptx_max_slides)", setting="limits.pptx_max_slides", source=source,
             )
         sections = [_slide_section(number, slide) for number, slide in enumerate(slides, start=1)]
-        metadata = _core_properties(presentation)
+        metadata = office_properties(presentation.core_properties)
     except (zipfile.BadZipFile, zlib.error, EOFError, PackageNotFoundError, KeyError, ValueError, OSError,
             NotImplementedError) as exc:
         raise CorruptDocument(f"PPTX is corrupt or truncated: {name} cannot be read ({exc})", source=source) from exc
@@ -105,17 +105,3 @@ def _shape_paragraphs(shape: Any) -> Iterator[str]:
 def _line(text: str) -> str:
     """One line of slide text (python-pptx gives a soft line break as a vertical tab)."""
     return clean_inline(text.replace("\v", " "))
-
-
-def _core_properties(presentation: Any) -> dict[str, str]:
-    props = presentation.core_properties
-    metadata: dict[str, str] = {}
-    for key in ("title", "author", "subject", "keywords", "category", "language"):
-        value = getattr(props, key, "")
-        if isinstance(value, str) and value.strip():
-            metadata[key] = clean_inline(value)
-    for key in ("created", "modified"):
-        stamp = getattr(props, key, None)
-        if stamp is not None:
-            metadata[key] = stamp.isoformat()
-    return metadata

