@@ -88,6 +88,24 @@ def locked_pptx() -> bytes:
     return out.getvalue()
 
 
+def many_page_pdf(pages: int) -> bytes:
+    """A PDF of ``pages`` blank pages, written directly (one small object per page, so 100,000 cost 16 MB)."""
+    kids = b" ".join(b"%d 0 R" % (3 + i) for i in range(pages))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Count %d /Kids [%s] >>" % (pages, kids)]
+    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>"] * pages
+    out = io.BytesIO()
+    out.write(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()
+
+
 def nested_eml(depth: int = 3_000) -> bytes:
     """An e-mail whose multiparts nest ``depth`` deep."""
     head = b"From: a@example.com\r\nSubject: deep\r\nMIME-Version: 1.0\r\n"
@@ -104,6 +122,8 @@ def cases() -> list[tuple[str, dict[str, Any], grpc.StatusCode, str]]:
     return [
         ("sparse.xlsx", {"content_bytes": sparse_xlsx()}, grpc.StatusCode.RESOURCE_EXHAUSTED,
          "limits.spreadsheet_max_cells"),
+        ("100k-pages.pdf", {"content_bytes": many_page_pdf(100_000)}, grpc.StatusCode.RESOURCE_EXHAUSTED,
+         "limits.pdf_max_pages"),
         ("locked.pptx", {"content_bytes": locked_pptx()}, grpc.StatusCode.INVALID_ARGUMENT, "password-protected"),
         ("nested.eml", {"content_bytes": nested_eml()}, grpc.StatusCode.INVALID_ARGUMENT, "nested too deeply"),
         ("smime.eml", {"content_bytes": smime}, grpc.StatusCode.INVALID_ARGUMENT, "encrypted (S/MIME or PGP)"),
