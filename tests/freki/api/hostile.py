@@ -88,6 +88,22 @@ def locked_pptx() -> bytes:
     return out.getvalue()
 
 
+def declared_slides_pptx(slides: int) -> bytes:
+    """A one-slide deck whose presentation.xml lists ``slides`` slides (the extra ones point at no part)."""
+    from tests.freki.ingest.office_files import build_pptx
+
+    deck = zipfile.ZipFile(io.BytesIO(build_pptx([{"title": "Declared", "body": ["one real slide"]}])))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for item in deck.infolist():
+            data = deck.read(item.filename)
+            if item.filename == "ppt/presentation.xml":
+                ids = "".join(f'<p:sldId id="{256 + i}" r:id="rIdX{i}"/>' for i in range(slides))
+                data = data.replace(b"</p:sldIdLst>", ids.encode() + b"</p:sldIdLst>")
+            archive.writestr(item, data)
+    return out.getvalue()
+
+
 def many_page_pdf(pages: int) -> bytes:
     """A PDF of ``pages`` blank pages, written directly (one small object per page, so 100,000 cost 16 MB)."""
     kids = b" ".join(b"%d 0 R" % (3 + i) for i in range(pages))
@@ -124,6 +140,8 @@ def cases() -> list[tuple[str, dict[str, Any], grpc.StatusCode, str]]:
          "limits.spreadsheet_max_cells"),
         ("100k-pages.pdf", {"content_bytes": many_page_pdf(100_000)}, grpc.StatusCode.RESOURCE_EXHAUSTED,
          "limits.pdf_max_pages"),
+        ("declared-slides.pptx", {"content_bytes": declared_slides_pptx(100_000)},
+         grpc.StatusCode.RESOURCE_EXHAUSTED, "limits.pptx_max_slides"),
         ("locked.pptx", {"content_bytes": locked_pptx()}, grpc.StatusCode.INVALID_ARGUMENT, "password-protected"),
         ("nested.eml", {"content_bytes": nested_eml()}, grpc.StatusCode.INVALID_ARGUMENT, "nested too deeply"),
         ("smime.eml", {"content_bytes": smime}, grpc.StatusCode.INVALID_ARGUMENT, "encrypted (S/MIME or PGP)"),
