@@ -20,8 +20,14 @@ from typing import Any
 from freki.ingest.parsing.document import Metadata, ParsedDocument
 from freki.ingest.parsing.errors import CorruptDocument, EncryptedDocument, describe_source
 from freki.ingest.parsing.guards import ParseLimits
-from freki.ingest.parsing.mail import Attachment, Mail, PartParser, check_depth, mail_document
-from freki.ingest.parsing.text import clean_inline
+from freki.ingest.parsing.mail import (
+    Attachment,
+    Mail,
+    PartParser,
+    check_depth,
+    header_line,
+    mail_document,
+)
 
 # Whole-message encryption (RFC 8551 S/MIME, RFC 3156 PGP/MIME); S/MIME opaque signing shares the type.
 _ENCRYPTED = frozenset({"application/pkcs7-mime", "application/x-pkcs7-mime", "multipart/encrypted"})
@@ -66,7 +72,7 @@ def mime_mail(message: Message, metadata: Metadata) -> Mail:
 def _headers(headers: Any, raw: Message) -> Metadata:
     metadata: Metadata = {}
     for header, key in (("from", "from"), ("subject", "subject"), ("message-id", "message_id")):
-        value = clean_inline(str(_header(headers, raw, header) or ""))
+        value = header_line(str(_header(headers, raw, header) or ""))
         if value:
             metadata[key] = value.strip("<>") if key == "message_id" else value
     for header in ("to", "cc"):
@@ -78,7 +84,7 @@ def _headers(headers: Any, raw: Message) -> Metadata:
     if stamp is not None:
         metadata["date"] = stamp.isoformat()
     elif date:
-        metadata["date"] = clean_inline(str(date))
+        metadata["date"] = header_line(str(date))
     return metadata
 
 
@@ -103,9 +109,9 @@ def _addresses(header: Any) -> list[str]:
     if header is None:
         return []
     try:
-        return [clean_inline(str(address)) for address in header.addresses if str(address).strip()]
+        return [header_line(str(address)) for address in header.addresses if str(address).strip()]
     except (AttributeError, ValueError, IndexError):
-        return [part for part in (clean_inline(p) for p in str(header).split(",")) if part]
+        return [part for part in (header_line(p) for p in str(header).split(",")) if part]
 
 
 def _is_attachment(part: Message) -> bool:
@@ -140,7 +146,7 @@ def _text(part: Message) -> str:
 
 
 def _filename(part: Message) -> str:
-    return clean_inline(decoded_header(part.get_filename() or ""))
+    return header_line(decoded_header(part.get_filename() or ""))
 
 
 def _attachments(message: Message, body: Message | None) -> Iterator[Attachment]:
@@ -154,7 +160,7 @@ def _attachments(message: Message, body: Message | None) -> Iterator[Attachment]
         if content_type == "message/rfc822" and part is not message:
             inner = part.get_payload(0) if isinstance(part.get_payload(), list) else None
             if isinstance(inner, Message):
-                subject = clean_inline(decoded_header(str(inner.get("subject", "") or "")))
+                subject = header_line(decoded_header(str(inner.get("subject", "") or "")))
                 yield Attachment(name=_filename(part) or f"{subject or 'message'}.eml", data=inner.as_bytes(),
                                  content_type="message/rfc822")
         elif part.is_multipart():
