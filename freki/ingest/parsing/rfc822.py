@@ -8,8 +8,11 @@ part and lets a message of 20,000 tiny parts run past ``limits.parse_timeout_s``
 
 from __future__ import annotations
 
+import base64
+import binascii
 import email
 import email.policy
+import quopri
 from collections.abc import Iterator
 from email.errors import HeaderParseError
 from email.header import decode_header, make_header
@@ -149,6 +152,20 @@ def _filename(part: Message) -> str:
     return header_line(decoded_header(part.get_filename() or ""))
 
 
+def _transfer_decoded(part: Message, inner: Message) -> bytes:
+    """The attached e-mail's bytes; RFC 2046 allows no transfer encoding on message/rfc822, yet mailers send
+    it base64 or quoted-printable, which the stdlib then reads as a message without headers."""
+    encoding = str(part.get("content-transfer-encoding", "")).strip().lower()
+    payload = inner.get_payload()
+    if encoding not in ("base64", "quoted-printable") or inner.keys() or not isinstance(payload, str):
+        return inner.as_bytes()
+    raw = payload.encode("ascii", "replace")
+    try:
+        return base64.b64decode(raw) if encoding == "base64" else quopri.decodestring(raw)
+    except binascii.Error:
+        return inner.as_bytes()  # not really base64: the mail parser reports what it finds
+
+
 def _attachments(message: Message, body: Message | None) -> Iterator[Attachment]:
     """Attachments in MIME order: files, and e-mails forwarded as attachments (``message/rfc822``)."""
     stack = [message]
@@ -160,8 +177,9 @@ def _attachments(message: Message, body: Message | None) -> Iterator[Attachment]
         if content_type == "message/rfc822" and part is not message:
             inner = part.get_payload(0) if isinstance(part.get_payload(), list) else None
             if isinstance(inner, Message):
+                data = _transfer_decoded(part, inner)
                 subject = header_line(decoded_header(str(inner.get("subject", "") or "")))
-                yield Attachment(name=_filename(part) or f"{subject or 'message'}.eml", data=inner.as_bytes(),
+                yield Attachment(name=_filename(part) or f"{subject or 'message'}.eml", data=data,
                                  content_type="message/rfc822")
         elif part.is_multipart():
             stack.extend(reversed([p for p in part.get_payload() if isinstance(p, Message)]))
