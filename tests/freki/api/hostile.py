@@ -130,8 +130,20 @@ def nested_eml(depth: int = 3_000) -> bytes:
     return head + opening + b"Content-Type: text/plain\r\n\r\nhello\r\n" + closing
 
 
+def tiff_frames(frames: int) -> bytes:
+    """A multi-page TIFF of ``frames`` tiny blank pages (each one a page to OCR)."""
+    from PIL import Image
+
+    page = Image.new("L", (16, 16), 255)
+    out = io.BytesIO()
+    page.save(out, "TIFF", save_all=True, append_images=[page] * (frames - 1))
+    return out.getvalue()
+
+
 def cases() -> list[tuple[str, dict[str, Any], grpc.StatusCode, str]]:
     """The corpus; every entry must be refused with its status and a message containing its phrase."""
+    from tests.freki.ingest.scanned import png_header_only
+
     nested_html = "<html><body>" + "<div>" * 100_000 + "deep" + "</div>" * 100_000 + "</body></html>"
     smime = (b"From: a@example.com\r\nSubject: s\r\nMIME-Version: 1.0\r\nContent-Type: application/pkcs7-mime; "
              b"smime-type=enveloped-data\r\n\r\nMIAGCSqGSIb3DQEHA6CAMIACAQAx\r\n")
@@ -142,6 +154,10 @@ def cases() -> list[tuple[str, dict[str, Any], grpc.StatusCode, str]]:
          "limits.pdf_max_pages"),
         ("declared-slides.pptx", {"content_bytes": declared_slides_pptx(100_000)},
          grpc.StatusCode.RESOURCE_EXHAUSTED, "limits.pptx_max_slides"),
+        ("bomb.png", {"content_bytes": png_header_only(100_000, 100_000)}, grpc.StatusCode.RESOURCE_EXHAUSTED,
+         "limits.ocr_max_pixels"),
+        ("frames.tif", {"content_bytes": tiff_frames(2_000)}, grpc.StatusCode.RESOURCE_EXHAUSTED,
+         "limits.ocr_max_pages"),
         ("locked.pptx", {"content_bytes": locked_pptx()}, grpc.StatusCode.INVALID_ARGUMENT, "password-protected"),
         ("nested.eml", {"content_bytes": nested_eml()}, grpc.StatusCode.INVALID_ARGUMENT, "nested too deeply"),
         ("smime.eml", {"content_bytes": smime}, grpc.StatusCode.INVALID_ARGUMENT, "encrypted (S/MIME or PGP)"),
