@@ -109,7 +109,7 @@ def parse_limits(settings: FrekiSettings) -> ParseLimits:
         ocr_languages=lim.ocr_languages,
         # Tables
         table_max_rows=lim.table_max_rows, table_max_columns=lim.table_max_columns,
-        pdf_table_pages=lim.pdf_table_pages,
+        pdf_table_pages=lim.pdf_table_pages, pdf_max_pages=lim.pdf_max_pages,
     )
 
 

@@ -39,6 +39,8 @@ class LimitsSettings(BaseModel):
     table_max_columns: int = Field(100, ge=2, le=10_000)
     # PDF pages that go through table detection (pdfplumber); later pages keep their plain text layer.
     pdf_table_pages: int = Field(50, ge=0)
+    # Pages of one PDF, counted before any page is read.
+    pdf_max_pages: int = Field(5_000, ge=1)
     # Document metadata (request metadata, and frontmatter/properties merged with it).
     metadata_keys: int = Field(64, ge=1)
     metadata_value_chars: int = Field(8192, ge=1)

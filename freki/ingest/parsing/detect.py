@@ -41,6 +41,8 @@ _IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
 _MARKDOWN_HINT = re.compile(r"^(?:#{1,6} \S|```|\s*[-*] \S.*\n\s*[-*] \S)", re.MULTILINE)
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _BINARY_MAGIC = (b"PK\x03\x04", OLE_MAGIC, b"%PDF-")
+# Formats read as text: binary content under their name is never theirs.
+_TEXT_KINDS = frozenset({"text", "markdown", "html"})
 # Formats whose file is a zip package (checked by guards.check_zip before a library opens them).
 ZIP_KINDS = frozenset({"docx", "pptx", "xlsx", "ods", "odt", "epub"})
 # A zip member that names the package type, and the ODF/EPUB ``mimetype`` member's values.
@@ -93,14 +95,19 @@ def detect_content_type(data: str | bytes, *, source: str = "", content_type: st
 
 
 def _believe_content(kind: str, data: str | bytes, source: str) -> str:
-    """A zip package, OLE file or PDF of a known kind is that kind, whatever it is called or declared as
-    (``odin index`` declares the extension's type); a damaged or unknown one is left to the parser of
-    ``kind``, which says what is wrong with it."""
-    if not isinstance(data, bytes) or not data.startswith(_BINARY_MAGIC):
+    """A zip package, OLE file, PDF or image of a known kind is that kind, whatever it is called or declared
+    as (``odin index`` declares the extension's type); a damaged or unknown one is left to the parser of
+    ``kind``, which says what is wrong with it — except a zip or OLE file called text, which no text parser
+    can describe."""
+    if not isinstance(data, bytes) or not (data.startswith(_BINARY_MAGIC) or _is_image(data)):
         return kind
     try:
         return sniff_content_type(data, source=source)
-    except (CorruptDocument, UnsupportedFormat):
+    except UnsupportedFormat:
+        if kind in _TEXT_KINDS:
+            raise
+        return kind
+    except CorruptDocument:
         return kind
 
 

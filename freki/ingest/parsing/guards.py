@@ -49,6 +49,8 @@ class ParseLimits:
     table_max_rows: int = 10_000
     table_max_columns: int = 100
     pdf_table_pages: int = 50
+    # Pages of one PDF (counted by pdfium before pypdf reads any page).
+    pdf_max_pages: int = 5_000
 
 
 # A member's compression ratio is judged only past this size: tiny members (styles, rels) compress far.

@@ -9,6 +9,7 @@ by its header.
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from typing import Any
 
@@ -19,6 +20,8 @@ from freki.ingest.parsing.ocr import OcrPage, OcrProgress, check_page_count, che
 
 # Pillow's format names of the image types Freki reads (wolf_service/filetypes.py maps extensions to "image").
 IMAGE_FORMATS = ("PNG", "JPEG", "TIFF", "WEBP", "BMP")
+# The declared size in Pillow's DecompressionBombError message.
+_BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
 
 
 def parse_image(
@@ -88,9 +91,12 @@ def _decode_frame(pil: Any, image: Any, number: int, frames: int, limits: ParseL
 
 
 def _bomb(exc: Exception, limits: ParseLimits, source: str) -> LimitExceeded:
+    # Pillow's message names its own bar (twice MAX_IMAGE_PIXELS); only the declared size is worth repeating.
+    declared = _BOMB_PIXELS.search(str(exc))
+    size = f"{int(declared.group(1)):,} pixels" if declared else "more pixels than allowed"
     return LimitExceeded(
-        f"document {describe_source(source)} declares more pixels than allowed ({exc}); the limit is "
-        f"{limits.ocr_max_pixels:,} (limits.ocr_max_pixels)", setting="limits.ocr_max_pixels", source=source,
+        f"document {describe_source(source)} declares {size}; the limit is {limits.ocr_max_pixels:,} "
+        "(limits.ocr_max_pixels)", setting="limits.ocr_max_pixels", source=source,
     )
 
 

@@ -12,6 +12,7 @@ own parser.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -26,7 +27,7 @@ from freki.ingest.parsing.errors import (
 )
 from freki.ingest.parsing.guards import ParseLimits
 from freki.ingest.parsing.html import parse_html
-from freki.ingest.parsing.text import parse_text
+from freki.ingest.parsing.text import clean_inline, parse_text
 
 # Parses one attachment: (bytes, file name, declared MIME type, nesting depth) -> document.
 PartParser = Callable[[bytes, str, str, int], ParsedDocument]
@@ -55,6 +56,15 @@ class Mail:
     plain: str = ""
     html: str = ""
     attachments: list[Attachment] = field(default_factory=list)
+
+
+# Control characters (CR and LF above all) that RFC 2047 encoded words or MSG properties carry into a header.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def header_line(text: str) -> str:
+    """A header value as one line: an encoded CR/LF must not start a new header in what shows or forwards it."""
+    return clean_inline(_CONTROL.sub(" ", text))
 
 
 def check_depth(depth: int, limits: ParseLimits, source: str) -> None:

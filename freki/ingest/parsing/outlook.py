@@ -26,9 +26,15 @@ from typing import Any
 from freki.ingest.parsing.document import Metadata, ParsedDocument
 from freki.ingest.parsing.errors import CorruptDocument, EncryptedDocument, describe_source
 from freki.ingest.parsing.guards import ParseLimits
-from freki.ingest.parsing.mail import Attachment, Mail, PartParser, check_depth, mail_document
+from freki.ingest.parsing.mail import (
+    Attachment,
+    Mail,
+    PartParser,
+    check_depth,
+    header_line,
+    mail_document,
+)
 from freki.ingest.parsing.rfc822 import decoded_header, mime_mail
-from freki.ingest.parsing.text import clean_inline
 
 # MAPI property ids ([MS-OXPROPS]) and types.
 _SUBJECT, _SUBMIT_TIME, _HEADERS, _SENDER_NAME, _MESSAGE_FLAGS = 0x0037, 0x0039, 0x007D, 0x0C1A, 0x0E07
@@ -189,14 +195,14 @@ def _metadata(message: Any, props: _Properties) -> Metadata:
     }
     metadata: Metadata = {}
     for key, raw in fields.items():
-        value = clean_inline(raw or "")
+        value = header_line(raw or "")
         if value:
             metadata[key] = value.strip("<>") if key == "message_id" else value
     recipients = _recipients(message, props)
     for kind in ("to", "cc"):
         listed = _header(headers, kind)
         value = listed.replace(",", ";") if listed else "; ".join(recipients[kind])
-        addresses = [clean_inline(part) for part in value.split(";") if part.strip()]
+        addresses = [header_line(part) for part in value.split(";") if part.strip()]
         if addresses:
             metadata[kind] = addresses
     sent = props.raw(_SUBMIT_TIME, 0x0040)
@@ -239,7 +245,7 @@ def _recipients(message: Any, props: _Properties) -> dict[str, list[str]]:
 
 def _attachment(attachment: Any, index: int, props: _Properties) -> Attachment:
     fields = _Properties(attachment.properties, attachment.extra_streams, props.encoding)
-    name = clean_inline(fields.text(0x3707) or fields.text(0x3704) or fields.text(0x3001) or "")
+    name = header_line(fields.text(0x3707) or fields.text(0x3704) or fields.text(0x3001) or "")
     name = name or f"attachment-{index}"
     inner = attachment.embedded_message
     if inner is not None:  # an Outlook message inside this one

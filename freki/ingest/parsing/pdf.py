@@ -17,7 +17,13 @@ from pypdf import PageObject, PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
 from freki.ingest.parsing.document import ParsedDocument, Section, build_document
-from freki.ingest.parsing.errors import CorruptDocument, EmptyDocument, EncryptedDocument, describe_source
+from freki.ingest.parsing.errors import (
+    CorruptDocument,
+    EmptyDocument,
+    EncryptedDocument,
+    LimitExceeded,
+    describe_source,
+)
 from freki.ingest.parsing.guards import ParseLimits
 from freki.ingest.parsing.pdf_tables import PageBlock, read_pages
 from freki.ingest.parsing.tables import check_table_size, table_text
@@ -31,6 +37,7 @@ def parse_pdf(data: bytes, *, source: str = "", limits: ParseLimits | None = Non
 
     Raises:
         LimitExceeded: A table has more rows or columns than ``limits.table_max_rows`` / ``table_max_columns``.
+        LimitExceeded: More pages than ``limits.pdf_max_pages``.
         EncryptedDocument: The PDF needs a password.
         CorruptDocument: pypdf cannot read it.
         EmptyDocument: No page has a text layer (a scan needs OCR first).
@@ -38,6 +45,8 @@ def parse_pdf(data: bytes, *, source: str = "", limits: ParseLimits | None = Non
     name = describe_source(source)
     # pypdf logs every recoverable defect as a warning; parsing continues, so keep the logs quiet.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
+    limits = limits or ParseLimits()
+    _check_page_count(data, limits, source)
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted and not _try_empty_password(reader):
@@ -60,7 +69,6 @@ def parse_pdf(data: bytes, *, source: str = "", limits: ParseLimits | None = Non
             f"PDF is corrupt or truncated: {name} cannot be read ({detail})", source=source
         ) from exc
     texts = ["\n\n".join(_page_paragraphs(text)) for text in pages]
-    limits = limits or ParseLimits()
     candidates = [number for number, hint in enumerate(hints) if hint.ruled or hint.columnar()]
     candidates = candidates[: limits.pdf_table_pages]
     columnar = {number for number in candidates if hints[number].columnar()}
@@ -84,6 +92,29 @@ def parse_pdf(data: bytes, *, source: str = "", limits: ParseLimits | None = Non
             if isinstance(value, str) and value.strip():
                 metadata[key] = clean_inline(value)
     return build_document(sections, title=metadata.get("title", ""), content_type="pdf", metadata=metadata)
+
+
+def _check_page_count(data: bytes, limits: ParseLimits, source: str) -> None:
+    """Refuse a PDF of more than ``pdf_max_pages`` pages before pypdf, which walks every page, opens it.
+
+    pdfium reads the page count from the page tree in milliseconds; a file pdfium cannot open (or one that
+    needs a password) is left to pypdf, whose errors say what is wrong with it.
+    """
+    import pypdfium2
+
+    try:
+        document = pypdfium2.PdfDocument(data)
+    except pypdfium2.PdfiumError:
+        return
+    try:
+        pages = len(document)
+    finally:
+        document.close()
+    if pages > limits.pdf_max_pages:
+        raise LimitExceeded(
+            f"PDF {describe_source(source)} has {pages:,} pages; the limit is {limits.pdf_max_pages:,} "
+            "(limits.pdf_max_pages)", setting="limits.pdf_max_pages", source=source,
+        )
 
 
 class _TableHints:

@@ -35,12 +35,16 @@ def parse_pptx(data: bytes, *, source: str = "", limits: ParseLimits | None = No
     name = describe_source(source)
     try:
         presentation = pptx.Presentation(io.BytesIO(data))
-        slides = presentation.slides
-        if len(slides) > limits.pptx_max_slides:
+        # Count the slide list presentation.xml declares: python-pptx resolves every entry's part as soon as
+        # ``slides`` is read, so a deck declaring 100,000 slides would be walked (or fail) before the check.
+        declared = presentation.part._element.sldIdLst
+        count = len(declared) if declared is not None else 0
+        if count > limits.pptx_max_slides:
             raise LimitExceeded(
-                f"presentation {name} has {len(slides):,} slides; the limit is {limits.pptx_max_slides:,} "
+                f"presentation {name} has {count:,} slides; the limit is {limits.pptx_max_slides:,} "
                 "(limits.pptx_max_slides)", setting="limits.pptx_max_slides", source=source,
             )
+        slides = presentation.slides
         sections = [_slide_section(number, slide) for number, slide in enumerate(slides, start=1)]
         metadata = office_properties(presentation.core_properties)
     except (zipfile.BadZipFile, zlib.error, EOFError, PackageNotFoundError, KeyError, ValueError, OSError,

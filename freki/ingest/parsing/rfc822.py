@@ -8,8 +8,11 @@ part and lets a message of 20,000 tiny parts run past ``limits.parse_timeout_s``
 
 from __future__ import annotations
 
+import base64
+import binascii
 import email
 import email.policy
+import quopri
 from collections.abc import Iterator
 from email.errors import HeaderParseError
 from email.header import decode_header, make_header
@@ -20,8 +23,14 @@ from typing import Any
 from freki.ingest.parsing.document import Metadata, ParsedDocument
 from freki.ingest.parsing.errors import CorruptDocument, EncryptedDocument, describe_source
 from freki.ingest.parsing.guards import ParseLimits
-from freki.ingest.parsing.mail import Attachment, Mail, PartParser, check_depth, mail_document
-from freki.ingest.parsing.text import clean_inline
+from freki.ingest.parsing.mail import (
+    Attachment,
+    Mail,
+    PartParser,
+    check_depth,
+    header_line,
+    mail_document,
+)
 
 # Whole-message encryption (RFC 8551 S/MIME, RFC 3156 PGP/MIME); S/MIME opaque signing shares the type.
 _ENCRYPTED = frozenset({"application/pkcs7-mime", "application/x-pkcs7-mime", "multipart/encrypted"})
@@ -66,7 +75,7 @@ def mime_mail(message: Message, metadata: Metadata) -> Mail:
 def _headers(headers: Any, raw: Message) -> Metadata:
     metadata: Metadata = {}
     for header, key in (("from", "from"), ("subject", "subject"), ("message-id", "message_id")):
-        value = clean_inline(str(_header(headers, raw, header) or ""))
+        value = header_line(str(_header(headers, raw, header) or ""))
         if value:
             metadata[key] = value.strip("<>") if key == "message_id" else value
     for header in ("to", "cc"):
@@ -78,7 +87,7 @@ def _headers(headers: Any, raw: Message) -> Metadata:
     if stamp is not None:
         metadata["date"] = stamp.isoformat()
     elif date:
-        metadata["date"] = clean_inline(str(date))
+        metadata["date"] = header_line(str(date))
     return metadata
 
 
@@ -103,9 +112,9 @@ def _addresses(header: Any) -> list[str]:
     if header is None:
         return []
     try:
-        return [clean_inline(str(address)) for address in header.addresses if str(address).strip()]
+        return [header_line(str(address)) for address in header.addresses if str(address).strip()]
     except (AttributeError, ValueError, IndexError):
-        return [part for part in (clean_inline(p) for p in str(header).split(",")) if part]
+        return [part for part in (header_line(p) for p in str(header).split(",")) if part]
 
 
 def _is_attachment(part: Message) -> bool:
@@ -140,7 +149,21 @@ def _text(part: Message) -> str:
 
 
 def _filename(part: Message) -> str:
-    return clean_inline(decoded_header(part.get_filename() or ""))
+    return header_line(decoded_header(part.get_filename() or ""))
+
+
+def _transfer_decoded(part: Message, inner: Message) -> bytes:
+    """The attached e-mail's bytes; RFC 2046 allows no transfer encoding on message/rfc822, yet mailers send
+    it base64 or quoted-printable, which the stdlib then reads as a message without headers."""
+    encoding = str(part.get("content-transfer-encoding", "")).strip().lower()
+    payload = inner.get_payload()
+    if encoding not in ("base64", "quoted-printable") or inner.keys() or not isinstance(payload, str):
+        return inner.as_bytes()
+    raw = payload.encode("ascii", "replace")
+    try:
+        return base64.b64decode(raw) if encoding == "base64" else quopri.decodestring(raw)
+    except binascii.Error:
+        return inner.as_bytes()  # not really base64: the mail parser reports what it finds
 
 
 def _attachments(message: Message, body: Message | None) -> Iterator[Attachment]:
@@ -154,8 +177,9 @@ def _attachments(message: Message, body: Message | None) -> Iterator[Attachment]
         if content_type == "message/rfc822" and part is not message:
             inner = part.get_payload(0) if isinstance(part.get_payload(), list) else None
             if isinstance(inner, Message):
-                subject = clean_inline(decoded_header(str(inner.get("subject", "") or "")))
-                yield Attachment(name=_filename(part) or f"{subject or 'message'}.eml", data=inner.as_bytes(),
+                data = _transfer_decoded(part, inner)
+                subject = header_line(decoded_header(str(inner.get("subject", "") or "")))
+                yield Attachment(name=_filename(part) or f"{subject or 'message'}.eml", data=data,
                                  content_type="message/rfc822")
         elif part.is_multipart():
             stack.extend(reversed([p for p in part.get_payload() if isinstance(p, Message)]))

@@ -88,6 +88,40 @@ def locked_pptx() -> bytes:
     return out.getvalue()
 
 
+def declared_slides_pptx(slides: int) -> bytes:
+    """A one-slide deck whose presentation.xml lists ``slides`` slides (the extra ones point at no part)."""
+    from tests.freki.ingest.office_files import build_pptx
+
+    deck = zipfile.ZipFile(io.BytesIO(build_pptx([{"title": "Declared", "body": ["one real slide"]}])))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for item in deck.infolist():
+            data = deck.read(item.filename)
+            if item.filename == "ppt/presentation.xml":
+                ids = "".join(f'<p:sldId id="{256 + i}" r:id="rIdX{i}"/>' for i in range(slides))
+                data = data.replace(b"</p:sldIdLst>", ids.encode() + b"</p:sldIdLst>")
+            archive.writestr(item, data)
+    return out.getvalue()
+
+
+def many_page_pdf(pages: int) -> bytes:
+    """A PDF of ``pages`` blank pages, written directly (one small object per page, so 100,000 cost 16 MB)."""
+    kids = b" ".join(b"%d 0 R" % (3 + i) for i in range(pages))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Count %d /Kids [%s] >>" % (pages, kids)]
+    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>"] * pages
+    out = io.BytesIO()
+    out.write(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()
+
+
 def nested_eml(depth: int = 3_000) -> bytes:
     """An e-mail whose multiparts nest ``depth`` deep."""
     head = b"From: a@example.com\r\nSubject: deep\r\nMIME-Version: 1.0\r\n"
@@ -96,14 +130,34 @@ def nested_eml(depth: int = 3_000) -> bytes:
     return head + opening + b"Content-Type: text/plain\r\n\r\nhello\r\n" + closing
 
 
+def tiff_frames(frames: int) -> bytes:
+    """A multi-page TIFF of ``frames`` tiny blank pages (each one a page to OCR)."""
+    from PIL import Image
+
+    page = Image.new("L", (16, 16), 255)
+    out = io.BytesIO()
+    page.save(out, "TIFF", save_all=True, append_images=[page] * (frames - 1))
+    return out.getvalue()
+
+
 def cases() -> list[tuple[str, dict[str, Any], grpc.StatusCode, str]]:
     """The corpus; every entry must be refused with its status and a message containing its phrase."""
+    from tests.freki.ingest.scanned import png_header_only
+
     nested_html = "<html><body>" + "<div>" * 100_000 + "deep" + "</div>" * 100_000 + "</body></html>"
     smime = (b"From: a@example.com\r\nSubject: s\r\nMIME-Version: 1.0\r\nContent-Type: application/pkcs7-mime; "
              b"smime-type=enveloped-data\r\n\r\nMIAGCSqGSIb3DQEHA6CAMIACAQAx\r\n")
     return [
         ("sparse.xlsx", {"content_bytes": sparse_xlsx()}, grpc.StatusCode.RESOURCE_EXHAUSTED,
          "limits.spreadsheet_max_cells"),
+        ("100k-pages.pdf", {"content_bytes": many_page_pdf(100_000)}, grpc.StatusCode.RESOURCE_EXHAUSTED,
+         "limits.pdf_max_pages"),
+        ("declared-slides.pptx", {"content_bytes": declared_slides_pptx(100_000)},
+         grpc.StatusCode.RESOURCE_EXHAUSTED, "limits.pptx_max_slides"),
+        ("bomb.png", {"content_bytes": png_header_only(100_000, 100_000)}, grpc.StatusCode.RESOURCE_EXHAUSTED,
+         "limits.ocr_max_pixels"),
+        ("frames.tif", {"content_bytes": tiff_frames(2_000)}, grpc.StatusCode.RESOURCE_EXHAUSTED,
+         "limits.ocr_max_pages"),
         ("locked.pptx", {"content_bytes": locked_pptx()}, grpc.StatusCode.INVALID_ARGUMENT, "password-protected"),
         ("nested.eml", {"content_bytes": nested_eml()}, grpc.StatusCode.INVALID_ARGUMENT, "nested too deeply"),
         ("smime.eml", {"content_bytes": smime}, grpc.StatusCode.INVALID_ARGUMENT, "encrypted (S/MIME or PGP)"),

@@ -10,7 +10,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from wolf.v1 import common_pb2, freki_pb2
 
-from tests.freki.api.hostile import ALIAS_BOMB, cases
+from tests.freki.api.hostile import ALIAS_BOMB, cases, declared_slides_pptx, locked_pptx, many_page_pdf
 
 pytestmark = pytest.mark.integration
 
@@ -51,18 +51,28 @@ def test_hostile_document_is_refused_and_the_tenant_unharmed(  # type: ignore[no
 
 
 def test_the_watched_folder_skips_the_same_files_with_their_reasons(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
+    from tests.freki.ingest.scanned import encode, png_header_only, text_image
     from tests.freki.watch.conftest import settle, start_watched
 
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "alias-bomb.md").write_text(ALIAS_BOMB)
+    (folder / "pages.pdf").write_bytes(many_page_pdf(100_000))
+    (folder / "declared.pptx").write_bytes(declared_slides_pptx(100_000))
+    (folder / "locked.pptx").write_bytes(locked_pptx())
+    (folder / "bomb.png").write_bytes(png_header_only(100_000, 100_000))
+    (folder / "report.pdf").write_bytes(encode([text_image(["not a PDF at all"])], "PNG"))
     (folder / "ok.md").write_text("# Fine\n\nA perfectly ordinary note about ravens.")
     bundle, stop = start_watched(folder, tmp_path / "data", embedder)
     try:
         settle(bundle.watcher)
         skipped = {s.path.rsplit("/", 1)[-1]: s.reason for s in bundle.status().watch_folders[0].skipped}
         assert "anchor" in skipped["alias-bomb.md"], skipped
-        assert bundle.doc_ids() == {"docs/ok.md"}
+        assert "limits.pdf_max_pages" in skipped["pages.pdf"], skipped
+        assert "limits.pptx_max_slides" in skipped["declared.pptx"], skipped
+        assert "password-protected" in skipped["locked.pptx"], skipped
+        assert "limits.ocr_max_pixels" in skipped["bomb.png"], skipped
+        assert bundle.doc_ids() == {"docs/ok.md", "docs/report.pdf"}, "a PNG named .pdf is read as the image it is"
     finally:
         stop()
 

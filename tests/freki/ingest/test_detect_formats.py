@@ -174,3 +174,19 @@ def test_supported_types_are_listed_in_one_table() -> None:
         assert filetypes.type_for_name(f"x.{kind}") == kind
         assert filetypes.unsupported_reason(f"x.{kind}") is None
     assert filetypes.unsupported_reason("x.xls") == "legacy Excel .xls"
+
+
+@pytest.mark.parametrize("name", ["scan.pdf", "scan.docx", "notes.txt"])
+def test_an_image_under_another_extension_is_read_as_the_image_it_is(name: str) -> None:
+    from tests.freki.ingest.scanned import encode, text_image
+
+    png = encode([text_image(["Harbour master logbook"])], "PNG")
+    assert detect_content_type(png, source=name) == "image"
+
+
+def test_a_plain_zip_named_as_text_is_refused_as_a_zip_not_as_bad_utf8() -> None:
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("a.txt", "hello")
+    with pytest.raises(UnsupportedFormat, match="is a zip archive but not a .docx"):
+        detect_content_type(archive.getvalue(), source="notes.txt")

@@ -14,6 +14,7 @@ from freki.ingest.parsing import (
     CorruptDocument,
     EmptyDocument,
     EncryptedDocument,
+    LimitExceeded,
     ParseLimits,
     parse_document,
 )
@@ -196,3 +197,13 @@ def test_docx_with_damaged_compressed_data_is_a_clear_error() -> None:
         data[offset] ^= 0x5A  # scramble the deflate stream
     with pytest.raises(CorruptDocument, match="DOCX is corrupt or truncated: 'deflate.docx'"):
         parse_document(bytes(data), source="deflate.docx")
+
+
+def test_a_pdf_with_more_pages_than_the_limit_is_refused_before_its_pages_are_read() -> None:
+    from tests.freki.api.hostile import many_page_pdf
+
+    with pytest.raises(LimitExceeded, match=r"3 pages; the limit is 2 \(limits.pdf_max_pages\)") as caught:
+        parse_document(build_pdf([["one"], ["two"], ["three"]]), source="long.pdf", limits=ParseLimits(pdf_max_pages=2))
+    assert caught.value.setting == "limits.pdf_max_pages"
+    with pytest.raises(LimitExceeded, match=r"100,000 pages; the limit is 5,000"):
+        parse_document(many_page_pdf(100_000), source="blank.pdf")

@@ -152,3 +152,31 @@ def test_encrypted_mail_is_an_encrypted_document(content_type: str) -> None:
             f"Content-Type: {content_type}\r\n\r\nMIAGCSqGSIb3DQEHA6CAMIACAQAx\r\n").encode()
     with pytest.raises(EncryptedDocument, match="'locked.eml' is encrypted"):
         parse_document(data, source="locked.eml")
+
+
+def test_line_breaks_smuggled_into_headers_by_encoded_words_do_not_reach_the_metadata() -> None:
+    data = (b"From: =?utf-8?q?Ann=0D=0AX-Admin:_yes?= <a@example.com>\r\nSubject: hi =?utf-8?q?x=0D=0ABcc:_evil"
+            b"@example.com?=\r\nTo: b@example.com\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+            b"Content-Type: text/plain\r\n\r\nHello there.\r\n--b\r\nContent-Type: text/plain\r\nContent-Disposition:"
+            b" attachment; filename=\"=?utf-8?q?a=0Ab.txt?=\"\r\n\r\nattached words\r\n--b--\r\n")
+    doc = parse_document(data, source="inject.eml")
+    assert doc.metadata["subject"] == "hi x Bcc: evil@example.com"
+    assert doc.title == "hi x Bcc: evil@example.com"
+    assert "\n" not in str(doc.metadata["from"]) and "\r" not in str(doc.metadata["from"])
+    assert doc.metadata["attachments"] == ["a b.txt"]
+
+
+@pytest.mark.parametrize("encoding", ["base64", "quoted-printable"])
+def test_an_attached_email_in_a_transfer_encoding_is_read_like_any_attached_email(encoding: str) -> None:
+    import base64
+    import quopri
+
+    inner = build_eml("The lighthouse keeper logs forty ships each winter.", subject="inner")
+    body = base64.encodebytes(inner) if encoding == "base64" else quopri.encodestring(inner)
+    data = (b"From: a@example.com\r\nSubject: outer\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b"
+            b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nOuter body.\r\n--b\r\nContent-Type: message/rfc822\r\n"
+            b"Content-Transfer-Encoding: " + encoding.encode() + b"\r\nContent-Disposition: attachment; "
+            b"filename=fwd.eml\r\n\r\n" + body + b"\r\n--b--\r\n")
+    doc = parse_document(data, source="outer.eml")
+    assert "attachments_skipped" not in doc.metadata, doc.metadata
+    assert any("forty ships" in s.text for s in doc.sections)

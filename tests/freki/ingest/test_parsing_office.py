@@ -240,3 +240,10 @@ def test_epub2_chapter_titles_come_from_the_ncx() -> None:
 def test_truncated_packages_are_corrupt(name: str, data: bytes) -> None:
     with pytest.raises(CorruptDocument):
         parse_document(data[: len(data) // 2], source=name)
+
+
+def test_slides_a_deck_declares_count_against_the_limit_before_any_is_resolved() -> None:
+    from tests.freki.api.hostile import declared_slides_pptx
+
+    with pytest.raises(LimitExceeded, match=r"100,001 slides; the limit is 1,000 \(limits.pptx_max_slides\)"):
+        parse_document(declared_slides_pptx(100_000), source="declared.pptx")
