@@ -14,6 +14,11 @@ nothing is downloaded (the "full" model would be, and is never asked for). The r
    else ``fallback`` ("en": the analyzer of every chunk indexed
    before languages were detected).
 
+For a query rule 3 is not the end: a query too short or too unsure to tell ("Nebenkosten", "Mieten") is
+analyzed in the fallback language *and* in the detector's best guess when that guess has at least
+``GUESS_MIN_PROBABILITY`` (``guess``); its terms are merged, so a one-word German query meets German chunks
+while an English one keeps its English terms.
+
 Detection never raises: any failure of the detector counts as unsure.
 """
 
@@ -30,6 +35,7 @@ log = logging.getLogger(__name__)
 _TAG_RE = re.compile(r"^([a-zA-Z]{2,3})(?:[-_].*)?$")
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 MAX_DETECT_CHARS = 2000  # the first characters decide; more costs time and changes nothing
+GUESS_MIN_PROBABILITY = 0.2  # an unsure query's best guess is analyzed too from this probability
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,19 @@ class LanguageDetector:
         if probability < (self.config.query_min_probability if query else self.config.min_probability):
             return Detection("", probability)
         return Detection(normalize_language(language), probability)
+
+    def guess(self, text: str) -> str:
+        """The detector's best guess at any length, when its probability reaches ``GUESS_MIN_PROBABILITY``;
+        "" otherwise (no letters, detection off, or a failing detector)."""
+        sample = text[:MAX_DETECT_CHARS]
+        model = self._model() if self.config.detect and _letters(sample) else None
+        if model is None:
+            return ""
+        try:
+            best = model.detect(sample, model="lite", k=1)
+        except Exception:  # noqa: BLE001 - no guess, never a failed query
+            return ""
+        return normalize_language(best[0]["lang"]) if best and best[0]["score"] >= GUESS_MIN_PROBABILITY else ""
 
     def choose(self, text: str, declared: object = "", fallback: str = "", *, query: bool = False) -> str:
         """Rule 1-3 of the module docstring for one text (``query``: a query's, with its probability bar)."""

@@ -167,9 +167,12 @@ class SparseEncoder:
 
     def query_languages(self, text: str, language: object = "") -> list[str]:
         """The languages whose analyzers encode a query: its own (given, detected, or the fallback when the
-        detector is unsure), then ``query_languages``; each once."""
-        own = self.detector.choose(text, declared=language, query=True)
-        return list(dict.fromkeys([own, *self.lexical.query_languages]))
+        detector is unsure), the detector's guess when it was unsure, then ``query_languages``; each once."""
+        declared = normalize_language(language)
+        detected = "" if declared else self.detector.detect(text, query=True).language
+        own = declared or detected or self.detector.choose(text, query=True)
+        guess = "" if declared or detected else self.detector.guess(text)
+        return list(dict.fromkeys(filter(None, [own, guess, *self.lexical.query_languages])))
 
     def query_terms(self, text: str, language: object = "") -> list[str]:
         """Distinct indexed terms of a query, in order (for diagnostics and adaptive fusion)."""

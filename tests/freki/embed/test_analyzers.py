@@ -95,7 +95,10 @@ def test_each_section_gets_its_language_and_short_ones_the_documents() -> None:
 def test_german_query_is_analyzed_in_german() -> None:
     assert SparseEncoder().query_terms("Wie hoch ist die Miete der Wohnungen?") == ["hoch", "miet", "wohnung"]
     assert SparseEncoder().query_terms("Mieten", language="de") == ["miet"]
-    assert SparseEncoder().query_terms("Mieten") == ["mieten"]  # too short to tell: the fallback, English
+    # Too short to tell: the fallback's terms (English) and the detector's guess's (German), merged.
+    assert SparseEncoder().query_terms("Mieten") == ["mieten", "miet"]
+    assert SparseEncoder().query_terms("Nebenkosten") == ["nebenkosten", "nebenkost"]
+    assert SparseEncoder().query_terms("error HR-4012") == tokenize("error HR-4012")  # no guess worth a look
 
 
 def test_query_languages_setting_adds_analyzers_without_the_queries_stop_words() -> None:

@@ -46,6 +46,9 @@ def test_german_document_is_analyzed_in_german_per_section(tmp_path: Path, embed
         assert sparse(engine, "Wohnungen mit Haustieren") == ["expose"]
         assert sparse(engine, "Wohnungen mit Haustieren", language="de-DE") == ["expose"]
         assert sparse(engine, "heating keys")[0] == "notes"
+        # One word is too short to tell its language: analyzed in English and in the detector's guess, German.
+        assert sparse(engine, "Haustieren") == ["expose"]
+        assert sparse(engine, "Nebenkosten") == ["expose"]
     finally:
         engine.close()
 
