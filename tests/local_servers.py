@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
+
+VENV_BIN = Path(sys.executable).parent
 
 
 def free_port() -> int:
@@ -41,3 +45,18 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def start_ollama_proxy(backend_url: str, port: int, log: Path, models: str) -> subprocess.Popen[bytes]:
+    """ollama-proxy-plus (a dev dependency) on ``port`` in front of the OpenAI-compatible ``backend_url``,
+    serving ``models`` (comma-separated, ``local/<backend model>``); waits until it answers."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PROVIDERS_LOCAL_BASE_URL": backend_url,
+           "PROVIDERS_LOCAL_API_KEY": "EMPTY", "EXTRA_MODELS": models}
+    proc = subprocess.Popen([str(VENV_BIN / "ollama-proxy"), "serve", "--host", "127.0.0.1", "--port", str(port)],
+                            env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", proc, 60, log)
+    except BaseException:
+        stop(proc)
+        raise
+    return proc

