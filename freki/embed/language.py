@@ -11,8 +11,9 @@ nothing is downloaded (the "full" model would be, and is never asked for). The r
    probability is at least ``min_probability`` (``query_min_probability`` for a query).
 3. Otherwise (short text, unsure detector, no letters at all) the fallback: for a section of a document, the
    document's language; for text mostly in CJK characters, "zh" (one bigram analyzer serves zh, ja and ko);
-   else ``fallback`` ("en": the analyzer of every chunk indexed
-   before languages were detected).
+   for text mostly in another non-Latin script, the detector's best guess however unsure (English cannot be
+   right for it); else ``fallback`` ("en": the analyzer of every chunk indexed before languages were
+   detected).
 
 For a query rule 3 is not the end: a query too short or too unsure to tell ("Nebenkosten", "Mieten") is
 analyzed in the fallback language *and* in the detector's best guess when that guess has at least
@@ -56,6 +57,14 @@ class Detection:
 
     language: str
     probability: float
+    guess: str = ""  # the detector's best language whatever its probability ("" when it did not run)
+
+
+def _non_latin(text: str) -> bool:
+    # Mostly letters outside the Latin blocks (Arabic, Cyrillic, Greek, Hebrew, Devanagari, ...): the
+    # English fallback cannot be right for such text, the detector's best guess may be.
+    letters = [c for c in text[:MAX_DETECT_CHARS] if c.isalpha()]
+    return bool(letters) and sum(ord(c) > 0x24F for c in letters) * 2 > len(letters)
 
 
 def _letters(text: str) -> int:
@@ -119,7 +128,7 @@ class LanguageDetector:
         """The language of ``text``, or ``Detection("", p)`` when it is too short or the detector unsure
         (``query``: against ``query_min_probability``)."""
         sample = text[:MAX_DETECT_CHARS]
-        if not self.config.detect or _letters(sample) < self.config.min_letters:
+        if not self.config.detect or (_letters(sample) < self.config.min_letters and not _non_latin(sample)):
             return Detection("", 0.0)
         model = self._model()
         if model is None:
@@ -131,10 +140,11 @@ class LanguageDetector:
             log.warning("language detection failed on a %d-character text; using the fallback", len(sample),
                         exc_info=True)
             return Detection("", 0.0)
-        probability = float(probability)
-        if probability < (self.config.query_min_probability if query else self.config.min_probability):
-            return Detection("", probability)
-        return Detection(normalize_language(language), probability)
+        probability, guess = float(probability), normalize_language(language)
+        if (probability < (self.config.query_min_probability if query else self.config.min_probability)
+                or _letters(sample) < self.config.min_letters):
+            return Detection("", probability, guess)
+        return Detection(guess, probability, guess)
 
     def guess(self, text: str) -> str:
         """The detector's best guess at any length, when its probability reaches ``GUESS_MIN_PROBABILITY``;
@@ -151,5 +161,9 @@ class LanguageDetector:
 
     def choose(self, text: str, declared: object = "", fallback: str = "", *, query: bool = False) -> str:
         """Rule 1-3 of the module docstring for one text (``query``: a query's, with its probability bar)."""
-        return (normalize_language(declared) or self.detect(text, query=query).language or fallback
-                or _script_language(text) or self.config.fallback)
+        declared_language = normalize_language(declared)
+        if declared_language:
+            return declared_language
+        detection = self.detect(text, query=query)
+        return (detection.language or fallback or _script_language(text)
+                or (detection.guess if _non_latin(text) else "") or self.config.fallback)

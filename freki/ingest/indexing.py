@@ -24,19 +24,12 @@ import numpy as np
 from freki.embed.layout import EmbeddingLayout
 from freki.embed.model import EmbeddingModel
 from freki.embed.sparse import SparseEncoder
+from freki.ingest import lexical
 from freki.ingest.caches import SentenceVectorCache, embed_in_slices
 from freki.ingest.chunking import Chunk
 from freki.ingest.commit import Committer, Companion, document_filter  # noqa: F401 - re-exported
 from freki.ingest.deadline import NO_DEADLINE, Deadline
 from freki.ingest.lanes import ChunkerFactory, IndexLane, LaneRouter
-from freki.ingest.lexical import (
-    SparseEncode,
-    chunk_fields,
-    document_languages,
-    lexical_passages,
-    vector_of,
-    vectors_of_points,
-)
 from freki.ingest.locks import LockTable
 from freki.ingest.parsing import ParsedDocument, ParseLimits, parse_document
 from freki.ingest.quotas import MetadataLimits, check_chunk_count, check_metadata
@@ -113,7 +106,7 @@ class Indexer:
         registry: DocumentRegistry,
         generations: Generations,
         keys: KeyStore,
-        sparse_encode: SparseEncoder | SparseEncode | None = None,
+        sparse_encode: SparseEncoder | lexical.SparseEncode | None = None,
         full_reindex_ratio: float = 0.5,
         chunking_fingerprint: str = "",
         sentence_cache: SentenceVectorCache | None = None,
@@ -147,7 +140,7 @@ class Indexer:
     def sparse_of_points(self, points: Sequence[StoredPoint]) -> list[SparseVector | None]:
         """Sparse vectors of stored chunks' texts, each without its overlap and in its recorded language (as
         when it was indexed); Nones when no sparse encoder is configured."""
-        return vectors_of_points(self._sparse, [lexical_text(p.payload) for p in points],
+        return lexical.vectors_of_points(self._sparse, [lexical_text(p.payload) for p in points],
                                  [p.payload for p in points])
 
     def document_lock(self, tenant: str, document_id: str) -> Any:
@@ -240,7 +233,7 @@ class Indexer:
 
         vectors = embed_in_slices(embed, [chunks[i].text for i in embed_positions])
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}
-        sparse = lexical_passages(self._sparse, [c.new_text for c in chunks],  # overlap is BM25-indexed once
+        sparse = lexical.lexical_passages(self._sparse, [c.new_text for c in chunks],  # overlap is BM25-indexed once
                                   declared=metadata.get("language", ""),
                                   groups=[c.metadata.get("section", "") for c in chunks])
         deadline.check("embedding chunks")
@@ -251,9 +244,9 @@ class Indexer:
             ChunkPoint(
                 id=chunk_point_id(doc.tenant_id, doc.document_id, generation, i),
                 dense=fresh[i] if i in fresh else reusable[c.hash],
-                sparse=vector_of(sparse[i]),
+                sparse=lexical.vector_of(sparse[i]),
                 payload={**self._payload(doc, owner, content_type, metadata, c, digest, now, generation),
-                         **chunk_fields(sparse[i])},
+                         **lexical.chunk_fields(sparse[i])},
             )
             for i, c in enumerate(chunks)
         ]
@@ -262,7 +255,7 @@ class Indexer:
             content_type=content_type, content_hash=digest, chunk_count=len(chunks), indexed_at=now,
             embedding_model=lane.model, metadata=metadata, generation=generation,
             embedding_dimension=lane.embedder.dimension, document_type=document_type,
-            languages=document_languages(sparse),
+            languages=lexical.document_languages(sparse),
         )
         source = self.sources.points(doc.tenant_id, owner, doc.document_id, generation, KeptSource(
             doc.data, doc.source, doc.content_type, doc.metadata, doc.owner_id)) if self.sources is not None else []

@@ -61,3 +61,18 @@ def test_declared_language_wins(tmp_path: Path, embedder) -> None:  # type: igno
         assert engine.get_document(T, "expose").languages == ["en"]
     finally:
         engine.close()
+
+
+def test_scripts_without_spaces_or_stemmer_and_emoji_index_and_match(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    engine = FrekiEngine(FrekiSettings(data_dir=tmp_path, embedding_backend="torch"), embedder=embedder)
+    try:
+        engine.index(doc("zh", "这套公寓的租金是每月九百五十欧元，包括暖气费用。"))
+        engine.index(doc("ar", "إيجار الشقة تسعمائة وخمسون يورو في الشهر"))
+        engine.index(doc("emoji", "🏠🔑🎉 👍👍"))
+        assert {c.payload["language"] for c in engine.chunks_of(T, "zh")} == {"zh"}
+        assert {c.payload["analyzer"] for c in engine.chunks_of(T, "ar")} == {"snowball-arabic-v1"}
+        assert sparse(engine, "租金是多少") == ["zh"]  # bigrams: no spaces to split on
+        assert sparse(engine, "إيجار الشقة") == ["ar"]
+        assert sparse(engine, "🏠🔑") == []  # no terms: nothing, not everything
+    finally:
+        engine.close()
