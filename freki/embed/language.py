@@ -17,7 +17,7 @@ nothing is downloaded (the "full" model would be, and is never asked for). The r
 
 For a query rule 3 is not the end: a query too short or too unsure to tell ("Nebenkosten", "Mieten") is
 analyzed in the fallback language *and* in the detector's best guess when that guess has at least
-``GUESS_MIN_PROBABILITY`` (``guess``); its terms are merged, so a one-word German query meets German chunks
+``GUESS_MIN_PROBABILITY`` (``Detection.guess``); its terms are merged, so a one-word German query meets German chunks
 while an English one keeps its English terms.
 
 Detection never raises: any failure of the detector counts as unsure.
@@ -128,7 +128,7 @@ class LanguageDetector:
         """The language of ``text``, or ``Detection("", p)`` when it is too short or the detector unsure
         (``query``: against ``query_min_probability``)."""
         sample = text[:MAX_DETECT_CHARS]
-        if not self.config.detect or (_letters(sample) < self.config.min_letters and not _non_latin(sample)):
+        if not self.config.detect or not _letters(sample):
             return Detection("", 0.0)
         model = self._model()
         if model is None:
@@ -146,24 +146,13 @@ class LanguageDetector:
             return Detection("", probability, guess)
         return Detection(guess, probability, guess)
 
-    def guess(self, text: str) -> str:
-        """The detector's best guess at any length, when its probability reaches ``GUESS_MIN_PROBABILITY``;
-        "" otherwise (no letters, detection off, or a failing detector)."""
-        sample = text[:MAX_DETECT_CHARS]
-        model = self._model() if self.config.detect and _letters(sample) else None
-        if model is None:
-            return ""
-        try:
-            best = model.detect(sample, model="lite", k=1)
-        except Exception:  # noqa: BLE001 - no guess, never a failed query
-            return ""
-        return normalize_language(best[0]["lang"]) if best and best[0]["score"] >= GUESS_MIN_PROBABILITY else ""
-
-    def choose(self, text: str, declared: object = "", fallback: str = "", *, query: bool = False) -> str:
-        """Rule 1-3 of the module docstring for one text (``query``: a query's, with its probability bar)."""
+    def choose(self, text: str, declared: object = "", fallback: str = "", *, query: bool = False,
+               detection: Detection | None = None) -> str:
+        """Rule 1-3 of the module docstring for one text (``query``: a query's, with its probability bar;
+        ``detection``: the text's, when the caller already has it)."""
         declared_language = normalize_language(declared)
         if declared_language:
             return declared_language
-        detection = self.detect(text, query=query)
+        detection = detection or self.detect(text, query=query)
         return (detection.language or fallback or _script_language(text)
                 or (detection.guess if _non_latin(text) else "") or self.config.fallback)

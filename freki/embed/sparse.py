@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from freki.embed.analyzers import ENGLISH, ENGLISH_ANALYZER, ENGLISH_STOP_WORDS, Analyzer, analyzer_for
-from freki.embed.language import LanguageConfig, LanguageDetector, normalize_language
+from freki.embed.language import GUESS_MIN_PROBABILITY, LanguageConfig, LanguageDetector, normalize_language
 from freki.store import SparseVector
 
 # Bump when tokenisation, stemming or hashing changes: stored passage vectors depend on all three.
@@ -169,9 +169,10 @@ class SparseEncoder:
         """The languages whose analyzers encode a query: its own (given, detected, or the fallback when the
         detector is unsure), the detector's guess when it was unsure, then ``query_languages``; each once."""
         declared = normalize_language(language)
-        detected = "" if declared else self.detector.detect(text, query=True).language
-        own = declared or detected or self.detector.choose(text, query=True)
-        guess = "" if declared or detected else self.detector.guess(text)
+        detection = None if declared else self.detector.detect(text, query=True)
+        own = self.detector.choose(text, declared=declared, query=True, detection=detection)
+        guess = (detection.guess if detection is not None and not detection.language
+                 and detection.probability >= GUESS_MIN_PROBABILITY else "")
         return list(dict.fromkeys(filter(None, [own, guess, *self.lexical.query_languages])))
 
     def query_terms(self, text: str, language: object = "") -> list[str]:

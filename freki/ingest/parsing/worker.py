@@ -42,7 +42,7 @@ def read_frame(source: IO[bytes]) -> bytes | None:
 
 def _answer(request: dict[str, Any], data: bytes, answers: IO[bytes]) -> dict[str, Any]:
     from freki.ingest.parsing import DocumentError, ParseLimits, parse_document
-    from freki.ingest.parsing.errors import LimitExceeded
+    from freki.ingest.parsing.errors import LimitExceeded, describe_source
 
     limits = ParseLimits(**request.get("limits", {}))
     pages = 0
@@ -52,9 +52,10 @@ def _answer(request: dict[str, Any], data: bytes, answers: IO[bytes]) -> dict[st
         nonlocal pages
         pages += 1
         if pages > limits.ocr_max_pages:
+            source = request.get("source", "")
             raise LimitExceeded(
-                f"document {request.get('source', '')!r} has more than {limits.ocr_max_pages} pages to OCR "
-                "(limits.ocr_max_pages)", setting="limits.ocr_max_pages", source=request.get("source", ""))
+                f"document {describe_source(source)} has more than {limits.ocr_max_pages} pages to OCR "
+                "(limits.ocr_max_pages)", setting="limits.ocr_max_pages", source=source)
         write_frame(answers, json.dumps({"ocr_page": page}).encode())
 
     content: str | bytes = data.decode("utf-8", "surrogatepass") if request.get("text") else data
