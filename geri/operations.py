@@ -75,6 +75,9 @@ SCOPES: dict[str, str] = {
     "GeriService/GetSession": "read",
     "GeriService/DeleteSession": "delete",
     "GeriService/DeleteOwnerSessions": "delete",
+    "GeriService/Answer": "read",
+    "GeriService/AnswerStream": "read",
+    "GeriService/RewriteQuery": "read",
 }
 
 _STATES = {"closed": 0.0, "half_open": 1.0, "open": 2.0}

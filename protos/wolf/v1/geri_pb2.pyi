@@ -103,3 +103,117 @@ class DeleteOwnerSessionsResponse(_message.Message):
     request_id: str
     sessions_deleted: int
     def __init__(self, request_id: _Optional[str] = ..., sessions_deleted: _Optional[int] = ...) -> None: ...
+
+class AnswerOptions(_message.Message):
+    __slots__ = ("min_score", "max_sources", "max_citations", "min_support", "model_abstains")
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SOURCES_FIELD_NUMBER: _ClassVar[int]
+    MAX_CITATIONS_FIELD_NUMBER: _ClassVar[int]
+    MIN_SUPPORT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_ABSTAINS_FIELD_NUMBER: _ClassVar[int]
+    min_score: float
+    max_sources: int
+    max_citations: int
+    min_support: float
+    model_abstains: bool
+    def __init__(self, min_score: _Optional[float] = ..., max_sources: _Optional[int] = ..., max_citations: _Optional[int] = ..., min_support: _Optional[float] = ..., model_abstains: _Optional[bool] = ...) -> None: ...
+
+class AnswerRequest(_message.Message):
+    __slots__ = ("request", "options")
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    request: _common_pb2.WolfRequest
+    options: AnswerOptions
+    def __init__(self, request: _Optional[_Union[_common_pb2.WolfRequest, _Mapping]] = ..., options: _Optional[_Union[AnswerOptions, _Mapping]] = ...) -> None: ...
+
+class Citation(_message.Message):
+    __slots__ = ("marker", "document_id", "chunk_id", "chunk_index", "title", "score", "quote", "location", "source_number", "sentence_number")
+    MARKER_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    QUOTE_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    SENTENCE_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    marker: int
+    document_id: str
+    chunk_id: str
+    chunk_index: int
+    title: str
+    score: float
+    quote: str
+    location: _common_pb2.SourceLocation
+    source_number: int
+    sentence_number: int
+    def __init__(self, marker: _Optional[int] = ..., document_id: _Optional[str] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., title: _Optional[str] = ..., score: _Optional[float] = ..., quote: _Optional[str] = ..., location: _Optional[_Union[_common_pb2.SourceLocation, _Mapping]] = ..., source_number: _Optional[int] = ..., sentence_number: _Optional[int] = ...) -> None: ...
+
+class GroundedAnswer(_message.Message):
+    __slots__ = ("answered", "reason", "text", "summary", "key_details", "confidence", "citations", "extractive", "revised", "sources_used")
+    ANSWERED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    KEY_DETAILS_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    CITATIONS_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTIVE_FIELD_NUMBER: _ClassVar[int]
+    REVISED_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_USED_FIELD_NUMBER: _ClassVar[int]
+    answered: bool
+    reason: str
+    text: str
+    summary: str
+    key_details: _containers.RepeatedScalarFieldContainer[str]
+    confidence: float
+    citations: _containers.RepeatedCompositeFieldContainer[Citation]
+    extractive: bool
+    revised: bool
+    sources_used: int
+    def __init__(self, answered: _Optional[bool] = ..., reason: _Optional[str] = ..., text: _Optional[str] = ..., summary: _Optional[str] = ..., key_details: _Optional[_Iterable[str]] = ..., confidence: _Optional[float] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., extractive: _Optional[bool] = ..., revised: _Optional[bool] = ..., sources_used: _Optional[int] = ...) -> None: ...
+
+class AnswerResponse(_message.Message):
+    __slots__ = ("request_id", "answer", "llm_response", "metadata")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    LLM_RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    answer: GroundedAnswer
+    llm_response: _common_pb2.LLMResponse
+    metadata: _common_pb2.ResponseMetadata
+    def __init__(self, request_id: _Optional[str] = ..., answer: _Optional[_Union[GroundedAnswer, _Mapping]] = ..., llm_response: _Optional[_Union[_common_pb2.LLMResponse, _Mapping]] = ..., metadata: _Optional[_Union[_common_pb2.ResponseMetadata, _Mapping]] = ...) -> None: ...
+
+class AnswerEvent(_message.Message):
+    __slots__ = ("request_id", "text_delta", "final")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_DELTA_FIELD_NUMBER: _ClassVar[int]
+    FINAL_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    text_delta: str
+    final: AnswerResponse
+    def __init__(self, request_id: _Optional[str] = ..., text_delta: _Optional[str] = ..., final: _Optional[_Union[AnswerResponse, _Mapping]] = ...) -> None: ...
+
+class RewriteQueryRequest(_message.Message):
+    __slots__ = ("request", "variants")
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    VARIANTS_FIELD_NUMBER: _ClassVar[int]
+    request: _common_pb2.WolfRequest
+    variants: int
+    def __init__(self, request: _Optional[_Union[_common_pb2.WolfRequest, _Mapping]] = ..., variants: _Optional[int] = ...) -> None: ...
+
+class RewriteQueryResponse(_message.Message):
+    __slots__ = ("request_id", "query", "rewritten", "variants", "warnings")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    REWRITTEN_FIELD_NUMBER: _ClassVar[int]
+    VARIANTS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    query: str
+    rewritten: bool
+    variants: _containers.RepeatedScalarFieldContainer[str]
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., query: _Optional[str] = ..., rewritten: _Optional[bool] = ..., variants: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -65,6 +65,21 @@ class GeriServiceStub:
                 request_serializer=wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsRequest.SerializeToString,
                 response_deserializer=wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsResponse.FromString,
                 _registered_method=True)
+        self.Answer = channel.unary_unary(
+                '/wolf.v1.GeriService/Answer',
+                request_serializer=wolf_dot_v1_dot_geri__pb2.AnswerRequest.SerializeToString,
+                response_deserializer=wolf_dot_v1_dot_geri__pb2.AnswerResponse.FromString,
+                _registered_method=True)
+        self.AnswerStream = channel.unary_stream(
+                '/wolf.v1.GeriService/AnswerStream',
+                request_serializer=wolf_dot_v1_dot_geri__pb2.AnswerRequest.SerializeToString,
+                response_deserializer=wolf_dot_v1_dot_geri__pb2.AnswerEvent.FromString,
+                _registered_method=True)
+        self.RewriteQuery = channel.unary_unary(
+                '/wolf.v1.GeriService/RewriteQuery',
+                request_serializer=wolf_dot_v1_dot_geri__pb2.RewriteQueryRequest.SerializeToString,
+                response_deserializer=wolf_dot_v1_dot_geri__pb2.RewriteQueryResponse.FromString,
+                _registered_method=True)
 
 
 class GeriServiceServicer:
@@ -112,6 +127,30 @@ class GeriServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Answer(self, request, context):
+        """A grounded answer over the RAG context a caller got from FrekiService.RetrieveContext: the model
+        cites numbered sentences of the context, Geri checks every citation and abstains (answered = false,
+        with the reason) when no source is relevant enough or the sources do not state the answer.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AnswerStream(self, request, context):
+        """The same answer streamed: provisional answer text as the model writes it, then the checked answer.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RewriteQuery(self, request, context):
+        """Turn a follow-up question into a standalone search query from its conversation (the session's
+        turns or the request's messages), and optionally paraphrases of it, to send to RetrieveContext.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GeriServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -144,6 +183,21 @@ def add_GeriServiceServicer_to_server(servicer, server):
                     servicer.DeleteOwnerSessions,
                     request_deserializer=wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsRequest.FromString,
                     response_serializer=wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsResponse.SerializeToString,
+            ),
+            'Answer': grpc.unary_unary_rpc_method_handler(
+                    servicer.Answer,
+                    request_deserializer=wolf_dot_v1_dot_geri__pb2.AnswerRequest.FromString,
+                    response_serializer=wolf_dot_v1_dot_geri__pb2.AnswerResponse.SerializeToString,
+            ),
+            'AnswerStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.AnswerStream,
+                    request_deserializer=wolf_dot_v1_dot_geri__pb2.AnswerRequest.FromString,
+                    response_serializer=wolf_dot_v1_dot_geri__pb2.AnswerEvent.SerializeToString,
+            ),
+            'RewriteQuery': grpc.unary_unary_rpc_method_handler(
+                    servicer.RewriteQuery,
+                    request_deserializer=wolf_dot_v1_dot_geri__pb2.RewriteQueryRequest.FromString,
+                    response_serializer=wolf_dot_v1_dot_geri__pb2.RewriteQueryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -308,6 +362,87 @@ class GeriService:
             '/wolf.v1.GeriService/DeleteOwnerSessions',
             wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsRequest.SerializeToString,
             wolf_dot_v1_dot_geri__pb2.DeleteOwnerSessionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Answer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wolf.v1.GeriService/Answer',
+            wolf_dot_v1_dot_geri__pb2.AnswerRequest.SerializeToString,
+            wolf_dot_v1_dot_geri__pb2.AnswerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AnswerStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/wolf.v1.GeriService/AnswerStream',
+            wolf_dot_v1_dot_geri__pb2.AnswerRequest.SerializeToString,
+            wolf_dot_v1_dot_geri__pb2.AnswerEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RewriteQuery(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wolf.v1.GeriService/RewriteQuery',
+            wolf_dot_v1_dot_geri__pb2.RewriteQueryRequest.SerializeToString,
+            wolf_dot_v1_dot_geri__pb2.RewriteQueryResponse.FromString,
             options,
             channel_credentials,
             insecure,
