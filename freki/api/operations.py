@@ -93,10 +93,10 @@ class EngineCollector(Collector):
     """Reads the engine's own counters at scrape time (they are plain ints on the embedder)."""
 
     def __init__(self, engine: FrekiEngine, metrics: ServiceMetrics,
-                 watch_pending: Callable[[], int] | None = None) -> None:
+                 watcher: Callable[[], Watcher | None] | None = None) -> None:
         self._engine = engine
         self._metrics = metrics
-        self._watch_pending = watch_pending
+        self._watcher = watcher
 
     def collect(self) -> Iterator[Metric]:
         embs = self._engine.embedders  # every embedding model (embedding_models), summed
@@ -126,15 +126,20 @@ class EngineCollector(Collector):
         yield killed
         # Documents waiting for or in indexing: running index RPCs plus files the watcher has queued.
         depth = sum(self._metrics.in_flight_count(rpc) for rpc in INDEXING_RPCS)
-        if self._watch_pending is not None:
-            depth += self._watch_pending()
+        watcher = self._watcher() if self._watcher is not None else None
+        if watcher is not None:
+            depth += watcher.status()[1]
         queue = GaugeMetricFamily("freki_index_queue_depth", "Documents queued or being indexed")
         queue.add_metric([], depth)
         yield queue
+        backlog = GaugeMetricFamily("freki_watch_backlog_seconds",
+                                    "How long the oldest file queued by the folder watcher has waited (0: none)")
+        backlog.add_metric([], watcher.backlog_age() if watcher is not None else 0.0)
+        yield backlog
 
 
 def install_metrics(metrics: ServiceMetrics, engine: FrekiEngine,
-                    watch_pending: Callable[[], int] | None = None) -> None:
+                    watcher: Callable[[], Watcher | None] | None = None) -> None:
     """Register Freki's metrics: indexing outcomes and chunk counts, embeddings, queue depth."""
     documents = Counter("freki_documents_indexed", "IndexDocument calls by outcome", ["outcome"],
                         registry=metrics.registry)
@@ -161,7 +166,7 @@ def install_metrics(metrics: ServiceMetrics, engine: FrekiEngine,
                        ["rating"], registry=metrics.registry)
     metrics.observe_responses("FrekiService/RecordFeedback",
                               lambda response: feedback.labels(str(response.rating)).inc())
-    metrics.add_collector(EngineCollector(engine, metrics, watch_pending))
+    metrics.add_collector(EngineCollector(engine, metrics, watcher))
 
 
 def _effective(engine: FrekiEngine, cfg: ChunkingConfig) -> str:
@@ -207,14 +212,9 @@ def restart_watcher(servicer: FrekiServicer, live: FrekiSettings) -> None:
     log.info("folder watcher restarted: %s", ", ".join(str(f.path) for f in live.watch.folders) or "no folders")
 
 
-def current_watch_depth(servicer: FrekiServicer) -> Callable[[], int]:
-    """Files the (current) watcher has waiting, for the queue-depth gauge."""
-
-    def depth() -> int:
-        watcher = servicer.watcher
-        return watcher.status()[1] if watcher is not None else 0
-
-    return depth
+def current_watcher(servicer: FrekiServicer) -> Callable[[], Watcher | None]:
+    """The servicer's watcher of the moment (a reload replaces it), for the queue gauges."""
+    return lambda: servicer.watcher
 
 
 def reload_hook(engine: FrekiEngine, servicer: FrekiServicer) -> Callable[[set[str], FrekiSettings], None]:

@@ -47,7 +47,7 @@ def build_server(
     def register(server: grpc.Server) -> None:
         freki_pb2_grpc.add_FrekiServiceServicer_to_server(servicer, server)
 
-    operations.install_metrics(ops.metrics, engine, operations.current_watch_depth(servicer))
+    operations.install_metrics(ops.metrics, engine, operations.current_watcher(servicer))
     handle = ops.start_server(register, SERVICE_NAME)
     if reload_from is not None:
         hooks = [operations.reload_hook(engine, servicer)]

@@ -12,6 +12,7 @@ Memory is bounded: ``put`` blocks while ``maxsize`` tasks wait (a folder scan of
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ T = TypeVar("T")
 class _Entry(Generic[T]):
     item: T
     keys: frozenset[Hashable] = field(default_factory=frozenset)
+    queued_at: float = field(default_factory=time.monotonic)
 
 
 class KeyedTaskQueue(Generic[T]):
@@ -78,6 +80,11 @@ class KeyedTaskQueue(Generic[T]):
         """Tasks waiting (not those in work)."""
         with self._cond:
             return len(self._waiting)
+
+    def oldest_wait(self) -> float:
+        """Seconds the oldest waiting task has waited (0 when none waits)."""
+        with self._cond:
+            return time.monotonic() - self._waiting[0].queued_at if self._waiting else 0.0
 
     def _first_free(self) -> _Entry[T] | None:
         blocked = set(self._busy)

@@ -121,6 +121,10 @@ class Watcher:
             depth = sum(f.queued for f in self._folders) + len(self._debouncer)
         return folders, depth
 
+    def backlog_age(self) -> float:
+        """Seconds the oldest file queued for indexing has waited (0 when none waits)."""
+        return self._queue.oldest_wait()
+
     def wait_idle(self, timeout: float) -> bool:
         """Block until nothing is pending (tests, benchmarks); False on timeout."""
         deadline = time.monotonic() + timeout

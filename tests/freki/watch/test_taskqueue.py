@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from freki.watch.taskqueue import KeyedTaskQueue
 
@@ -54,3 +55,17 @@ def test_a_waiting_worker_is_woken_when_a_key_is_freed() -> None:
     q.done(first[1])
     worker.join(30)
     assert got == ["a2"]
+
+
+def test_oldest_wait_is_the_age_of_the_oldest_waiting_task() -> None:
+    q: KeyedTaskQueue[str] = KeyedTaskQueue(maxsize=10)
+    assert q.oldest_wait() == 0.0
+    q.put("old", {"a"}, timeout=0)
+    time.sleep(0.5)
+    q.put("new", {"b"}, timeout=0)
+    assert q.oldest_wait() >= 0.5, "the first task's age, not the last one's"
+    taken = q.take(timeout=0)
+    assert taken is not None and taken[0] == "old"
+    assert q.oldest_wait() < 0.5, "a task taken into work no longer waits"
+    q.take(timeout=0)
+    assert q.oldest_wait() == 0.0
