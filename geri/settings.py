@@ -17,6 +17,7 @@ from wolf_service.audit_log import AuditRotation
 from wolf_service.auth import SecuritySettings
 from wolf_service.logs import LogSettings
 from wolf_service.metrics import MetricsSettings
+from wolf_service.rate_limits import RateLimitSettings
 from wolf_service.reload import ReloadSettings
 from wolf_service.settings import FileSettings
 
@@ -178,6 +179,7 @@ class GeriSettings(FileSettings):
     metrics: MetricsSettings = MetricsSettings(port=None)
     log: LogSettings = LogSettings()
     security: SecuritySettings = SecuritySettings()
+    rate_limits: RateLimitSettings = RateLimitSettings()
     # Append-only JSON-lines audit of generation calls (who, model, tokens, outcome); None = off.
     audit_log: Path | None = None
     audit_rotation: AuditRotation = Field(default_factory=AuditRotation)  # size-based, docs/operations.md

@@ -13,6 +13,7 @@ from odin_client.errors import (
     NotFound,
     OdinError,
     PermissionDenied,
+    RateLimited,
     ServiceUnavailable,
     StreamInterrupted,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "OdinError",
     "OdinSettings",
     "PermissionDenied",
+    "RateLimited",
     "Retrieval",
     "RetryPolicy",
     "ServiceUnavailable",

@@ -7,9 +7,11 @@ so "Freki unavailable after 7 attempts" can be told apart from "Geri rejected th
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import grpc
+
+from wolf_service.rate_limits import retry_after_seconds
 
 
 class OdinError(Exception):
@@ -66,6 +68,18 @@ class ClientClosed(OdinError):
     """The client was closed; create a new one."""
 
 
+class RateLimited(OdinError):
+    """A tenant's or API key's rate or concurrency limit refused the call (RESOURCE_EXHAUSTED).
+
+    Attributes:
+        retry_after: Seconds after which a retry can succeed, as the server said.
+    """
+
+    def __init__(self, message: str, *, retry_after: float, **fields: Any) -> None:
+        super().__init__(message, **fields)
+        self.retry_after = retry_after
+
+
 _CLASS_BY_CODE: dict[grpc.StatusCode, type[OdinError]] = {
     grpc.StatusCode.UNAVAILABLE: ServiceUnavailable,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
@@ -103,6 +117,12 @@ def from_rpc_error(
     """
     code, details = status_of(exc)
     title = SERVICE_TITLES.get(service, service)
+    trailing: Any = getattr(exc, "trailing_metadata", None)
+    limited = code == grpc.StatusCode.RESOURCE_EXHAUSTED and callable(trailing)
+    wait = retry_after_seconds(trailing()) if limited else None
+    if wait is not None:
+        return RateLimited(f"{title} {method} refused: {details} (retry after {wait:.2f} s)", retry_after=wait,
+                           service=service, code=code, details=details, attempts=attempts)
     if after_messages and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
                                    grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL):
         message = (f"{title} {method} stream broke after {after_messages} message(s) "

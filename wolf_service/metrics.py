@@ -82,6 +82,10 @@ class ServiceMetrics:
             "(UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, UNKNOWN, FAILED_PRECONDITION)",
             labels, registry=self.registry,
         )
+        self.rate_limited = Counter(
+            "wolf_rate_limited", "Calls refused by a tenant's or API key's rate or concurrency limit", ("method",),
+            registry=self.registry,
+        )
         self._observers: dict[str, list[ResponseObserver]] = {}
 
     def observe_responses(self, rpc: str, observer: ResponseObserver) -> None:

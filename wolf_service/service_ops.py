@@ -13,6 +13,7 @@ JSON logs          ``log.level``, ``log.format``            INFO, json
 API keys           ``security.api_keys``                    none (no auth)
 TLS / mTLS         ``security.tls.cert_file`` … ``client_ca_file``  plaintext
 audit trail        ``audit_log`` (a file path)              off
+rate limits        ``rate_limits``                          12 running calls per tenant
 hot reload         ``reload.poll_interval_s`` + SIGHUP      2 s when a file is used
 =================  =======================================  =====================
 """
@@ -32,6 +33,7 @@ from wolf_service.auth import ApiKeyInterceptor
 from wolf_service.error_mapping import ErrorMappingInterceptor
 from wolf_service.logs import AccessLogInterceptor, apply_levels
 from wolf_service.metrics import MetricsInterceptor, MetricsServer, ServiceMetrics
+from wolf_service.rate_limits import RateLimitInterceptor
 from wolf_service.reload import ReloadHook, SettingsReloader, SettingsSource
 from wolf_service.serving import ServerHandle, build_grpc_server
 from wolf_service.tls import server_credentials
@@ -39,7 +41,7 @@ from wolf_service.tls import server_credentials
 log = logging.getLogger("wolf_service.ops")
 
 # Safe to change on a running service of either kind; each service adds its own.
-COMMON_RELOADABLE = frozenset({"log.level", "log.levels", "security.api_keys", "reload.poll_interval_s"})
+COMMON_RELOADABLE = frozenset({"log.level", "log.levels", "security.api_keys", "reload.poll_interval_s", "rate_limits"})
 
 
 class ServiceOps:
@@ -48,7 +50,7 @@ class ServiceOps:
     Args:
         service: ``"freki"`` or ``"geri"`` (metric label, log name).
         settings: The live settings object; must have ``metrics``, ``log``, ``security``,
-            ``audit_log`` and ``reload`` fields.
+            ``rate_limits``, ``audit_log`` and ``reload`` fields.
         audited: RPCs written to the audit log.
         scopes: The API-key scope each RPC needs (unlisted RPCs need ``admin``).
         default_tenant: What an empty ``tenant_id`` means, for logs and audit.
@@ -71,6 +73,8 @@ class ServiceOps:
             log = AuditLog(Path(audit_path), getattr(settings, "audit_rotation", None))
             self.audit = AuditInterceptor(log, dict(audited), identify, default_tenant)
         self._access = AccessLogInterceptor(identify, default_tenant)
+        self._limits = RateLimitInterceptor(lambda: settings.rate_limits, identify, default_tenant,
+                                            self.metrics.rate_limited)
         self.credentials: grpc.ServerCredentials | None = server_credentials(settings.security.tls)
         self.metrics_server: MetricsServer | None = None
         self.reloader: SettingsReloader | None = None
@@ -81,7 +85,7 @@ class ServiceOps:
         chain: list[grpc.ServerInterceptor] = [MetricsInterceptor(self.metrics), self._access]
         if self.audit is not None:
             chain.append(self.audit)
-        chain += [self.auth, ErrorMappingInterceptor()]
+        chain += [self.auth, self._limits, ErrorMappingInterceptor()]
         return chain
 
     def start_server(self, register: Callable[[grpc.Server], None], service_name: str) -> ServerHandle:

@@ -21,6 +21,7 @@ from wolf_service.audit_log import AuditRotation
 from wolf_service.auth import SecuritySettings
 from wolf_service.logs import LogSettings
 from wolf_service.metrics import MetricsSettings
+from wolf_service.rate_limits import RateLimitSettings
 from wolf_service.reload import ReloadSettings
 from wolf_service.settings import FileSettings
 
@@ -213,6 +214,7 @@ class FrekiSettings(FileSettings):
     metrics: MetricsSettings = MetricsSettings()
     log: LogSettings = LogSettings()
     security: SecuritySettings = SecuritySettings()
+    rate_limits: RateLimitSettings = RateLimitSettings()
     reload: ReloadSettings = ReloadSettings()
 
     watch: WatchSettings = WatchSettings()

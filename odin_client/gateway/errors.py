@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import math
+
 import grpc
 from fastapi.responses import JSONResponse
 
-from odin_client.errors import OdinError
+from odin_client.errors import OdinError, RateLimited
 
 _STATUS: dict[grpc.StatusCode, tuple[int, str]] = {
     grpc.StatusCode.INVALID_ARGUMENT: (400, "invalid_request_error"),
@@ -37,11 +39,14 @@ def body(message: str, kind: str, code: str = "") -> dict[str, dict[str, str | N
 
 
 def from_odin(exc: OdinError) -> JSONResponse:
-    """An Odin error as an HTTP response (a limit refused by Freki or Geri is 429 with its message)."""
+    """An Odin error as an HTTP response (a limit refused by Freki or Geri is 429 with its message; a rate
+    or concurrency limit adds ``Retry-After`` in whole seconds)."""
     status, kind = _STATUS.get(exc.code, (502, "upstream_error")) if exc.code else (502, "upstream_error")
     if exc.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "limit" in (exc.details or "") + str(exc):
         status = 413 if "bytes" in (exc.details or "") else 429
-    return JSONResponse(body(exc.details or str(exc), kind, exc.code.name.lower() if exc.code else ""), status)
+    headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))} if isinstance(exc, RateLimited) else None
+    return JSONResponse(body(exc.details or str(exc), kind, exc.code.name.lower() if exc.code else ""), status,
+                        headers=headers)
 
 
 def from_gateway(exc: GatewayError) -> JSONResponse:

@@ -111,9 +111,11 @@ def data_dir_for(name: str, corpus: Mapping[str, str], settings: FrekiSettings) 
 
 
 def eval_settings(data_dir: Path, **retrieval: Any) -> FrekiSettings:
-    """Freki defaults except: port 0, the given data dir and retrieval overrides."""
+    """Freki defaults except: port 0, the given data dir and retrieval overrides, and no per-tenant concurrency
+    limit (the benchmarks load the server from one tenant to measure what it can serve)."""
     return FrekiSettings(host="127.0.0.1", port=0, data_dir=data_dir, shutdown_grace_s=1.0,
-                         max_workers=32, retrieval=retrieval, **MODEL_SETTINGS)  # type: ignore[arg-type]
+                         max_workers=32, retrieval=retrieval, rate_limits={"per_tenant": {"concurrent": 0}},
+                         **MODEL_SETTINGS)  # type: ignore[arg-type]
 
 
 @contextmanager
