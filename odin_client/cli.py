@@ -1,4 +1,4 @@
-"""The ``odin`` command line: ask, chat, index, retrieve, docs, status, erase.
+"""The ``odin`` command line: ask, chat, index, retrieve, docs, status, erase, and ``odin mcp`` (the MCP server).
 
 Exit codes: 0 ok, 2 usage error or invalid argument, 3 a service is unavailable, 1 anything else.
 Errors go to stderr and name the failing service; ``--json`` prints machine-readable results on stdout.

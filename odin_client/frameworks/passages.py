@@ -1,5 +1,5 @@
-"""What the framework retrievers share: the search options, the metadata of a passage, and one Odin retrieve
-(blocking or asyncio) with them. No framework is imported here."""
+"""What the framework retrievers share (the search options, the metadata of a passage, one Odin retrieve,
+blocking or asyncio) and, with the MCP tools, where a passage sits. No framework is imported here."""
 
 from __future__ import annotations
 
@@ -25,14 +25,18 @@ class SearchOptions:
     score_threshold: float | None = None
 
 
+def location_fields(source: Source) -> dict[str, str]:
+    """Where a chunk sits: page, slide, sheet and section as Freki recorded them (only those it has)."""
+    return {k: source.metadata[k] for k in LOCATION_KEYS if source.metadata.get(k)}
+
+
 def passage_metadata(source: Source) -> dict[str, Any]:
     """A passage's metadata for a framework: where it comes from (document id, chunk id, source, title,
     location: page, slide, sheet, section and a label) and its relevance score, then the chunk's own metadata
     (whose keys never replace these)."""
     own = {k: v for k, v in source.metadata.items() if k not in LOCATION_KEYS}
-    where = {k: source.metadata[k] for k in LOCATION_KEYS if source.metadata.get(k)}
     return {**own, "document_id": source.document_id, "chunk_id": source.chunk_id, "chunk_index": source.chunk_index,
-            "source": source.source, "title": source.metadata.get("title") or source.source, **where,
+            "source": source.source, "title": source.metadata.get("title") or source.source, **location_fields(source),
             "location": source.location, "score": source.score}
 
 

@@ -16,12 +16,12 @@ from pydantic import Field
 
 from odin_client.aio import AsyncOdinClient
 from odin_client.errors import OdinError
+from odin_client.frameworks.passages import location_fields
 from odin_client.mcp.settings import McpSettings
 from odin_client.results import Answer, Source
 
 P = ParamSpec("P")
 R = TypeVar("R")
-LOCATION_KEYS = ("page", "slide", "sheet", "section")
 
 SEARCH_DOC = """Search the indexed documents for passages relevant to a query (hybrid keyword + semantic search).
 Use it to find facts, quotes or where something is written; each passage comes with its document_id,
@@ -72,7 +72,7 @@ def _needed(name: str, value: str) -> str:
 
 
 def _location(source: Source) -> dict[str, str]:
-    found = {k: source.metadata[k] for k in LOCATION_KEYS if source.metadata.get(k)}
+    found = location_fields(source)
     if source.location:
         found["label"] = source.location
     return found

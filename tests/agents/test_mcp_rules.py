@@ -96,3 +96,36 @@ def test_odin_mcp_refuses_to_start_without_what_it_needs(capsys: pytest.CaptureF
     monkeypatch.setenv("ODIN_MCP_API_KEYS", json.dumps([{"name": "x", "tenant": "t", "sha256": "not-a-hash"}]))
     assert odin_main(["mcp"]) == 2
     assert "sha256" in capsys.readouterr().err
+
+
+def test_a_client_evicted_from_the_pool_finishes_its_calls_before_it_is_closed() -> None:
+    from odin_client.mcp.clients import AsyncClientPool
+
+    async def run() -> tuple[bool, bool, int, int]:
+        pool = AsyncClientPool(OdinSettings(deadline_s=0.05, generate_deadline_s=0.05, index_deadline_s=0.05), 1)
+        first = await pool.get(Access("a", "t1", frozenset({"read"}), api_key="key-a"))
+        again = await pool.get(Access("a", "t1", frozenset({"read"}), api_key="key-a"))
+        await pool.get(Access("b", "t2", frozenset({"read"}), api_key="key-b"))  # evicts the first
+        evicted_open = not first._closed
+        retired = pool.open_clients
+        await asyncio.sleep(0.2)
+        closed_later = first._closed
+        left = pool.open_clients
+        await pool.close()
+        return first is again and evicted_open, closed_later, retired, left
+
+    reused_and_open, closed_later, retired, left = asyncio.run(run())
+    assert reused_and_open and closed_later and (retired, left) == (2, 1)
+
+
+def test_odin_and_its_cli_load_without_the_optional_sdks() -> None:
+    import subprocess
+    import sys
+
+    from tests.agents.conftest import ROOT, child_env
+
+    probe = ("import sys, odin_client, odin_client.cli, odin_client.frameworks, odin_client.mcp, odin_client.mcp.cli; "
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'langchain_core', 'llama_index'}))")
+    out = subprocess.run([sys.executable, "-c", probe], env=child_env(), cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "[]"
