@@ -131,7 +131,8 @@ class WolfMcpServer(MCPServer[Any]):
         if unknown:
             hint = (" (the tenant comes from the API key; no tool takes one)"
                     if any("tenant" in k.lower() for k in unknown) else "")
-            raise ToolError(f"{name} takes no argument {', '.join(map(repr, unknown))}{hint}; "
+            more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            raise ToolError(f"{name} takes no argument {', '.join(map(repr, unknown[:5]))}{more}{hint}; "
                             f"it takes {', '.join(sorted(known))}")
         return await super().call_tool(name, arguments, context)
 

@@ -129,3 +129,15 @@ def test_odin_and_its_cli_load_without_the_optional_sdks() -> None:
     out = subprocess.run([sys.executable, "-c", probe], env=child_env(), cwd=ROOT, capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_flood_of_unknown_arguments_gets_a_short_refusal() -> None:
+    server = stdio_server(McpSettings(), OdinSettings(freki_target="127.0.0.1:1"), Access("s", "", frozenset({"read"})))
+
+    async def call() -> object:
+        async with Client(server) as client:
+            return await client.call_tool("search", {"query": "q", **{f"k{i}" * 50: i for i in range(10_000)}})
+
+    result = asyncio.run(call())
+    text = result.content[0].text  # type: ignore[attr-defined]
+    assert result.is_error and "and 9995 more" in text and len(text) < 1_000  # type: ignore[attr-defined]
