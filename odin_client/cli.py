@@ -1,4 +1,4 @@
-"""The ``odin`` command line: ask, chat, index, retrieve, docs, status, erase.
+"""The ``odin`` command line: ask, chat, index, retrieve, docs, status, erase, and ``odin mcp`` (the MCP server).
 
 Exit codes: 0 ok, 2 usage error or invalid argument, 3 a service is unavailable, 1 anything else.
 Errors go to stderr and name the failing service; ``--json`` prints machine-readable results on stdout.
@@ -18,6 +18,7 @@ from odin_client.client import OdinClient
 from odin_client.documents import DocumentFile, discover
 from odin_client.errors import InvalidRequest, OdinError, ServiceUnavailable
 from odin_client.filters import parse_expressions
+from odin_client.mcp import cli as cli_mcp
 from odin_client.messages import SEARCH_MODES
 from odin_client.render import (
     render_answer,
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_docs.add_parser(sub, common)
     cli_reindex.add_parser(sub, common)
     cli_graph.add_parsers(sub, common)
+    cli_mcp.add_parser(sub, common)
     sub.add_parser("status", parents=[common], help="show Freki's index and Geri's models")
     return parser
 
@@ -263,6 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SettingsError, ValueError) as exc:
         print(f"odin: invalid settings: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.command == "mcp":  # a server, not one call: it opens its own clients
+        return cli_mcp.run(args, settings)
     try:
         on_retry = None if args.quiet else (lambda notice: print(f"odin: {notice}", file=sys.stderr, flush=True))
         with OdinClient(settings, on_retry=on_retry) as client:

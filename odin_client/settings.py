@@ -19,7 +19,7 @@ class OdinSettings(FileSettings):
     """Everything an Odin client needs to reach Freki and Geri."""
 
     model_config = SettingsConfigDict(env_prefix="ODIN_", extra="forbid")
-    foreign_env_prefixes: ClassVar[tuple[str, ...]] = ("GATEWAY_",)  # ODIN_GATEWAY_…: GatewaySettings
+    foreign_env_prefixes: ClassVar[tuple[str, ...]] = ("GATEWAY_", "MCP_")  # ODIN_GATEWAY_…, ODIN_MCP_…: their own
 
     freki_target: str = Field(default="127.0.0.1:50051", description="host:port of Freki (retrieval)")
     geri_target: str = Field(default="127.0.0.1:50052", description="host:port of Geri (generation)")
