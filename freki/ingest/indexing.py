@@ -151,10 +151,11 @@ class Indexer:
         """Hash of everything that determines the stored chunks of a document."""
         h = hashlib.sha256()
         h.update(doc.data if isinstance(doc.data, bytes) else doc.data.encode("utf-8", "surrogatepass"))
-        h.update(json.dumps(
-            [doc.content_type, doc.source, doc.owner_id, sorted(doc.metadata.items()),
-             self._fingerprint, self.router.layout.fingerprint()],
-        ).encode())
+        parts = [doc.content_type, doc.source, doc.owner_id, sorted(doc.metadata.items()),
+                 self._fingerprint, self.router.layout.fingerprint()]
+        if isinstance(self._sparse, SparseEncoder) and self._sparse.term_scope(doc.tenant_id):
+            parts.append("terms=tenant")  # the tenant's own term space (freki.embed.sparse)
+        h.update(json.dumps(parts).encode())
         return h.hexdigest()
 
     def index(self, doc: IndexInput, deadline: Deadline = NO_DEADLINE, *,
@@ -235,7 +236,7 @@ class Indexer:
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}
         sparse = lexical.lexical_passages(self._sparse, [c.new_text for c in chunks],  # overlap is BM25-indexed once
                                   declared=metadata.get("language", ""),
-                                  groups=[c.metadata.get("section", "") for c in chunks])
+                                  groups=[c.metadata.get("section", "") for c in chunks], tenant=doc.tenant_id)
         deadline.check("embedding chunks")
         generation, content_type = new_generation(), parsed.content_type
         now = datetime.now(UTC).isoformat()
