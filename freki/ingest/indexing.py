@@ -194,7 +194,11 @@ class Indexer:
                 return lane.embedder.embed(texts)
 
             chunker = lane.make_chunker(self.sentence_cache.embedder_for(key, embed, lane.model))
-            chunks = chunker.chunk(parsed, max_chunks=self.limits.max_chunks)
+            # Cheap limits before planning: every word is at least one token of some chunk.
+            words = sum(len(section.text.split()) for section in parsed.sections)
+            check_chunk_count(-(-words // chunker.effective.max_tokens), self.limits.max_chunks, doc.document_id,
+                              estimated=True)
+            chunks = chunker.chunk(parsed, max_chunks=self.limits.max_chunks, check=deadline.check)
             check_chunk_count(len(chunks), self.limits.max_chunks, doc.document_id)
             if not chunks:
                 raise InvalidArgument(
