@@ -40,9 +40,10 @@ QUESTIONS = ["Which flat has three bedrooms?", "How is the flat heated?", "What 
              "Can I view the flat?", "Which flats have district heating?"]
 
 
-def start_server(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
+def start_server(data_dir: Path, extra: dict[str, object]) -> tuple[subprocess.Popen[str], str]:
     config = data_dir / "freki.json"
-    config.write_text(json.dumps({"data_dir": str(data_dir / "data"), "retrieval": {"result_cache_bytes": 0}}))
+    config.write_text(json.dumps({"data_dir": str(data_dir / "data"), "retrieval": {"result_cache_bytes": 0},
+                                  **extra}))
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'protos'}", "HF_HUB_OFFLINE": "1"}
     server = subprocess.Popen([sys.executable, "-m", "freki.cli", "serve", "--config", str(config), "--port", "0"],
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=open(data_dir / "freki.log", "w"),
@@ -67,7 +68,8 @@ def queries(stub: freki_pb2_grpc.FrekiServiceStub, seconds: float) -> list[float
     times: list[float] = []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        times.append(ask(stub, f"{QUESTIONS[len(times) % len(QUESTIONS)]} ({len(times)})"))  # no cache hits
+        # Never the same text twice: every query is embedded (no query-cache hits).
+        times.append(ask(stub, f"{QUESTIONS[len(times) % len(QUESTIONS)]} ({uuid.uuid4().hex[:6]})"))
     return times
 
 
@@ -82,9 +84,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each phase")
     parser.add_argument("--senders", type=int, default=2, help="tenant A's concurrent senders of hostile documents")
     parser.add_argument("--deadline", type=float, default=30.0, help="deadline of each of A's IndexDocument calls")
+    parser.add_argument("--config", default="{}", help="extra Freki settings as JSON")
     args = parser.parse_args()
 
-    server, address = start_server(Path(tempfile.mkdtemp(prefix="freki-interference-")))
+    server, address = start_server(Path(tempfile.mkdtemp(prefix="freki-interference-")), json.loads(args.config))
     process = psutil.Process(server.pid)
     try:
         stub = freki_pb2_grpc.FrekiServiceStub(grpc.insecure_channel(address, options=[
@@ -128,7 +131,7 @@ def main() -> int:
                           "with_tenant_a": {**during, "server_cpu_s": round(cpu_loaded, 1)},
                           "p50_ratio": round(during["p50_ms"] / before["p50_ms"], 2),
                           "tenant_a_calls": dict(outcomes), "seconds": args.seconds, "senders": args.senders,
-                          "deadline_s": args.deadline}, indent=2))
+                          "deadline_s": args.deadline, "config": args.config}, indent=2))
     finally:
         server.terminate()
         server.wait(30)
