@@ -35,7 +35,7 @@ from freki.store import FieldMatch, StoredPoint, VectorStore
 from freki.store.keys import KeyStore
 from freki.store.maintenance import Maintenance
 from freki.store.rwlock import ReadWriteLock
-from wolf_service.errors import Cancelled, DeadlineExceeded, FailedPrecondition, NotFound
+from wolf_service.errors import FailedPrecondition, NotFound
 from wolf_service.faults import fault_point
 
 log = logging.getLogger("freki.engine")
@@ -149,11 +149,6 @@ class FrekiEngine:
         with self.writes.read(), caller_deadline(deadline.remaining()):  # bounds a server model's requests
             try:
                 result = self.indexer.index(doc, deadline, expect_generation=expect_generation)
-            except (DeadlineExceeded, Cancelled) as exc:
-                # The operator's evidence that abandoned work stopped, and how long after the deadline.
-                log.warning("indexing %r abandoned: %s (%.2f s after the deadline or cancel)",
-                            doc.document_id[:80], exc, deadline.overrun())
-                raise
             finally:  # after the write (a migration re-reads it before its switch), even a failed one
                 self.blue_green.touch(doc.tenant_id, doc.document_id)
         if result.outcome == "updated":

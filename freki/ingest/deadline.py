@@ -6,14 +6,17 @@ kills its worker when one passes, so a request nobody waits for any more stops w
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from wolf_service.errors import Cancelled, DeadlineExceeded
 
 T = TypeVar("T")
+log = logging.getLogger("freki.ingest")
 
 
 class StopSignal(threading.Event):
@@ -86,3 +89,15 @@ def checked(items: Iterable[T], check: Callable[[str], None], stage: str, every:
         if not number % every:
             check(stage)
         yield item
+
+
+@contextmanager
+def abandonment_logged(deadline: Deadline, document_id: str) -> Iterator[None]:
+    """Log work on ``document_id`` that ``deadline`` stopped: where, and how long after the deadline or cancel
+    (the operator's evidence that abandoned work does not run on)."""
+    try:
+        yield
+    except (DeadlineExceeded, Cancelled) as exc:
+        log.warning("indexing %r abandoned: %s (%.2f s after the deadline or cancel)", document_id[:80], exc,
+                    deadline.overrun())
+        raise

@@ -28,7 +28,7 @@ from freki.ingest import lexical
 from freki.ingest.caches import SentenceVectorCache, embed_in_slices
 from freki.ingest.chunking import Chunk
 from freki.ingest.commit import Committer, Companion, document_filter  # noqa: F401 - re-exported
-from freki.ingest.deadline import NO_DEADLINE, Deadline
+from freki.ingest.deadline import NO_DEADLINE, Deadline, abandonment_logged
 from freki.ingest.lanes import ChunkerFactory, IndexLane, LaneRouter
 from freki.ingest.locks import LockTable
 from freki.ingest.parsing import ParsedDocument, ParseLimits, parse_document
@@ -171,7 +171,7 @@ class Indexer:
         """
         started = time.perf_counter()
         key = (doc.tenant_id, doc.document_id)
-        with self.document_lock(*key):
+        with self.document_lock(*key), abandonment_logged(deadline, doc.document_id):
             digest = self.content_hash(doc)
             existing = self._registry.get(doc.tenant_id, doc.document_id)
             if expect_generation is not None and (existing is None or existing.generation != expect_generation):

@@ -30,7 +30,7 @@ DEADLINE_S = 8.0  # well inside both documents' work (each needs minutes to inde
 
 def abandoned(caplog: pytest.LogCaptureFixture, document_id: str) -> logging.LogRecord | None:
     return next((r for r in caplog.records
-                 if r.name == "freki.engine" and "abandoned" in r.getMessage() and document_id in r.getMessage()),
+                 if r.name == "freki.ingest" and "abandoned" in r.getMessage() and document_id in r.getMessage()),
                 None)
 
 
@@ -38,7 +38,7 @@ def abandoned(caplog: pytest.LogCaptureFixture, document_id: str) -> logging.Log
 def test_work_stops_soon_after_the_clients_deadline(freki_server: tuple[ServerHandle, FrekiEngine],
                                                     freki_stub: freki_pb2_grpc.FrekiServiceStub,
                                                     caplog: pytest.LogCaptureFixture, name: str) -> None:
-    caplog.set_level(logging.WARNING, logger="freki.engine")
+    caplog.set_level(logging.WARNING, logger="freki.ingest")
     document_id = f"{name}-{uuid.uuid4().hex[:8]}"
     with pytest.raises(grpc.RpcError) as err:
         freki_stub.IndexDocument(freki_pb2.IndexDocumentRequest(
