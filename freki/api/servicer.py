@@ -7,7 +7,6 @@ Errors are raised as domain exceptions and mapped to status codes by
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -20,7 +19,7 @@ from freki.api import convert, graph, validation
 from freki.api.batch import index_stream
 from freki.embed.remote_client import caller_deadline
 from freki.engine import FrekiEngine
-from freki.ingest.deadline import Deadline
+from freki.ingest.deadline import Deadline, StopSignal
 from freki.ingest.indexing import IndexInput
 from freki.settings import FrekiSettings
 from wolf_service.errors import InvalidArgument
@@ -211,7 +210,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
 def call_deadline(context: grpc.ServicerContext) -> Deadline:
     """The client's deadline for this call, also stopped when the call ends early (cancelled, or the server
     cancels in-flight calls at the end of its shutdown grace)."""
-    ended = threading.Event()
+    ended = StopSignal()
     context.add_callback(ended.set)
     remaining = context.time_remaining()
     # grpcio reports "no deadline" as a huge number of seconds.

@@ -146,9 +146,9 @@ class Embedder:
         with self._lock:
             return self._encoder.encode(texts, self.batch_size)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query, served from the LRU cache when it was seen recently."""
-        return self._cache.get_or_embed(text, lambda t: self.embed([t], urgent=True)[0])
+    def embed_query(self, text: str, scope: str = "") -> np.ndarray:
+        """Embed one query, served from the LRU cache when ``scope`` (the asking tenant) asked it recently."""
+        return self._cache.get_or_embed(text, lambda t: self.embed([t], urgent=True)[0], scope)
 
     cache_hits = property(lambda self: self._cache.hits)
     cache_misses = property(lambda self: self._cache.misses)

@@ -40,8 +40,8 @@ class EmbeddingModel(Protocol):
         """Documents or sentences -> ``(n, dim)`` float32 unit vectors."""
         ...
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """One query's vector (cached)."""
+    def embed_query(self, text: str, scope: str = "") -> np.ndarray:
+        """One query's vector (cached per ``scope``, the asking tenant)."""
         ...
 
     def enable_batching(self, max_batch: int = 64, max_wait_s: float = 0.0) -> None:

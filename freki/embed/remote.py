@@ -100,14 +100,15 @@ class RemoteEmbedder:
         self.texts_embedded += len(texts)
         return vectors
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query (with the query model and prefix), from the LRU cache when seen recently."""
+    def embed_query(self, text: str, scope: str = "") -> np.ndarray:
+        """Embed one query (with the query model and prefix), from the LRU cache when ``scope`` (the asking
+        tenant) asked it recently."""
         def embed(t: str) -> np.ndarray:
             vector = self._query_batcher.encode(t) if self._query_batcher else self._encode([t], query=True)[0]
             self.texts_embedded += 1
             return vector
 
-        return self._cache.get_or_embed(text, embed)
+        return self._cache.get_or_embed(text, embed, scope)
 
     def enable_batching(self, max_batch: int = 64, max_wait_s: float = 0.0) -> None:
         """Merge concurrent calls into shared requests: documents with documents, queries with queries (the

@@ -18,6 +18,14 @@ still matches. Each token maps to a sparse index through a
 CRC-32 hash: stable across processes and versions, no vocabulary to store or grow. Two tokens
 colliding in 2**32 slots is rare enough to ignore for ranking.
 
+Term statistics are per tenant: the engine's IDF counts, for each sparse index, the points that carry it in
+the whole collection, so a term shared by every tenant would let tenant B's documents move tenant A's scores
+(and A learn which words B indexed). Each tenant other than the default one therefore hashes its terms
+together with its tenant id (``term_index(term, scope)``): a term's index is the tenant's own, and the IDF
+the engine applies to it counts that tenant's chunks only. The default tenant keeps the plain hashes, so a
+single-tenant index is unchanged. The collection's point count (IDF's ``N``) stays shared
+(docs/decisions/0211-tenant-side-channels.md).
+
 ``avgdl`` is a fixed setting instead of a corpus statistic: passage weights are written once at
 index time, and a running average would make old and new passages inconsistent. Its only effect
 is how strongly long passages are penalised; the default suits Freki's chunk sizes.
@@ -49,8 +57,11 @@ class Bm25Params:
     avgdl: float = 100.0  # average passage length in indexed terms (after stop words)
 
 
-def term_index(term: str) -> int:
-    """The sparse-vector index of a term: CRC-32 of its UTF-8 bytes (stable everywhere)."""
+def term_index(term: str, scope: str = "") -> int:
+    """The sparse-vector index of a term: CRC-32 of its UTF-8 bytes (stable everywhere), in ``scope``'s own
+    index space when ``scope`` (a tenant id) is given."""
+    if scope:
+        return zlib.crc32(term.encode("utf-8"), zlib.crc32(f"{scope}\x00".encode()))
     return zlib.crc32(term.encode("utf-8"))
 
 
@@ -101,8 +112,11 @@ class SparseEncoder:
     tenants whose passages are in a language other than their questions (docs/decisions/0131).
     """
 
-    def __init__(self, params: Bm25Params | None = None, lexical: LexicalConfig | None = None) -> None:
+    def __init__(self, params: Bm25Params | None = None, lexical: LexicalConfig | None = None, *,
+                 shared_tenant: str = "default") -> None:
+        """``shared_tenant``: the tenant whose terms keep the plain hashes (the service's default tenant)."""
         self.params = params or Bm25Params()
+        self.shared_tenant = shared_tenant
         if self.params.k1 < 0 or not 0.0 <= self.params.b <= 1.0 or self.params.avgdl <= 0:
             raise ValueError(
                 f"BM25 parameters out of range: k1 must be >= 0, b in [0, 1], avgdl > 0 (got {self.params})"
@@ -117,24 +131,29 @@ class SparseEncoder:
         p = self.params
         return f"{TOKENIZER_VERSION}/k1={p.k1:g}/b={p.b:g}/avgdl={p.avgdl:g}{self.lexical.fingerprint}"
 
+    def term_scope(self, tenant: str) -> str:
+        """The index space of ``tenant``'s terms: "" (the plain hashes) for the shared tenant, else its id."""
+        return "" if tenant in ("", self.shared_tenant) else tenant
+
     def analyzer(self, language: str) -> Analyzer:
         """The analyzer of an ISO 639-1 language ("" or unknown: no stemmer, no stop words)."""
         return analyzer_for(language, german_compounds=self.lexical.german_compounds)
 
-    def _weights(self, terms: list[str]) -> SparseVector:
+    def _weights(self, terms: list[str], scope: str = "") -> SparseVector:
         counts = Counter(terms)
         if not counts:
             return SparseVector(indices=[], values=[])
         k1, b, avgdl = self.params.k1, self.params.b, self.params.avgdl
         norm = k1 * (1.0 - b + b * sum(counts.values()) / avgdl)
         return _merge(
-            (term_index(term), tf * (k1 + 1.0) / (tf + norm)) for term, tf in counts.items()
+            (term_index(term, scope), tf * (k1 + 1.0) / (tf + norm)) for term, tf in counts.items()
         )
 
-    def encode_passage(self, text: str, language: str = "") -> SparseVector:
-        """Term weights ``tf_sat`` of one passage (IDF is applied by the store), analyzed in ``language``
-        (detected when "")."""
-        return self._weights(self.analyzer(language or self.detector.choose(text)).terms(text))
+    def encode_passage(self, text: str, language: str = "", tenant: str = "") -> SparseVector:
+        """Term weights ``tf_sat`` of one passage of ``tenant`` (IDF is applied by the store), analyzed in
+        ``language`` (detected when "")."""
+        terms = self.analyzer(language or self.detector.choose(text)).terms(text)
+        return self._weights(terms, self.term_scope(tenant))
 
     def encode_passages(self, texts: Sequence[str]) -> list[SparseVector]:
         """``encode_passage`` for each text, each in its detected language."""
@@ -143,27 +162,28 @@ class SparseEncoder:
     __call__ = encode_passages
 
     def encode_document(self, texts: Sequence[str], *, declared: object = "",
-                        groups: Sequence[str] | None = None) -> list[LexicalPassage]:
+                        groups: Sequence[str] | None = None, tenant: str = "") -> list[LexicalPassage]:
         """The passages of one document, each analyzed in its section's language.
 
         ``declared``: the document's own language tag (wins over detection). ``groups``: the section of
         each text; a section's language is detected on its texts together, and where that is unsure the
-        document's (detected on its first characters) is used.
+        document's (detected on its first characters) is used. ``tenant``: whose document it is.
         """
         language = normalize_language(declared)
+        scope = self.term_scope(tenant)
         if language or not texts:
-            return [self._passage(t, language or self.lexical.language.fallback) for t in texts]
+            return [self._passage(t, language or self.lexical.language.fallback, scope) for t in texts]
         document = self.detector.choose(" ".join(texts)[:4000])
         keys = list(groups) if groups is not None and len(groups) == len(texts) else [""] * len(texts)
         by_group: dict[str, str] = {}
         for key in dict.fromkeys(keys):
             joined = " ".join(t for t, k in zip(texts, keys, strict=True) if k == key)
             by_group[key] = self.detector.detect(joined).language or document
-        return [self._passage(t, by_group[k]) for t, k in zip(texts, keys, strict=True)]
+        return [self._passage(t, by_group[k], scope) for t, k in zip(texts, keys, strict=True)]
 
-    def _passage(self, text: str, language: str) -> LexicalPassage:
+    def _passage(self, text: str, language: str, scope: str) -> LexicalPassage:
         analyzer = self.analyzer(language)
-        return LexicalPassage(self._weights(analyzer.terms(text)), language, analyzer.name)
+        return LexicalPassage(self._weights(analyzer.terms(text), scope), language, analyzer.name)
 
     def query_languages(self, text: str, language: object = "") -> list[str]:
         """The languages whose analyzers encode a query: its own (given, detected, or the fallback when the
@@ -187,13 +207,15 @@ class SparseEncoder:
                 terms.extend(self.analyzer(lang).terms(rest))
         return list(dict.fromkeys(terms))
 
-    def encode_query(self, text: str, language: object = "") -> SparseVector:
-        """Weight 1 per distinct query term: the store's IDF turns the dot product into BM25.
+    def encode_query(self, text: str, language: object = "", tenant: str = "") -> SparseVector:
+        """Weight 1 per distinct query term, in ``tenant``'s index space: the store's IDF turns the dot
+        product into BM25 over that tenant's chunks.
 
         Returns an empty vector when the query has no indexable term (only stop words or
         punctuation); sparse search then finds nothing rather than something arbitrary.
         """
-        return _merge((term_index(term), 1.0) for term in self.query_terms(text, language))
+        scope = self.term_scope(tenant)
+        return _merge((term_index(term, scope), 1.0) for term in self.query_terms(text, language))
 
 
 def _merge(pairs: Iterable[tuple[int, float]]) -> SparseVector:

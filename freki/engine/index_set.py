@@ -158,7 +158,8 @@ def build_index(
                           settings.reindex.max_source_bytes) if settings.reindex.keep_sources else None
     counter = TokenCountCache(get_token_counter().count)
     rs = settings.retrieval
-    sparse = SparseEncoder(Bm25Params(k1=rs.bm25_k1, b=rs.bm25_b, avgdl=rs.bm25_avgdl), lexical_config(rs.lexical))
+    sparse = SparseEncoder(Bm25Params(k1=rs.bm25_k1, b=rs.bm25_b, avgdl=rs.bm25_avgdl), lexical_config(rs.lexical),
+                           shared_tenant=settings.default_tenant)
     if rs.query_batch_max > 1:
         for model in (embedder, *(lane.embedder for lane in lanes)):
             model.enable_batching(rs.query_batch_max, rs.query_batch_wait_ms / 1000)

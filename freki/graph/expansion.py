@@ -172,7 +172,7 @@ class GraphExpander:
             missing = [d for d in documents if d not in best]
             if not missing:
                 break
-            vector = lane.embed_query(query.text).tolist()
+            vector = lane.embed_query(query.text, query.tenant_id).tolist()
             flt = [*scope_filter(query), FieldMatch("document_id", tuple(missing))]
             for p in lane.chunks.search_dense(vector, flt, 5 * len(missing), with_payload=True):
                 doc = str(p.payload.get("document_id", ""))

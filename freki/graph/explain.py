@@ -50,14 +50,14 @@ def explain(query: Query, hits: Hits, lanes: Sequence[SearchLane], sparse: Spars
         return hits
     by_model = {lane.model: lane for lane in lanes}
     lane_of = {h.chunk_id: by_model.get(h.model, lanes[0]) for h in hits}
-    sparse_query = sparse.encode_query(query.text, query.language)
+    sparse_query = sparse.encode_query(query.text, query.language, query.tenant_id)
     dense: dict[str, float] = {}
     lexical: dict[str, float] = {}
     for lane in lanes:
         mine = [h for h in hits if lane_of[h.chunk_id] is lane]
         if not mine:
             continue
-        vector = lane.embed_query(query.text)
+        vector = lane.embed_query(query.text, query.tenant_id)
         for p in lane.chunks.retrieve([h.chunk_id for h in mine], with_vectors=True):
             if p.dense is not None:
                 dense[p.id] = lane.calibrate(float(np.dot(vector, p.dense)))

@@ -26,24 +26,30 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from freki.embed.sparse import tokenize
+from freki.ingest.deadline import checked
 from freki.ingest.segmenting import SectionPlan
 
 # Sentences on each side of a gap that its score looks at; small keeps the score local.
 CONTEXT_SENTENCES = 3
+# Units between two checks of the request's deadline in a long loop: ~10 ms of work each.
+CHECK_EVERY = 1024
 
 
 def score_gaps(plans: Sequence[SectionPlan], signal: str,
-               embed: Callable[[list[str]], np.ndarray], threshold: float) -> None:
+               embed: Callable[[list[str]], np.ndarray], threshold: float,
+               check: Callable[[str], None] = lambda _: None) -> None:
     """Set ``plan.similarity`` of every plan: one value per unit, the first 1.0 (no gap before it).
 
     ``threshold`` is the neutral value for a gap the signal cannot judge (neither joins nor splits).
+    ``check(stage)`` raises when the work must stop (the request's deadline); it runs every ``CHECK_EVERY``
+    gaps (``embed`` checks on its own between batches).
     """
     if not plans:
         return
     if signal == "embedding":
         _embedding_similarities(plans, embed)
     else:
-        _lexical_similarities(plans, threshold)
+        _lexical_similarities(plans, threshold, check)
 
 
 def _embedding_similarities(plans: Sequence[SectionPlan], embed: Callable[[list[str]], np.ndarray]) -> None:
@@ -60,11 +66,13 @@ def _embedding_similarities(plans: Sequence[SectionPlan], embed: Callable[[list[
         plan.similarity = sims
 
 
-def _lexical_similarities(plans: Sequence[SectionPlan], neutral: float) -> None:
+def _lexical_similarities(plans: Sequence[SectionPlan], neutral: float, check: Callable[[str], None]) -> None:
     for plan in plans:
-        bags = [Counter(tokenize(u.text)) for u in plan.units]
+        bags = [Counter(tokenize(u.text)) for u in checked(plan.units, check, "scoring sentence gaps", CHECK_EVERY)]
         sims = [1.0]
         for gap in range(1, len(bags)):
+            if not gap % CHECK_EVERY:
+                check("scoring sentence gaps")
             # Blocks on both sides, as TextTiling does: comparing only the next sentence ties the true boundary
             # with the gap after it whenever that sentence shares no word with the old topic either.
             before = _block(bags[max(0, gap - CONTEXT_SENTENCES) : gap])

@@ -43,11 +43,12 @@ from typing import Protocol
 import numpy as np
 
 from freki.ingest.boundaries import score_gaps
+from freki.ingest.deadline import checked
 from freki.ingest.limits import ChunkingConfig, EffectiveLimits
 from freki.ingest.parsing import LimitExceeded, ParsedDocument, Section
 from freki.ingest.segmenting import SectionPlan, find_anchors, partition_span
 from freki.ingest.sentences import PARAGRAPH, SPACE, Unit, join_units, section_units
-from freki.ingest.splitting import split_to_fit
+from freki.ingest.splitting import TOKEN_CHARS, split_to_fit
 from freki.ingest.table_rows import table_pieces
 
 logger = logging.getLogger(__name__)
@@ -127,15 +128,20 @@ class SemanticChunker:
         )
         # Table rows cut because one row alone did not fit the window (freki.ingest.table_rows).
         self.rows_cut = 0
+        self._check: Callable[[str], None] = lambda _: None  # the current ``chunk`` call's
 
-    def chunk(self, doc: ParsedDocument, max_chunks: int | None = None) -> list[Chunk]:
+    def chunk(self, doc: ParsedDocument, max_chunks: int | None = None,
+              check: Callable[[str], None] = lambda _: None) -> list[Chunk]:
         """Chunk every section of `doc` in order; deterministic for the same input.
+
+        ``check(stage)`` raises when the work must stop (deadline, cancel): every long loop of planning calls it.
 
         Raises:
             LimitExceeded: the token count alone shows more than ``max_chunks`` chunks, found before any
                 sentence is embedded.
         """
-        plans = [self._plan(section) for section in doc.sections]
+        self._check = check
+        plans = [self._plan(section) for section in checked(doc.sections, check, "planning chunks", 1)]
         if max_chunks is not None:
             at_least = sum(-(-p.total_tokens() // self.effective.max_tokens) for p in plans)
             if at_least > max_chunks:
@@ -145,19 +151,19 @@ class SemanticChunker:
                 )
         limits = self.effective
         score_gaps([p for p in plans if p.needs_similarity], limits.boundary_signal, self._embed,
-                   limits.similarity_threshold)
+                   limits.similarity_threshold, check)
         chunks: list[Chunk] = []
-        for plan in plans:
+        for plan in checked(plans, check, "planning chunks", 1):
             for text, overlap_chars in self._section_texts(plan):
                 chunks.append(_make_chunk(text, overlap_chars, len(chunks), self._counter.count(text), plan.section))
         return chunks
 
     def _plan(self, section: Section) -> SectionPlan:
         units: list[Unit] = []
-        for unit in section_units(section.text):
+        for unit in checked(section_units(section.text), self._check, "splitting sentences"):
             units.extend(self._table_units(unit) if unit.table else self._split_oversize(unit))
-        tokens = [self._counter.count(u.text) for u in units]
-        window = [self._window_tokens(u.text) - self._specials for u in units]
+        tokens = [self._counter.count(u.text) for u in checked(units, self._check, "counting tokens")]
+        window = [self._window_tokens(u.text) - self._specials for u in checked(units, self._check, "counting tokens")]
         plan = SectionPlan(section, units, tokens, window)
         # A section that fits one chunk (the whole window, not the budget left after overlap) is one chunk:
         # no sentence is embedded to look for boundaries, and nothing is overlapped or indexed twice.
@@ -180,10 +186,11 @@ class SemanticChunker:
             pieces = [i for i, unit in enumerate(plan.units) if unit.header_repeated]
             bounds = sorted({0, *find_anchors(plan, limits), *pieces, len(plan.units)})
             for start, end in zip(bounds, bounds[1:], strict=False):
-                cores.extend(partition_span(plan, start, end, limits))
+                self._check("planning chunk boundaries")
+                cores.extend(partition_span(plan, start, end, limits, self._check))
         cores = _merge_small_tail(plan, cores, limits)
         texts: list[tuple[str, int]] = []
-        for number, (start, end) in enumerate(cores):
+        for number, (start, end) in enumerate(checked(cores, self._check, "joining chunks", 64)):
             first = start
             if number and limits.overlap_tokens and not plan.units[start].header_repeated:
                 first = self._overlap_start(plan, cores[number - 1][0], start, end)
@@ -230,9 +237,10 @@ class SemanticChunker:
 
     def _split_oversize(self, unit: Unit) -> list[Unit]:
         """Split a sentence longer than a chunk's new-text budget at word (else character) boundaries."""
-        if self._fits_core(unit.text):
+        # A unit that long has more tokens than the budget (no token is TOKEN_CHARS long): not counted whole.
+        if len(unit.text) <= TOKEN_CHARS * self.effective.core_max_tokens and self._fits_core(unit.text):
             return [unit]
-        pieces = split_to_fit(unit.text, self._fits_core, self.effective.core_max_tokens)
+        pieces = split_to_fit(unit.text, self._fits_core, self.effective.core_max_tokens, self._check)
         return [Unit(p, unit.separator if i == 0 else SPACE) for i, p in enumerate(pieces)]
 
     def _table_units(self, unit: Unit) -> list[Unit]:

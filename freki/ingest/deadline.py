@@ -6,11 +6,29 @@ kills its worker when one passes, so a request nobody waits for any more stops w
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
 
 from wolf_service.errors import Cancelled, DeadlineExceeded
+
+T = TypeVar("T")
+log = logging.getLogger("freki.ingest")
+
+
+class StopSignal(threading.Event):
+    """An event that remembers when it was first set (``at``, monotonic), so a stop can say how late it was."""
+
+    at: float | None = None
+
+    def set(self) -> None:
+        """Set the event; the first call records the time."""
+        if self.at is None:
+            self.at = time.monotonic()
+        super().set()
 
 
 class Deadline:
@@ -37,6 +55,12 @@ class Deadline:
         """Seconds left (never negative), or None without a deadline."""
         return None if self.expires is None else max(0.0, self.expires - time.monotonic())
 
+    def overrun(self) -> float:
+        """Seconds since the first stop: the deadline passing, or a ``StopSignal`` set (0.0 if neither)."""
+        times = [t for t in (self.expires, *(getattr(e, "at", None) for e, _ in self._stops)) if t is not None]
+        now = time.monotonic()
+        return max(0.0, now - min(times)) if times and min(times) <= now else 0.0
+
     def stopped(self) -> str:
         """The reason work must stop now, or "" to carry on."""
         for event, reason in self._stops:
@@ -56,3 +80,24 @@ class Deadline:
 
 
 NO_DEADLINE = Deadline()
+
+
+def checked(items: Iterable[T], check: Callable[[str], None], stage: str, every: int = 1024) -> Iterator[T]:
+    """``items``, calling ``check(stage)`` (e.g. ``Deadline.check``) before the first and every ``every``-th:
+    a long loop stops soon after its deadline, and the check costs nothing next to the work between."""
+    for number, item in enumerate(items):
+        if not number % every:
+            check(stage)
+        yield item
+
+
+@contextmanager
+def abandonment_logged(deadline: Deadline, document_id: str) -> Iterator[None]:
+    """Log work on ``document_id`` that ``deadline`` stopped: where, and how long after the deadline or cancel
+    (the operator's evidence that abandoned work does not run on)."""
+    try:
+        yield
+    except (DeadlineExceeded, Cancelled) as exc:
+        log.warning("indexing %r abandoned: %s (%.2f s after the deadline or cancel)", document_id[:80], exc,
+                    deadline.overrun())
+        raise

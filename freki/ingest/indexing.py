@@ -28,7 +28,7 @@ from freki.ingest import lexical
 from freki.ingest.caches import SentenceVectorCache, embed_in_slices
 from freki.ingest.chunking import Chunk
 from freki.ingest.commit import Committer, Companion, document_filter  # noqa: F401 - re-exported
-from freki.ingest.deadline import NO_DEADLINE, Deadline
+from freki.ingest.deadline import NO_DEADLINE, Deadline, abandonment_logged
 from freki.ingest.lanes import ChunkerFactory, IndexLane, LaneRouter
 from freki.ingest.locks import LockTable
 from freki.ingest.parsing import ParsedDocument, ParseLimits, parse_document
@@ -151,10 +151,11 @@ class Indexer:
         """Hash of everything that determines the stored chunks of a document."""
         h = hashlib.sha256()
         h.update(doc.data if isinstance(doc.data, bytes) else doc.data.encode("utf-8", "surrogatepass"))
-        h.update(json.dumps(
-            [doc.content_type, doc.source, doc.owner_id, sorted(doc.metadata.items()),
-             self._fingerprint, self.router.layout.fingerprint()],
-        ).encode())
+        parts = [doc.content_type, doc.source, doc.owner_id, sorted(doc.metadata.items()),
+                 self._fingerprint, self.router.layout.fingerprint()]
+        if isinstance(self._sparse, SparseEncoder) and self._sparse.term_scope(doc.tenant_id):
+            parts.append("terms=tenant")  # the tenant's own term space (freki.embed.sparse)
+        h.update(json.dumps(parts).encode())
         return h.hexdigest()
 
     def index(self, doc: IndexInput, deadline: Deadline = NO_DEADLINE, *,
@@ -170,7 +171,7 @@ class Indexer:
         """
         started = time.perf_counter()
         key = (doc.tenant_id, doc.document_id)
-        with self.document_lock(*key):
+        with self.document_lock(*key), abandonment_logged(deadline, doc.document_id):
             digest = self.content_hash(doc)
             existing = self._registry.get(doc.tenant_id, doc.document_id)
             if expect_generation is not None and (existing is None or existing.generation != expect_generation):
@@ -193,7 +194,11 @@ class Indexer:
                 return lane.embedder.embed(texts)
 
             chunker = lane.make_chunker(self.sentence_cache.embedder_for(key, embed, lane.model))
-            chunks = chunker.chunk(parsed, max_chunks=self.limits.max_chunks)
+            # Cheap limits before planning: every word is at least one token of some chunk.
+            words = sum(len(section.text.split()) for section in parsed.sections)
+            check_chunk_count(-(-words // chunker.effective.max_tokens), self.limits.max_chunks, doc.document_id,
+                              estimated=True)
+            chunks = chunker.chunk(parsed, max_chunks=self.limits.max_chunks, check=deadline.check)
             check_chunk_count(len(chunks), self.limits.max_chunks, doc.document_id)
             if not chunks:
                 raise InvalidArgument(
@@ -235,7 +240,7 @@ class Indexer:
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}
         sparse = lexical.lexical_passages(self._sparse, [c.new_text for c in chunks],  # overlap is BM25-indexed once
                                   declared=metadata.get("language", ""),
-                                  groups=[c.metadata.get("section", "") for c in chunks])
+                                  groups=[c.metadata.get("section", "") for c in chunks], tenant=doc.tenant_id)
         deadline.check("embedding chunks")
         generation, content_type = new_generation(), parsed.content_type
         now = datetime.now(UTC).isoformat()

@@ -20,24 +20,27 @@ SparseEncode = Callable[[Sequence[str]], list[SparseVector]]
 
 
 def lexical_passages(encode: SparseEncoder | SparseEncode | None, texts: Sequence[str], *,
-                     declared: object = "", groups: Sequence[str] | None = None) -> list[LexicalPassage | None]:
-    """Vectors of a document's chunk ``texts`` (``declared``: its ``language`` metadata; ``groups``: the
-    section of each text); Nones when no sparse encoder is configured."""
+                     declared: object = "", groups: Sequence[str] | None = None,
+                     tenant: str = "") -> list[LexicalPassage | None]:
+    """Vectors of ``tenant``'s document's chunk ``texts`` (``declared``: its ``language`` metadata;
+    ``groups``: the section of each text); Nones when no sparse encoder is configured."""
     if encode is None:
         return [None] * len(texts)
     if isinstance(encode, SparseEncoder):
-        return list(encode.encode_document(texts, declared=declared, groups=groups))
+        return list(encode.encode_document(texts, declared=declared, groups=groups, tenant=tenant))
     return [LexicalPassage(v, "", "") for v in encode(texts)]
 
 
 def vectors_of_points(encode: SparseEncoder | SparseEncode | None, texts: Sequence[str],
                       payloads: Sequence[Mapping[str, Any]]) -> list[SparseVector | None]:
-    """Stored chunks' texts re-encoded, each in the language recorded with it (English when none is)."""
+    """Stored chunks' texts re-encoded, each in the language recorded with it (English when none is) and in
+    its tenant's term space."""
     if encode is None:
         return [None] * len(texts)
     if not isinstance(encode, SparseEncoder):
         return list(encode(texts))
-    return [encode.encode_passage(t, str(p.get("language") or "en")) for t, p in zip(texts, payloads, strict=True)]
+    return [encode.encode_passage(t, str(p.get("language") or "en"), str(p.get("tenant_id") or ""))
+            for t, p in zip(texts, payloads, strict=True)]
 
 
 def vector_of(passage: LexicalPassage | None) -> SparseVector | None:

@@ -8,6 +8,7 @@ up exactly across whitespace). `SemanticChunker` verifies the final texts with t
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
@@ -114,17 +115,21 @@ def _is_local_maximum(
     return True
 
 
-def partition_span(plan: SectionPlan, start: int, end: int, limits: EffectiveLimits) -> list[tuple[int, int]]:
+def partition_span(plan: SectionPlan, start: int, end: int, limits: EffectiveLimits,
+                   check: Callable[[str], None] = lambda _: None) -> list[tuple[int, int]]:
     """Split units[start:end] into pieces within the new-text budget, cutting at the best gaps.
 
     Minimises: one unit of cost per cut, plus how poor each cut gap is, plus a penalty for crossing a gap
     whose sentences are similar (above the threshold, same paragraph), plus a large penalty per piece
-    below `min_tokens`. Returns (start, end) unit ranges in order.
+    below `min_tokens`. Returns (start, end) unit ranges in order. ``check(stage)`` raises when the work
+    must stop (the request's deadline); it runs every 1,024 units.
     """
     threshold = limits.similarity_threshold
     best: dict[int, float] = {start: 0.0}
     choice: dict[int, int] = {}
     for stop in range(start + 1, end + 1):
+        if not (stop - start) % 1024:
+            check("planning chunk boundaries")
         best_cost = float("inf")
         best_from = stop - 1
         for begin in range(stop - 1, start - 1, -1):

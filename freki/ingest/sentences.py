@@ -30,6 +30,8 @@ _ABBREVIATIONS = frozenset(
 _DOTTED = re.compile(r"(?:[a-z]{1,2}\.){2,}")
 _INITIAL = re.compile(r"[A-Z]\.")
 _LIST_NUMBER = re.compile(r"\d{1,3}\.")
+_NON_SPACE = re.compile(r"\S")
+_WORD_LOOKBACK = 64  # characters searched back for the word before a full stop (abbreviations are short)
 
 
 @dataclass(frozen=True)
@@ -49,11 +51,12 @@ def split_line(line: str) -> list[str]:
     start = 0
     for match in _CANDIDATE.finditer(line):
         end = match.end()
-        rest = line[end:].lstrip()
-        if not rest:
+        # Positions, not copies of the rest of the line: a line of 70,000 sentences stays linear.
+        after = _NON_SPACE.search(line, end)
+        if after is None:
             continue
         cjk = match.group()[0] in "。！？"
-        if not cjk and not _ends_sentence(line, match.start(), match.group(), rest):
+        if not cjk and not _ends_sentence(line, match.start(), match.group(), after.start()):
             continue
         piece = line[start:end].strip()
         if piece:
@@ -65,12 +68,14 @@ def split_line(line: str) -> list[str]:
     return sentences
 
 
-def _ends_sentence(line: str, position: int, punctuation: str, rest: str) -> bool:
-    if not _STARTER.match(rest):
+def _ends_sentence(line: str, position: int, punctuation: str, next_start: int) -> bool:
+    if not _STARTER.match(line, next_start):
         return False  # "e.g. the", "... and so on" — the next word is not a sentence start
     if punctuation.rstrip("\"'”’»)]") != ".":
         return True  # ! ? and ellipses followed by a capital end a sentence
-    word_start = line.rfind(" ", 0, position) + 1
+    lookback = max(0, position - _WORD_LOOKBACK)
+    space = line.rfind(" ", lookback, position)
+    word_start = space + 1 if space >= 0 or not lookback else lookback
     word = line[word_start : position + 1].lstrip("\"'“‘«([")
     lowered = word.lower()
     if lowered[:-1] in _ABBREVIATIONS or _DOTTED.fullmatch(lowered) or _INITIAL.fullmatch(word):

@@ -31,6 +31,7 @@ from typing import Any, Literal
 import numpy as np
 
 from freki.embed.calibration import Alignment
+from freki.embed.query_cache import EmbedQuery
 from freki.embed.sparse import SparseEncoder
 from freki.search import fusion
 from freki.search.fusion import Scored
@@ -106,7 +107,7 @@ class SearchLane:
     """One embedding model's collection and its query embedding."""
 
     model: str
-    embed_query: Callable[[str], np.ndarray]
+    embed_query: EmbedQuery
     chunks: VectorStore
     # this model's cosine -> the scale of the thresholds (the standard model's; ``freki.embed.calibration``)
     calibrate: Alignment = Alignment()
@@ -124,7 +125,7 @@ class Retriever:
     def __init__(
         self,
         *,
-        embed_query: Callable[[str], np.ndarray],
+        embed_query: EmbedQuery,
         chunks: VectorStore,
         sparse: SparseEncoder | None = None,
         config: RetrievalConfig | None = None,
@@ -155,8 +156,9 @@ class Retriever:
         collect = payloads if depth <= query.top_k else None
         origin: dict[str, SearchLane] = {}
         lexical = query.mode in ("sparse", "hybrid")
-        lists = [self._merged(text, self._sparse.encode_query(text, query.language) if lexical else None,
-                              query.mode, flt, depth, collect, origin) for text in texts]
+        tenant = query.tenant_id
+        lists = [self._merged(text, self._sparse.encode_query(text, query.language, tenant) if lexical else None,
+                              query.mode, flt, depth, collect, origin, tenant) for text in texts]
         if len(lists) == 1:
             ranked = lists[0]
         elif query.mode == "hybrid" and self.config.fusion == "rrf":
@@ -197,12 +199,12 @@ class Retriever:
 
     def _merged(
         self, text: str, sparse_query: SparseVector | None, mode: str, flt: list[FieldMatch], depth: int,
-        payloads: dict[str, dict[str, Any]] | None, origin: dict[str, SearchLane],
+        payloads: dict[str, dict[str, Any]] | None, origin: dict[str, SearchLane], tenant: str,
     ) -> list[Scored]:
         """``_search`` in every model's collection, merged by relevance (documents live in one of them)."""
         merged: list[Scored] = []
         for lane in self.lanes:
-            found = self._search(lane, text, sparse_query, mode, flt, depth, payloads)
+            found = self._search(lane, text, sparse_query, mode, flt, depth, payloads, tenant)
             origin.update((s.id, lane) for s in found)
             merged.extend(found)
         return fusion.sort_scored(merged)[:depth] if len(self.lanes) > 1 else merged
@@ -210,24 +212,24 @@ class Retriever:
     # -- one query text in one mode ------------------------------------------------------------------
     def _search(
         self, lane: SearchLane, text: str, sparse_query: SparseVector | None, mode: str, flt: list[FieldMatch],
-        depth: int, payloads: dict[str, dict[str, Any]] | None,
+        depth: int, payloads: dict[str, dict[str, Any]] | None, tenant: str,
     ) -> list[Scored]:
         """Candidates for one query text (``sparse_query``: its lexical vector, in sparse and hybrid mode);
         their payloads go into ``payloads`` unless it is None."""
         light = payloads is None
         if mode == "dense":
-            vector = lane.embed_query(text)
+            vector = lane.embed_query(text, tenant)
             points = lane.chunks.search_dense(vector.tolist(), flt, depth, with_payload=not light)
             return self._scored(points, payloads, lambda s: fusion.dense_relevance(lane.calibrate(s)))
         if mode not in ("sparse", "hybrid"):
             raise ValueError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
         if sparse_query is None:
-            sparse_query = self._sparse.encode_query(text)
+            sparse_query = self._sparse.encode_query(text, "", tenant)
         if mode == "sparse":
             points = (lane.chunks.search_sparse(sparse_query, flt, depth, with_payload=not light)
                       if sparse_query.indices else [])
             return self._scored(points, payloads, self._lexical_relevance(sparse_query))
-        vector = lane.embed_query(text)
+        vector = lane.embed_query(text, tenant)
         # Each list as deep as fusion needs, whatever the depth of the fused list.
         prefetch = max(depth, self.config.candidates)
         if self.config.fusion == "rrf":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import struct
+from contextlib import AbstractContextManager
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -14,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from odin_client.client import OdinClient
 from odin_client.errors import OdinError
 from odin_client.gateway import chat
-from odin_client.gateway.clients import ClientPool
+from odin_client.gateway.clients import ClientPool, bearer_key
 from odin_client.gateway.errors import GatewayError, body, from_gateway, from_odin
 from odin_client.gateway.schemas import ChatRequest, EmbeddingsRequest, IndexRequest, RetrieveRequest
 from odin_client.gateway.settings import GatewaySettings
@@ -62,7 +63,7 @@ class BodyLimit:
 def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | None = None) -> FastAPI:
     """The ASGI app; ``odin`` names Freki and Geri (default: ``OdinSettings()`` from env/file)."""
     limits = settings or GatewaySettings()
-    pool = ClientPool(odin or OdinSettings(), limits.clients_cached)
+    pool = ClientPool(odin or OdinSettings(), limits.clients_cached, lambda: limits.api_keys)
     app = FastAPI(title="Wolfpack RAG — OpenAI-compatible gateway", version="1")
     app.state.pool = pool
     app.router.add_event_handler("shutdown", pool.close)
@@ -84,19 +85,17 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
         return JSONResponse(body(f"{where or 'body'}: {first.get('msg', 'invalid')}"[:500], "invalid_request_error",
                                  "invalid_body"), 400)
 
-    def client(request: Request) -> OdinClient:
-        header = request.headers.get("authorization", "")
-        scheme, _, key = header.partition(" ")
-        if header and scheme.lower() != "bearer":
-            raise GatewayError(401, "Authorization must be 'Bearer <API key>'", "authentication_error")
-        if limits.require_api_key and not key.strip():
-            raise GatewayError(401, "an API key is required: send 'Authorization: Bearer <key>'",
-                               "authentication_error")
-        return pool.get(key.strip())
+    def key(request: Request) -> str:
+        return bearer_key(request.headers.get("authorization", ""), required=limits.require_api_key)
+
+    def client(request: Request) -> AbstractContextManager[OdinClient]:
+        """The caller's Odin client, leased for the ``with`` block (``ClientPool``)."""
+        return pool.lease(key(request))
 
     @app.get("/v1/models")
     def models(request: Request) -> dict[str, Any]:
-        listed = client(request).models()
+        with client(request) as odin:
+            listed = odin.models()
         return {"object": "list", "data": [
             {"id": m.get("name", ""), "object": "model", "created": 0, "owned_by": m.get("backend", "geri")}
             for m in listed.models]}
@@ -104,10 +103,11 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
     @app.post("/v1/chat/completions", response_model=None)
     def chat_completions(req: ChatRequest, request: Request) -> dict[str, Any] | StreamingResponse:
         chat.check(req, limits)
-        odin = client(request)
         if req.stream:
-            return StreamingResponse(chat.stream(odin, req), media_type="text/event-stream")
-        return chat.completion(odin, req)
+            events = pool.stream(key(request), lambda odin: chat.stream(odin, req))
+            return StreamingResponse(events, media_type="text/event-stream")
+        with client(request) as odin:
+            return chat.completion(odin, req)
 
     @app.post("/v1/embeddings")
     def embeddings(req: EmbeddingsRequest, request: Request) -> dict[str, Any]:
@@ -115,7 +115,8 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
         if not texts or len(texts) > limits.max_embedding_inputs:
             raise GatewayError(413 if texts else 400, f"input must hold 1 to max_embedding_inputs "
                                                       f"({limits.max_embedding_inputs}) texts (got {len(texts)})")
-        result = client(request).embed(texts, tenant_id=req.tenant_id)
+        with client(request) as odin:
+            result = odin.embed(texts, tenant_id=req.tenant_id)
 
         def encode(vector: list[float]) -> list[float] | str:
             if req.encoding_format == "base64":  # what the openai client asks for: little-endian float32
@@ -129,29 +130,34 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
 
     @app.post("/v1/documents")
     def index_document(req: IndexRequest, request: Request) -> dict[str, Any]:
-        done = client(request).index_text(req.text, source=req.source, document_id=req.document_id,
-                                          content_type=req.content_type, metadata=req.metadata,
-                                          owner_id=req.owner_id, tenant_id=req.tenant_id)
+        with client(request) as odin:
+            done = odin.index_text(req.text, source=req.source, document_id=req.document_id,
+                                   content_type=req.content_type, metadata=req.metadata,
+                                   owner_id=req.owner_id, tenant_id=req.tenant_id)
         return done.to_dict()
 
     @app.get("/v1/documents")
     def list_documents(request: Request, page_size: int = 100, page_token: str = "", owner_id: str = "",
                        tenant_id: str | None = None) -> dict[str, Any]:
-        return client(request).list_documents(page_size=page_size, page_token=page_token, owner_id=owner_id,
-                                              tenant_id=tenant_id).to_dict()
+        with client(request) as odin:
+            return odin.list_documents(page_size=page_size, page_token=page_token, owner_id=owner_id,
+                                       tenant_id=tenant_id).to_dict()
 
     @app.get("/v1/documents/{document_id:path}")
     def get_document(document_id: str, request: Request, tenant_id: str | None = None) -> dict[str, Any]:
-        return client(request).get_document(document_id, tenant_id=tenant_id).to_dict()
+        with client(request) as odin:
+            return odin.get_document(document_id, tenant_id=tenant_id).to_dict()
 
     @app.delete("/v1/documents/{document_id:path}")
     def delete_document(document_id: str, request: Request, tenant_id: str | None = None) -> dict[str, Any]:
-        chunks = client(request).delete_document(document_id, tenant_id=tenant_id)
+        with client(request) as odin:
+            chunks = odin.delete_document(document_id, tenant_id=tenant_id)
         return {"document_id": document_id, "deleted": True, "chunks_deleted": chunks}
 
     @app.post("/v1/retrieve")
     def retrieve(req: RetrieveRequest, request: Request) -> dict[str, Any]:
-        return client(request).retrieve(req.query, top_k=req.top_k, filters=req.filters, mode=req.mode,
-                                        tenant_id=req.tenant_id).to_dict()
+        with client(request) as odin:
+            return odin.retrieve(req.query, top_k=req.top_k, filters=req.filters, mode=req.mode,
+                                 tenant_id=req.tenant_id).to_dict()
 
     return app

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from wolf_service.auth import ApiKey
 from wolf_service.settings import FileSettings
 
 
@@ -24,3 +25,7 @@ class GatewaySettings(FileSettings):
     max_message_chars: int = Field(default=32_000, ge=1, description="Characters of one message")
     max_embedding_inputs: int = Field(default=64, ge=1, description="Inputs of one /v1/embeddings call")
     clients_cached: int = Field(default=32, ge=1, description="Odin clients (one per API key) kept open")
+    api_keys: list[ApiKey] = Field(
+        default_factory=list, description="Keys the gateway accepts (the same entries as Freki's and Geri's "
+                                          "security.api_keys); an unknown key is refused with 401 before any "
+                                          "client is opened. Empty: every key is passed on and checked there")

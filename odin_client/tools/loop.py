@@ -5,12 +5,17 @@ The flow yields :class:`~odin_client.answering.flow.GenerateCall`, :class:`Confi
 :class:`RunToolCall` and :class:`AuditCall` and receives their results; the blocking and the asyncio
 client drive it with ``drive`` / ``drive_async``. It is bounded: after ``max_steps`` rounds of tool calls
 the model is asked once more with ``tool_choice="none"``, so it must answer with what it has.
+
+A tool that overruns its time limit is not stopped (a thread cannot be), so it may still finish and take
+effect: the model is told exactly that ("unfinished"), and when the loop ends every such call is looked at
+again — one that has finished by then is recorded as "late" with what it returned, so the caller never
+reads "it did not run" about a tool that ran.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,19 +49,24 @@ class AuditCall:
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """How a run ended: ``ok`` with the result text, or ``error`` / ``timeout`` with a reason."""
+    """How a run ended: ``ok`` with the result text, ``error`` with a reason, or ``unfinished`` (still
+    running at its time limit; ``later()`` gives the outcome once it has ended, None until then)."""
 
     outcome: str
     content: str
+    later: Callable[[], ToolOutcome | None] | None = None
 
 
 @dataclass(frozen=True)
 class ToolCallRecord:
     """One call the model asked for and what became of it.
 
-    ``outcome``: ok, error, timeout, refused (missing scope), declined (not confirmed), invalid
-    (arguments do not match the schema), unknown (no such tool), repeated (the same call again in this
-    loop: its earlier result was given back, the tool did not run twice).
+    ``outcome``: ok, error, unfinished (still running at its time limit and when the loop ended: it may yet
+    take effect), late (it finished after its time limit, before the loop ended: it ran, ``result`` is what it
+    returned), timeout (a coroutine handler cancelled at its time limit: part of it may have taken effect),
+    refused (missing scope), declined (not confirmed), invalid (arguments do not match the
+    schema), unknown (no such tool), repeated (the same call again in this loop: its earlier result was given
+    back, the tool did not run twice).
     """
 
     id: str
@@ -131,6 +141,7 @@ def tool_loop(question: str, registry: ToolRegistry,
     pending: list[common_pb2.ChatTurn] = []
     prompt = question
     records: list[ToolCallRecord] = []
+    running: dict[int, Callable[[], ToolOutcome | None]] = {}  # record index -> its unfinished run
     done: dict[tuple[str, str], str] = {}
     step = 0
     while True:
@@ -146,6 +157,7 @@ def tool_loop(question: str, registry: ToolRegistry,
         pending = []
         prompt = ""
         if not generation.tool_calls or last:
+            yield from _settle(records, running)
             return ToolLoopResult(text=generation.text, calls=records, steps=step,
                                   stopped="max_steps" if last else "answered", generation=generation,
                                   session_id=opts.session_id)
@@ -154,14 +166,31 @@ def tool_loop(question: str, registry: ToolRegistry,
         if not opts.session_id:  # with a session, Geri stored the assistant turn itself
             history.append(assistant)
         for call in generation.tool_calls:
-            record = yield from _one_call(call, registry, done, step)
+            record, later = yield from _one_call(call, registry, done, step)
+            if later is not None:
+                running[len(records)] = later
             records.append(record)
             pending.append(common_pb2.ChatTurn(role="tool", tool_call_id=call.id, content=record.result))
 
 
-def _one_call(call: ToolCallRequest, registry: ToolRegistry, done: dict[tuple[str, str], str],
-              step: int) -> Generator[LoopCall, Any, ToolCallRecord]:
-    """Decide, confirm, run (or refuse) one call; audit it; its record (whose ``result`` the model sees)."""
+def _settle(records: list[ToolCallRecord], running: dict[int, Callable[[], ToolOutcome | None]]
+            ) -> Generator[LoopCall, Any, None]:
+    """Record (and audit) as "late" each unfinished call that has finished since; the rest stay unfinished."""
+    for index, later in running.items():
+        ended = later()
+        if ended is not None:
+            old = records[index]
+            records[index] = ToolCallRecord(id=old.id, name=old.name, arguments=old.arguments,
+                                            outcome="late" if ended.outcome == "ok" else ended.outcome,
+                                            result=ended.content, step=old.step)
+            yield AuditCall(records[index])
+
+
+def _one_call(call: ToolCallRequest, registry: ToolRegistry, done: dict[tuple[str, str], str], step: int
+              ) -> Generator[LoopCall, Any, tuple[ToolCallRecord, Callable[[], ToolOutcome | None] | None]]:
+    """Decide, confirm, run (or refuse) one call; audit it; its record (whose ``result`` the model sees) and,
+    for a run still going at its time limit, how to learn its outcome later."""
+    later = None
     key = (call.name, json.dumps(call.arguments, sort_keys=True))
     decision = registry.decide(call)
     outcome, result = decision.outcome, _refusal(decision.reason)
@@ -174,10 +203,10 @@ def _one_call(call: ToolCallRequest, registry: ToolRegistry, done: dict[tuple[st
             result = _refusal("the user did not allow this call")
     if outcome == "ok":
         ran: ToolOutcome = yield RunToolCall(call)
-        outcome, result = ran.outcome, ran.content
+        outcome, result, later = ran.outcome, ran.content, ran.later
         if outcome == "ok":
             done[key] = result
     record = ToolCallRecord(id=call.id, name=call.name, arguments=call.arguments, outcome=outcome, result=result,
                             step=step)
     yield AuditCall(record)
-    return record
+    return record, later

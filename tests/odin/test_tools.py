@@ -152,9 +152,41 @@ def test_a_failing_or_slow_handler_becomes_an_error_result_without_its_message()
     result = run(geri, registry, timeout_s=0.3)
     release.set()
     assert time.monotonic() - start < 3
-    assert [r.outcome for r in result.calls] == ["error", "timeout"]
+    assert [r.outcome for r in result.calls] == ["error", "unfinished"]
     assert "RuntimeError" in result.calls[0].result and "hunter2" not in result.calls[0].result
-    assert "0.3 s" in result.calls[1].result
+    assert "0.3 s" in result.calls[1].result and "may yet complete" in result.calls[1].result
+
+
+def test_a_tool_that_ran_past_its_time_limit_is_reported_as_having_run() -> None:
+    """Issue 32: a destructive tool finished just after its limit and the loop said "timeout" (it did nothing)."""
+    deleted: list[str] = []
+
+    def delete_all(city: str) -> str:
+        time.sleep(0.6)  # past the 0.2 s limit, then the deletion happens
+        deleted.append(city)
+        return "deleted 3 documents"
+
+    class SlowGeri(ScriptedGeri):
+        def __call__(self, prompt: str, **options: Any) -> Generation:
+            if len(self.requests) == 1:
+                time.sleep(1.5)  # the model's next turn outlasts the tool
+            return super().__call__(prompt, **options)
+
+    registry = ToolRegistry([Tool("delete_all", "", CITY, delete_all)])
+    audited: list[str] = []
+
+    class Audit:
+        def record(self, **fields: Any) -> None:
+            audited.append(str(fields["outcome"]))
+
+    geri = SlowGeri(gen(calls=(call("delete_all"),)), gen("It may not have finished."))
+    result = run(geri, registry, timeout_s=0.2, audit=Audit())
+    assert deleted == ["Oslo"]
+    # The model was told the tool may still take effect; the caller learns that it ran and what it returned.
+    assert "may yet complete" in geri.requests[1][1]["messages"][-1].content
+    (record,) = result.calls
+    assert record.outcome == "late" and record.result == "deleted 3 documents"
+    assert audited == ["unfinished", "late"]
 
 
 def test_every_decision_is_audited_without_argument_values(tmp_path: Path) -> None:

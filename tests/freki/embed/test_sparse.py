@@ -80,3 +80,14 @@ def test_fingerprint_changes_with_parameters() -> None:
 def test_invalid_parameters_are_refused() -> None:
     with pytest.raises(ValueError, match="b in"):
         SparseEncoder(Bm25Params(b=1.5))
+
+
+def test_each_non_default_tenant_has_its_own_term_space() -> None:
+    enc = SparseEncoder()
+    text = "pump failure ERR-7781"
+    plain = enc.encode_query(text)
+    assert enc.encode_query(text, "", "default") == plain  # the default tenant keeps the plain hashes
+    a, b = enc.encode_query(text, "", "agency-a"), enc.encode_query(text, "", "agency-b")
+    assert len({tuple(plain.indices), tuple(a.indices), tuple(b.indices)}) == 3
+    assert a.values == plain.values
+    assert enc.encode_passage(text, "en", "agency-a").indices == a.indices  # passages and queries agree

@@ -166,8 +166,8 @@ def test_overlap_is_indexed_once_by_bm25_and_stays_so_after_a_full_reindex(engin
     assert chunks[0][0]["overlap_chars"] == 0
     for payload, sparse in overlapping:
         content, overlap = str(payload["content"]), int(payload["overlap_chars"])
-        assert same_vector(sparse, engine.sparse.encode_passage(content[overlap:]))
-        assert not same_vector(sparse, engine.sparse.encode_passage(content))
+        assert same_vector(sparse, engine.sparse.encode_passage(content[overlap:], "", T))
+        assert not same_vector(sparse, engine.sparse.encode_passage(content, "", T))
     engine.full_reindex(T, "overlapping")
     assert all(same_vector(after, before)  # type: ignore[arg-type]
                for (_, after), (_, before) in zip(sparse_by_chunk(engine, "overlapping"), chunks, strict=True))

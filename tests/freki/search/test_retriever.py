@@ -40,7 +40,7 @@ def retriever(tmp_path: Path) -> Iterator[Retriever]:
     ])
     try:
         # candidates=2: the dense list holds only docs 1-2, so doc 3 is lexical-only.
-        yield Retriever(embed_query=lambda _: QUERY_VECTOR, chunks=store, sparse=enc,
+        yield Retriever(embed_query=lambda _t, _s="": QUERY_VECTOR, chunks=store, sparse=enc,
                         config=RetrievalConfig(candidates=2, sparse_weight=0.4))
     finally:
         store.close()
