@@ -17,7 +17,9 @@ from freki.embed.remote_client import caller_deadline
 from freki.engine import models
 from freki.engine.active_index import active_index_file, load_active
 from freki.engine.blue_green import BlueGreen
-from freki.engine.config import build_embedder, master_key, sandbox_config, store_config
+from freki.engine.config import build_embedder, disk_watermarks, master_key, sandbox_config, store_config
+from freki.engine.healing import Healer, Scrubber, ScrubReport, scrub
+from freki.engine.health import DiskPoller, health
 from freki.engine.index_set import IndexSet, build_index, built_with, drop_index, embedding_config
 from freki.engine.reindex import ReindexReport, full_reindex
 from freki.engine.status import EngineStatus
@@ -32,6 +34,8 @@ from freki.search.result_cache import ResultCache, hit_bytes
 from freki.search.retrieval import Hits, Query
 from freki.settings import FrekiSettings
 from freki.store import FieldMatch, StoredPoint, VectorStore
+from freki.store.errors import DiskFull
+from freki.store.integrity import Quarantine
 from freki.store.keys import KeyStore
 from freki.store.maintenance import Maintenance
 from freki.store.rwlock import ReadWriteLock
@@ -53,6 +57,7 @@ class FrekiEngine:
     def __init__(self, settings: FrekiSettings, *, embedder: EmbeddingModel | None = None) -> None:
         self.settings = settings
         self._given_embedder = embedder
+        self.quarantine = Quarantine()  # chunks that failed their integrity check (freki.store.integrity)
         self._models: dict[str, EmbeddingModel] = {}  # every model loaded, by name (``_load``)
         self._models_lock = threading.Lock()
         self.keys = KeyStore(settings.gdpr.keys_path or Path(settings.data_dir) / "keys.sqlite",
@@ -87,29 +92,55 @@ class FrekiEngine:
             log.warning("embedding_model is %r but the index was built with %r: serving with %r until a "
                         "FullReindex with migrate_model moves the index to the new model",
                         embedding_config(settings), model, model)
+        if (disk := disk_watermarks(settings).read()).free_bytes < 0:  # loading would fill it (tmpfs)
+            raise DiskFull(f"cannot load the index: {disk.describe()}; free space first", path=disk.path)
         self.active = self.open_index(pointer.version, model)
+        self.disk = DiskPoller(disk_watermarks(settings), settings.disk.check_interval_s)
         try:
-            self.repair_report: RepairReport = repair(
-                self.active.chunk_stores, self.registry, self.keys, grace, settings.gdpr.drop_records_without_keys,
-                models={lane.identity.name for lane in self.active.embedders},
-                sources=self.active.sources, sweep_keys=pointer.migration is None)
-            if orphans := self.graph.links.remove_orphans(lambda g: grace is None or generation_age_s(g) > grace):
-                self.repair_report.counts["orphan_link_points"] += orphans
+            self.repair_report: RepairReport = self._repair(grace, pointer.migration is None)
         except BaseException:
             self.active.close()
             self.keys.close()
+            self.disk.stop()
             raise
         if self._purge_marker.exists():  # an erasure was interrupted before its purge finished
-            self.purge()
+            self._start_purge()
         self.maintenance = Maintenance(self.purge, settings.store.maintenance_interval_s)
         self.blue_green = BlueGreen(self, pointer)
+        self.healer = Healer(self, self.quarantine, settings.integrity.heal)
+        self.scrubber = Scrubber(self.scrub, settings.integrity.scrub_interval_s)
+
+    def _repair(self, grace: float | None, sweep_keys: bool) -> RepairReport:
+        """The start-up consistency pass; on a full disk it is put off (reads serve, the next start runs it)."""
+        settings = self.settings
+        try:
+            report = repair(
+                self.active.chunk_stores, self.registry, self.keys, grace, settings.gdpr.drop_records_without_keys,
+                models={lane.identity.name for lane in self.active.embedders},
+                sources=self.active.sources, sweep_keys=sweep_keys)
+            if orphans := self.graph.links.remove_orphans(lambda g: grace is None or generation_age_s(g) > grace):
+                report.counts["orphan_link_points"] += orphans
+        except DiskFull as exc:
+            log.error("start-up consistency pass put off until a start with free disk space: %s", exc)
+            return RepairReport()
+        return report
+
+    def _start_purge(self) -> None:
+        """Purge now; on a full disk later (the marker stays: the next start or maintenance purges). The erased
+        text is shredded meanwhile: its keys are destroyed."""
+        try:
+            self.purge()
+        except DiskFull as exc:
+            self.maintenance.touch() if hasattr(self, "maintenance") else None
+            log.error("purge after an erasure put off: %s", exc)
 
     def open_index(self, version: int, model: str) -> IndexSet:
         """Open index ``version`` with ``model`` as its standard model (the given embedder when it is that
         model); models are loaded once per process, so two indexes (a migration) share the type-specific ones."""
         return build_index(self.settings, version, self._load(model), self.keys, chunking=lambda: self.chunking,
                            sandbox=self.sandbox, on_change=self.results.invalidate, reranker=self._reranker,
-                           load_model=lambda m: self._load(m, "the model in FREKI_EMBEDDING_MODELS"))
+                           load_model=lambda m: self._load(m, "the model in FREKI_EMBEDDING_MODELS"),
+                           quarantine=self.quarantine)
 
     def _load(self, model: str, setting: str = "FREKI_EMBEDDING_MODEL") -> EmbeddingModel:
         with self._models_lock:
@@ -146,6 +177,7 @@ class FrekiEngine:
               expect_generation: str | None = None) -> IndexResult:
         """Index or re-index one document; stops (writing nothing) when ``deadline`` passes or Freki stops."""
         deadline = deadline.with_stop(self._stopping, "the server is shutting down")
+        self.disk.disk.check_write(f"index document {doc.document_id[:200]!r}")  # before any parsing or embedding
         with self.writes.read(), caller_deadline(deadline.remaining()):  # bounds a server model's requests
             try:
                 result = self.indexer.index(doc, deadline, expect_generation=expect_generation)
@@ -280,7 +312,7 @@ class FrekiEngine:
 
     def _erase_purge(self) -> None:
         if self.settings.gdpr.purge_on_erase:
-            self.purge()
+            self._start_purge()
 
     def _mark_purge(self) -> None:
         if self.settings.gdpr.purge_on_erase:
@@ -310,7 +342,14 @@ class FrekiEngine:
             configured_model=embedding_config(self.settings),
             migration=self.blue_green.status(),
             models=tuple(statuses),
+            disk=(disk := self.disk.disk.read()),
+            health=health(disk, len(self.quarantine.entries())),
+            quarantined=tuple(self.quarantine.entries(tenant)),
         )
+
+    def scrub(self) -> ScrubReport:
+        """Check every stored chunk against its checksum now (``integrity.scrub_interval_s`` runs it too)."""
+        return scrub(self)
 
     def stop_work(self) -> None:
         """Make index calls in progress stop at their next check (kills parser workers); for shutdown."""
@@ -322,6 +361,9 @@ class FrekiEngine:
         self.stop_work()
         self.blue_green.stop()
         self.maintenance.stop()
+        self.scrubber.stop()
+        self.healer.stop()
+        self.disk.stop()
         self.active.close()
         self.keys.close()
 
