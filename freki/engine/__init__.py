@@ -21,6 +21,7 @@ from freki.engine.config import build_embedder, disk_watermarks, master_key, san
 from freki.engine.healing import Healer, Scrubber, ScrubReport, scrub
 from freki.engine.health import DiskPoller, health
 from freki.engine.index_set import IndexSet, build_index, built_with, drop_index, embedding_config
+from freki.engine.purging import Purger
 from freki.engine.reindex import ReindexReport, full_reindex
 from freki.engine.status import EngineStatus
 from freki.ingest.deadline import NO_DEADLINE, Deadline
@@ -70,9 +71,8 @@ class FrekiEngine:
         # Index and delete calls share it; an erasure or a migration's switch takes it alone.
         self.writes = ReadWriteLock()
         self.serving = ReadWriteLock()  # searches share it; closing a replaced index waits for them
-        self._purge_marker = Path(settings.data_dir) / ".purge-pending"
-        self._purge_lock, self._purge_guard = threading.Lock(), threading.Lock()
-        self._purge_requests = self._purged_upto = 0
+        self.purger = Purger(lambda: self.active, Path(settings.data_dir) / ".purge-pending",
+                             settings.gdpr.purge_on_erase)
         cfg = settings.chunking
         self.chunking = ChunkingConfig(
             max_tokens=cfg.max_tokens, min_tokens=cfg.min_tokens,
@@ -103,20 +103,19 @@ class FrekiEngine:
             self.keys.close()
             self.disk.stop()
             raise
-        if self._purge_marker.exists():  # an erasure was interrupted before its purge finished
-            self._start_purge()
-        self.maintenance = Maintenance(self.purge, settings.store.maintenance_interval_s)
+        self.maintenance = self.purger.maintenance = Maintenance(self.purge, settings.store.maintenance_interval_s)
+        if self.purger.marker.exists():  # an erasure was interrupted before its purge finished
+            self.purger.purge_or_put_off()
         self.blue_green = BlueGreen(self, pointer)
         self.healer = Healer(self, self.quarantine, settings.integrity.heal)
         self.scrubber = Scrubber(self.scrub, settings.integrity.scrub_interval_s)
 
     def _repair(self, grace: float | None, sweep_keys: bool) -> RepairReport:
         """The start-up consistency pass; on a full disk it is put off (reads serve, the next start runs it)."""
-        settings = self.settings
         try:
             report = repair(
-                self.active.chunk_stores, self.registry, self.keys, grace, settings.gdpr.drop_records_without_keys,
-                models={lane.identity.name for lane in self.active.embedders},
+                self.active.chunk_stores, self.registry, self.keys, grace,
+                self.settings.gdpr.drop_records_without_keys, models={lane.identity.name for lane in self.embedders},
                 sources=self.active.sources, sweep_keys=sweep_keys)
             if orphans := self.graph.links.remove_orphans(lambda g: grace is None or generation_age_s(g) > grace):
                 report.counts["orphan_link_points"] += orphans
@@ -124,15 +123,6 @@ class FrekiEngine:
             log.error("start-up consistency pass put off until a start with free disk space: %s", exc)
             return RepairReport()
         return report
-
-    def _start_purge(self) -> None:
-        """Purge now; on a full disk later (the marker stays: the next start or maintenance purges). The erased
-        text is shredded meanwhile: its keys are destroyed."""
-        try:
-            self.purge()
-        except DiskFull as exc:
-            self.maintenance.touch() if hasattr(self, "maintenance") else None
-            log.error("purge after an erasure put off: %s", exc)
 
     def open_index(self, version: int, model: str) -> IndexSet:
         """Open index ``version`` with ``model`` as its standard model (the given embedder when it is that
@@ -210,7 +200,7 @@ class FrekiEngine:
         cached vectors; returns chunks deleted. ``erase``: also purge the engine's files before returning
         (``gdpr.purge_on_erase``). NotFound when there was nothing at all."""
         if erase:
-            self._mark_purge()
+            self.purger.mark()
         with self.writes.read(), self.indexer.document_lock(tenant, document_id):
             known = self.registry.get(tenant, document_id) is not None
             try:
@@ -219,11 +209,11 @@ class FrekiEngine:
                 self.blue_green.touch(tenant, document_id)
             self.indexer.sentence_cache.forget(tenant, document_id)
         if not known and not deleted:
-            self._purge_marker.unlink(missing_ok=True)
+            self.purger.marker.unlink(missing_ok=True)
             raise NotFound(f"document {document_id[:200]!r} is not indexed for tenant {tenant!r}")
         self.maintenance.touch()
         if erase:
-            self._erase_purge()
+            self.purger.after_erase()
         return deleted
 
     def chunks_of(self, tenant: str, document_id: str, *, with_vectors: bool = False) -> list[StoredPoint]:
@@ -261,7 +251,7 @@ class FrekiEngine:
 
         Waits for index calls in progress; the owner's keys are destroyed (their text is shredded) and,
         with ``gdpr.purge_on_erase``, the engine's files are purged before this returns."""
-        self._mark_purge()
+        self.purger.mark()
         with self.writes.write():
             for record in records:
                 self.generations.hide(record.generation)
@@ -281,43 +271,12 @@ class FrekiEngine:
                 self.results.invalidate(tenant)
             for record in records:
                 self.indexer.sentence_cache.forget(tenant, record.document_id)
-        self._erase_purge()
+        self.purger.after_erase()
         return len(records), chunks
 
     def purge(self) -> bool:
-        """Remove what deletes left in the engine's files (``VectorStore.purge``); False if the engine cannot.
-
-        Concurrent callers share one run: a caller whose request came before a run started is served by it.
-        The two collections are purged side by side."""
-        with self._purge_guard:
-            self._purge_requests += 1
-            ticket = self._purge_requests
-        with self._purge_lock:
-            if self._purged_upto >= ticket:
-                return True
-            with self._purge_guard:
-                covers = self._purge_requests
-            index = self.active
-            companions = [index.registry_store, index.links_store, *([index.sources.store] if index.sources else [])]
-            registry = threading.Thread(target=lambda: [store.purge() for store in companions],
-                                        name="freki-purge-registry")
-            registry.start()
-            try:
-                done = all([store.purge() for store in index.chunk_stores])
-            finally:
-                registry.join()
-            self._purged_upto = covers
-            self._purge_marker.unlink(missing_ok=True)
-            return done
-
-    def _erase_purge(self) -> None:
-        if self.settings.gdpr.purge_on_erase:
-            self._start_purge()
-
-    def _mark_purge(self) -> None:
-        if self.settings.gdpr.purge_on_erase:
-            self._purge_marker.parent.mkdir(parents=True, exist_ok=True)
-            self._purge_marker.touch()
+        """Remove what deletes left in the engine's files (``freki.engine.purging``); False if it cannot."""
+        return self.purger.purge()
 
     def export_owner(self, tenant: str, owner_id: str, *, with_vectors: bool = False) -> Iterator[
         tuple[DocumentRecord, list[StoredPoint]]
@@ -366,7 +325,6 @@ class FrekiEngine:
         self.disk.stop()
         self.active.close()
         self.keys.close()
-
 
 
 __all__ = ["EngineStatus", "FrekiEngine", "build_embedder", "store_config"]

@@ -15,13 +15,23 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from freki.engine.reindex import ReindexReport
 from freki.store.base import FieldMatch
 from freki.store.integrity import Quarantine, QuarantinedChunk
+from freki.store.sealed import SealedStore
 
-if TYPE_CHECKING:
-    from freki.engine import FrekiEngine
+
+class Engine(Protocol):
+    """What the scrub and the healer use of ``FrekiEngine``."""
+
+    quarantine: Quarantine
+
+    @property
+    def chunk_stores(self) -> list[SealedStore]: ...
+
+    def full_reindex(self, tenant: str, document_id: str = "") -> ReindexReport: ...
 
 log = logging.getLogger("freki.integrity")
 PAGE = 256
@@ -54,7 +64,7 @@ def _id_pages(store: Any) -> Iterator[list[str]]:
             return
 
 
-def scrub(engine: FrekiEngine) -> ScrubReport:
+def scrub(engine: Engine) -> ScrubReport:
     """Read every chunk of the serving index with its vector and check it; corrupt ones are quarantined."""
     started = time.perf_counter()
     report = ScrubReport()
@@ -75,7 +85,7 @@ def scrub(engine: FrekiEngine) -> ScrubReport:
 class Healer:
     """A daemon thread re-indexing the documents of quarantined chunks (``heal`` False: it only lists them)."""
 
-    def __init__(self, engine: FrekiEngine, quarantine: Quarantine, heal: bool) -> None:
+    def __init__(self, engine: Engine, quarantine: Quarantine, heal: bool) -> None:
         self._engine = engine
         self._quarantine = quarantine
         self._heal = heal

@@ -36,20 +36,18 @@ from freki.store.base import (
     ScoredPoint,
     SparseVector,
     StoredPoint,
-    payload_indexes,
     stored_point,
     vector_selector,
 )
-from freki.store.disk import DiskWatermarks
+from freki.store.edge_config import ensure_indexes, shard_config
 from freki.store.edge_layout import CollectionPaths, acquire_lock, read_registry, release_lock, write_registry
 from freki.store.edge_purge import PURGE_PADDING_ID, purge_shard
-from freki.store.errors import DiskFull, StoreError, StoreUnavailable
+from freki.store.errors import StoreError, StoreUnavailable
 from freki.store.filters import edge_filter
 from freki.store.guarded import Conditions, GuardedStore, PayloadUpdates
 from freki.store.validation import check_filter, check_recorded_spec
 
 log = logging.getLogger(__name__)
-_SCHEMA = {"keyword": qe.PayloadSchemaType.Keyword, "float": qe.PayloadSchemaType.Float}
 
 
 def _ids(ids: list[str]) -> list[qe.PointId]:
@@ -100,7 +98,7 @@ class EdgeStore(GuardedStore):
         try:
             self._shard = self._open_shard(paths, spec)
             try:
-                self._ensure_indexes(self._shard, spec, self.disk)
+                ensure_indexes(self._shard, spec, self.disk)
                 # A purge killed half-way leaves its padding point behind. Looked up first: an open writes
                 # nothing it need not (the disk may be full, docs/decisions/0221-disk-and-integrity.md).
                 if self._shard.retrieve(_ids([PURGE_PADDING_ID]), with_payload=False, with_vector=False):
@@ -133,41 +131,13 @@ class EdgeStore(GuardedStore):
             )
         else:
             write_registry(paths, spec)
-        config = self._config(spec, self.search_threads)
+        config = shard_config(spec, self.search_threads)
         try:
             if paths.shard_exists():
                 return qe.EdgeShard.load(str(paths.shard), config)
             return qe.EdgeShard.create(str(paths.shard), config)
         except Exception as exc:
             raise _engine_error(exc, f"open collection {spec.name!r} in {where}") from exc
-
-    @staticmethod
-    def _config(spec: CollectionSpec, search_threads: int) -> qe.EdgeConfig:
-        sparse = {SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if spec.sparse else None
-        return qe.EdgeConfig(
-            vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=spec.dense_dim, distance=qe.Distance.Cosine)},
-            sparse_vectors=sparse,
-            max_search_threads=search_threads,
-            # optimize() (called by purge and maintenance only) then rewrites every segment holding a deleted
-            # point: the engine's defaults leave segments under 20 % deleted or 1,000 points as they are, with
-            # the deleted payloads still in their files.
-            optimizers=qe.EdgeOptimizersConfig(deleted_threshold=1e-9, vacuum_min_vector_number=1),
-        )
-
-    @staticmethod
-    def _ensure_indexes(shard: qe.EdgeShard, spec: CollectionSpec, disk: DiskWatermarks | None) -> None:
-        # Checked on every open, so a crash between creating the shard and its indexes heals itself.
-        existing = set(shard.info().payload_schema)
-        for name, kind in payload_indexes(spec).items():
-            if name not in existing:
-                if disk is not None:
-                    try:
-                        disk.check_write(f"create payload index {name!r} of collection {spec.name!r}")
-                    except DiskFull as exc:  # filters work without it, only slower; made at a start with room
-                        log.warning("%s", exc)
-                        continue
-                shard.update(qe.UpdateOperation.create_field_index(name, _SCHEMA[kind]))
-        shard.flush()
 
     def _engine_rewrite_bytes(self) -> int:
         spec = self._spec

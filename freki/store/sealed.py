@@ -23,9 +23,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from cryptography.exceptions import InvalidTag
@@ -41,56 +39,14 @@ from freki.store.base import (
     StoredPoint,
 )
 from freki.store.errors import CorruptData, InvalidStoreInput, StoreError
+from freki.store.generations import Generations
 from freki.store.integrity import CHECK, Quarantine, make_check, read_points, report, verify
 from freki.store.keys import KeyStore
-from freki.store.rwlock import ReadWriteLock
 
 SEALED = "sealed"
 GENERATION = "generation"
 _NONCE = 12
 _P = TypeVar("_P", ScoredPoint, StoredPoint)
-
-
-class Generations:
-    """Generations hidden from readers (in progress or being retired); thread-safe, counted.
-
-    A read holds ``reading()`` from taking its snapshot until it has opened the engine's answer, and every change
-    waits for such reads: so once ``swap`` returns, no read still in flight uses the old view, and the
-    retired generation can be deleted without a reader finding the document half gone.
-    """
-
-    def __init__(self) -> None:
-        self._hidden: Counter[str] = Counter()
-        self._lock = ReadWriteLock()
-
-    def hide(self, generation: str) -> None:
-        with self._lock.write():
-            self._hidden[generation] += 1
-
-    def show(self, generation: str) -> None:
-        with self._lock.write():
-            self._drop(generation)
-
-    def swap(self, shown: str, hidden: str) -> None:
-        """Make ``shown`` visible and hide ``hidden`` in one step (no reader sees both or neither)."""
-        with self._lock.write():
-            self._hidden[hidden] += 1
-            self._drop(shown)
-
-    def _drop(self, generation: str) -> None:
-        self._hidden[generation] -= 1
-        if self._hidden[generation] <= 0:
-            del self._hidden[generation]
-
-    @contextmanager
-    def reading(self) -> Iterator[tuple[str, ...]]:
-        """The hidden generations, stable until the block ends."""
-        with self._lock.read():
-            yield tuple(self._hidden)
-
-    def snapshot(self) -> tuple[str, ...]:
-        with self._lock.read():
-            return tuple(self._hidden)
 
 
 class SealedStore:
