@@ -98,7 +98,8 @@ class Healer:
         if self._heal:
             self._todo.put((entry.tenant_id, entry.document_id or entry.chunk_id))
         else:
-            self._quarantine.mark([entry.chunk_id], "failed: integrity.heal is off; re-index the document")
+            self._quarantine.mark([entry.chunk_id], "failed: not healed (integrity.heal is off, or `freki verify` "
+                                  "ran without --heal); re-index the document")
 
     def _loop(self) -> None:
         while (item := self._todo.get()) is not None:
