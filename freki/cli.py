@@ -2,7 +2,9 @@
 
 ``freki serve [--config FILE] [--host H] [--port N] [--data-dir DIR]`` runs the server;
 ``freki migrate [--config FILE] (--to-url URL | --to-data-dir DIR) [--to-collection NAME] [--resume]`` copies
-the index of a stopped Freki into another store (embedded engine <-> Qdrant server) without re-embedding.
+the index of a stopped Freki into another store (embedded engine <-> Qdrant server) without re-embedding;
+``freki verify [--config FILE] [--heal]`` checks every stored chunk of a stopped Freki against its checksum
+(exit 1 when any is corrupt; ``--heal`` re-indexes their documents from the kept sources).
 """
 
 from __future__ import annotations
@@ -38,7 +40,44 @@ def _parser() -> argparse.ArgumentParser:
     migrate.add_argument("--to-collection", help="target collection name (default: the source's)")
     migrate.add_argument("--resume", action="store_true", help="finish an interrupted copy into a non-empty target")
     migrate.add_argument("--batch", type=int, default=256, help="points per write (default 256)")
+    verify = sub.add_parser("verify", help="check every stored chunk against its checksum (Freki stopped)")
+    verify.add_argument("--config", help="JSON settings file (FREKI_SETTINGS_FILE also works)")
+    verify.add_argument("--heal", action="store_true", help="re-index the documents of corrupt chunks")
     return parser
+
+
+def _verify(args: argparse.Namespace) -> int:
+    import time
+
+    from freki.engine import FrekiEngine
+    from freki.store.errors import StoreError
+
+    settings = FrekiSettings.load(args.config)
+    settings = settings.model_copy(update={"integrity": settings.integrity.model_copy(
+        update={"heal": args.heal, "scrub_interval_s": 0.0})})
+    try:
+        engine = FrekiEngine(settings)
+    except StoreError as exc:
+        from freki.api.server import damaged
+
+        print(f"freki verify: {damaged(exc, settings)}", file=sys.stderr)
+        return 3
+    try:
+        report = engine.scrub()
+        while args.heal and any(e.heal in ("pending", "healing") for e in engine.quarantine.entries()):
+            time.sleep(0.2)
+        for name, count in report.checked.items():
+            print(f"{name}: {count:,} chunks checked")
+        for entry in report.corrupt:
+            print(f"corrupt: chunk {entry.chunk_id} of {entry.collection} (tenant {entry.tenant_id!r}, document "
+                  f"{entry.document_id!r}): {entry.reason}")
+        left = engine.quarantine.entries()
+        for entry in left:
+            print(f"not healed: chunk {entry.chunk_id}: {entry.heal}")
+        print(f"{len(report.corrupt)} corrupt, {engine.quarantine.healed} healed, {len(left)} left")
+        return 1 if left else 0
+    finally:
+        engine.close()
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -85,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "migrate":
         return _migrate(args)
+    if args.command == "verify":
+        return _verify(args)
     overrides: dict[str, Any] = {
         k: v for k, v in (("host", args.host), ("port", args.port), ("data_dir", args.data_dir)) if v is not None
     }

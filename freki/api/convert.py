@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from wolf.v1 import common_pb2, freki_pb2
@@ -14,6 +15,7 @@ from freki.api.validation import caller_filter, tenant_of
 from freki.engine.blue_green import MigrationStatus
 from freki.engine.graph import DocumentLink
 from freki.engine.models import ModelStatus
+from freki.engine.status import EngineStatus
 from freki.ingest.indexing import IndexResult
 from freki.ingest.registry import DocumentRecord
 from freki.search.filters import to_condition
@@ -241,3 +243,17 @@ def migration_status(status: MigrationStatus | None) -> freki_pb2.MigrationStatu
         state=status.state, model_from=status.model_from, model_to=status.model_to, started_at=status.started_at,
         documents_done=status.documents_done, documents_total=status.documents_total, error=status.error,
     )
+
+
+def health_fields(status: EngineStatus) -> dict[str, Any]:
+    """IndexStatus's health, its reasons, the disk's state and the quarantined chunks."""
+    health, reasons = status.health
+    fields: dict[str, Any] = {"health": health, "health_reasons": list(reasons)}
+    if (disk := status.disk) is not None:
+        fields["disk"] = freki_pb2.DiskStatus(
+            path=disk.path, free_bytes=disk.free_bytes, total_bytes=disk.total_bytes, level=disk.level,
+            refuse_below_bytes=disk.refuse_at, warn_below_bytes=disk.warn_at)
+    fields["quarantined_chunks"] = [freki_pb2.QuarantinedChunk(
+        chunk_id=q.chunk_id, document_id=q.document_id, tenant_id=q.tenant_id, collection=q.collection,
+        reason=q.reason, detected_at=q.detected_at, heal=q.heal) for q in status.quarantined]
+    return fields

@@ -52,6 +52,7 @@ def record_feedback(engine: FrekiEngine, tenant: str, request: freki_pb2.Feedbac
     if len(request.comment) > limit:
         raise InvalidArgument(f"comment must be at most {limit:,} characters (graph.feedback_comment_max_chars; "
                               f"got {len(request.comment):,})")
+    engine.disk.disk.check_write("record feedback")
     engine.graph.feedback.record(tenant, query_id, request.document_id, request.rating, request.comment,
                                  request_id=request.request_id)
     return freki_pb2.FeedbackResponse(request_id=request.request_id, query_id=query_id, rating=request.rating)

@@ -20,6 +20,7 @@ from freki.engine import FrekiEngine
 from freki.ingest.chunking import SemanticChunker
 from freki.ingest.limits import ChunkingConfig
 from freki.settings import ChunkingSettings, FrekiSettings
+from freki.store.disk import LEVELS
 from freki.watch.watcher import Watcher
 from wolf_service.audit_interceptor import AuditedRpc
 from wolf_service.metrics import ServiceMetrics
@@ -121,6 +122,31 @@ class EngineCollector(Collector):
         for kind, count in sorted(self._engine.repair_report.counts.items()):
             repairs.add_metric([kind], float(count))
         yield repairs
+        disk = self._engine.disk.disk.read()
+        for name, doc, value in (
+            ("freki_disk_free_bytes", "Free bytes of the data dir's file system", disk.free_bytes),
+            ("freki_disk_refuse_below_bytes", "Free bytes under which writes are refused (disk watermarks)",
+             disk.refuse_at),
+            ("freki_disk_state", "Disk watermark level: 0 ok, 1 warn (low), 2 refuse (writes refused)",
+             LEVELS.index(disk.level)),
+        ):
+            gauge = GaugeMetricFamily(name, doc)
+            gauge.add_metric([], float(value))
+            yield gauge
+        refused = CounterMetricFamily("freki_disk_refused_writes", "Writes refused for lack of disk space")
+        refused.add_metric([], float(self._engine.disk.disk.refused))
+        yield refused
+        quarantine = self._engine.quarantine
+        held = GaugeMetricFamily("freki_chunks_quarantined", "Chunks failing their integrity check, not served")
+        held.add_metric([], float(len(quarantine.entries())))
+        yield held
+        for name, doc, value in (
+            ("freki_chunks_corrupt_detected", "Chunks found corrupt (on read or by the scrub)", quarantine.detected),
+            ("freki_chunks_healed", "Quarantined chunks replaced by re-indexing their document", quarantine.healed),
+        ):
+            family = CounterMetricFamily(name, doc)
+            family.add_metric([], float(value))
+            yield family
         killed = CounterMetricFamily("freki_parser_workers_killed", "Parser workers killed on a limit or deadline")
         killed.add_metric([], float(self._engine.sandbox.killed))
         yield killed

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 import grpc
+from grpc_health.v1 import health_pb2
 from wolf.v1 import freki_pb2, freki_pb2_grpc
 
 from freki.api import operations
 from freki.api.servicer import FrekiServicer
 from freki.engine import FrekiEngine
 from freki.settings import FrekiSettings
-from freki.store.errors import EmbeddingModelMismatch, KeyStoreMismatch, StoreUnavailable
+from freki.store.disk import DiskState
+from freki.store.errors import DiskFull, EmbeddingModelMismatch, KeyStoreMismatch, StoreError, StoreUnavailable
 from freki.watch.watcher import Watcher
 from wolf_service.logs import configure_logging
 from wolf_service.reload import SettingsSource
@@ -49,6 +52,7 @@ def build_server(
 
     operations.install_metrics(ops.metrics, engine, operations.current_watcher(servicer))
     handle = ops.start_server(register, SERVICE_NAME)
+    watch_disk_health(handle, engine)
     if reload_from is not None:
         hooks = [operations.reload_hook(engine, servicer)]
         ops.enable_reload(reload_from, operations.RELOADABLE, hooks=hooks, sighup=sighup)
@@ -61,15 +65,45 @@ def build_server(
     return handle, engine
 
 
+def damaged(exc: Exception, settings: FrekiSettings) -> str:
+    """The one-line start-up error for data Freki cannot read: what failed, where, and what to do."""
+    return (f"{exc} -- the index files under {settings.data_dir} are damaged: restarting will not help. Keep a "
+            "copy of the data dir, then restore it from a backup; without one, move the collection directory "
+            "named above out of the way and index the documents again (docs/operations.md, \"Integrity\"). "
+            "`freki verify` lists damaged chunks of a data dir Freki can open")
+
+
+WRITES_HEALTH = "wolf.v1.FrekiService.writes"
+
+
+def watch_disk_health(handle: ServerHandle, engine: FrekiEngine) -> None:
+    """The health service's ``wolf.v1.FrekiService.writes``: NOT_SERVING while the disk watermarks refuse
+    writes. The server and FrekiService stay SERVING then: reads are served (docs/operations.md)."""
+    def report(state: DiskState) -> None:
+        serving = state.level != "refuse"
+        handle.health.set(WRITES_HEALTH, health_pb2.HealthCheckResponse.SERVING if serving
+                          else health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    report(engine.disk.disk.read())
+    engine.disk.disk.listeners.append(report)
+    handle.closers.append(lambda: engine.disk.disk.listeners.remove(report))
+
+
 def serve(settings: FrekiSettings, reload_from: SettingsSource | None = None) -> None:
     """Run until SIGTERM/SIGINT, then stop gracefully and close the store. SIGHUP reloads settings."""
     configure_logging(settings.log)
     try:
         handle, engine = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
-    except (StoreUnavailable, EmbeddingModelMismatch, KeyStoreMismatch) as exc:
+    except (StoreUnavailable, EmbeddingModelMismatch, KeyStoreMismatch, DiskFull) as exc:
         # A data dir held by another Freki, a store that cannot be reached, a collection built with another
-        # embedding model: the CLI says so in one line (wolf_service.startup), not with a traceback.
+        # embedding model, a full disk: the CLI says so in one line (wolf_service.startup), not with a traceback.
         raise StartupError(str(exc)) from None
+    except StoreError as exc:  # the engine cannot read its own files (CorruptData, undecodable segments)
+        raise StartupError(damaged(exc, settings)) from None
+    except sqlite3.DatabaseError as exc:  # the key store
+        keys = settings.gdpr.keys_path or settings.data_dir / "keys.sqlite"
+        raise StartupError(f"the key store {keys} is unreadable ({exc}): restore it from a backup; without "
+                           "it the sealed text of every document is lost (docs/operations.md, \"Integrity\")") from None
     # Once the grace period is over, work still running stops at its next check (parser workers are killed),
     # so neither the watcher's file in progress nor a cancelled RPC holds the process up.
     handle.closers.insert(0, engine.stop_work)

@@ -147,6 +147,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             embedding_models=convert.model_statuses(status.models),
             configured_embedding_model=status.configured_model,
             migration=convert.migration_status(status.migration),
+            **convert.health_fields(status),
             **(convert.watch_status_fields(*self.watcher.status(), status_tenant) if self.watcher else {}),
         )
 

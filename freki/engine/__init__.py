@@ -17,8 +17,11 @@ from freki.embed.remote_client import caller_deadline
 from freki.engine import models
 from freki.engine.active_index import active_index_file, load_active
 from freki.engine.blue_green import BlueGreen
-from freki.engine.config import build_embedder, master_key, sandbox_config, store_config
+from freki.engine.config import build_embedder, disk_watermarks, master_key, sandbox_config, store_config
+from freki.engine.healing import Healer, Scrubber, ScrubReport, scrub
+from freki.engine.health import DiskPoller, health
 from freki.engine.index_set import IndexSet, build_index, built_with, drop_index, embedding_config
+from freki.engine.purging import Purger
 from freki.engine.reindex import ReindexReport, full_reindex
 from freki.engine.status import EngineStatus
 from freki.ingest.deadline import NO_DEADLINE, Deadline
@@ -32,6 +35,8 @@ from freki.search.result_cache import ResultCache, hit_bytes
 from freki.search.retrieval import Hits, Query
 from freki.settings import FrekiSettings
 from freki.store import FieldMatch, StoredPoint, VectorStore
+from freki.store.errors import DiskFull
+from freki.store.integrity import Quarantine
 from freki.store.keys import KeyStore
 from freki.store.maintenance import Maintenance
 from freki.store.rwlock import ReadWriteLock
@@ -53,6 +58,7 @@ class FrekiEngine:
     def __init__(self, settings: FrekiSettings, *, embedder: EmbeddingModel | None = None) -> None:
         self.settings = settings
         self._given_embedder = embedder
+        self.quarantine = Quarantine()  # chunks that failed their integrity check (freki.store.integrity)
         self._models: dict[str, EmbeddingModel] = {}  # every model loaded, by name (``_load``)
         self._models_lock = threading.Lock()
         self.keys = KeyStore(settings.gdpr.keys_path or Path(settings.data_dir) / "keys.sqlite",
@@ -65,9 +71,8 @@ class FrekiEngine:
         # Index and delete calls share it; an erasure or a migration's switch takes it alone.
         self.writes = ReadWriteLock()
         self.serving = ReadWriteLock()  # searches share it; closing a replaced index waits for them
-        self._purge_marker = Path(settings.data_dir) / ".purge-pending"
-        self._purge_lock, self._purge_guard = threading.Lock(), threading.Lock()
-        self._purge_requests = self._purged_upto = 0
+        self.purger = Purger(lambda: self.active, Path(settings.data_dir) / ".purge-pending",
+                             settings.gdpr.purge_on_erase)
         cfg = settings.chunking
         self.chunking = ChunkingConfig(
             max_tokens=cfg.max_tokens, min_tokens=cfg.min_tokens,
@@ -87,29 +92,45 @@ class FrekiEngine:
             log.warning("embedding_model is %r but the index was built with %r: serving with %r until a "
                         "FullReindex with migrate_model moves the index to the new model",
                         embedding_config(settings), model, model)
+        if (disk := disk_watermarks(settings).read()).free_bytes < 0:  # loading would fill it (tmpfs)
+            raise DiskFull(f"cannot load the index: {disk.describe()}; free space first", path=disk.path)
         self.active = self.open_index(pointer.version, model)
+        self.disk = DiskPoller(disk_watermarks(settings), settings.disk.check_interval_s)
         try:
-            self.repair_report: RepairReport = repair(
-                self.active.chunk_stores, self.registry, self.keys, grace, settings.gdpr.drop_records_without_keys,
-                models={lane.identity.name for lane in self.active.embedders},
-                sources=self.active.sources, sweep_keys=pointer.migration is None)
-            if orphans := self.graph.links.remove_orphans(lambda g: grace is None or generation_age_s(g) > grace):
-                self.repair_report.counts["orphan_link_points"] += orphans
+            self.repair_report: RepairReport = self._repair(grace, pointer.migration is None)
         except BaseException:
             self.active.close()
             self.keys.close()
+            self.disk.stop()
             raise
-        if self._purge_marker.exists():  # an erasure was interrupted before its purge finished
-            self.purge()
-        self.maintenance = Maintenance(self.purge, settings.store.maintenance_interval_s)
+        self.maintenance = self.purger.maintenance = Maintenance(self.purge, settings.store.maintenance_interval_s)
+        if self.purger.marker.exists():  # an erasure was interrupted before its purge finished
+            self.purger.purge_or_put_off()
         self.blue_green = BlueGreen(self, pointer)
+        self.healer = Healer(self, self.quarantine, settings.integrity.heal)
+        self.scrubber = Scrubber(self.scrub, settings.integrity.scrub_interval_s)
+
+    def _repair(self, grace: float | None, sweep_keys: bool) -> RepairReport:
+        """The start-up consistency pass; on a full disk it is put off (reads serve, the next start runs it)."""
+        try:
+            report = repair(
+                self.active.chunk_stores, self.registry, self.keys, grace,
+                self.settings.gdpr.drop_records_without_keys, models={lane.identity.name for lane in self.embedders},
+                sources=self.active.sources, sweep_keys=sweep_keys)
+            if orphans := self.graph.links.remove_orphans(lambda g: grace is None or generation_age_s(g) > grace):
+                report.counts["orphan_link_points"] += orphans
+        except DiskFull as exc:
+            log.error("start-up consistency pass put off until a start with free disk space: %s", exc)
+            return RepairReport()
+        return report
 
     def open_index(self, version: int, model: str) -> IndexSet:
         """Open index ``version`` with ``model`` as its standard model (the given embedder when it is that
         model); models are loaded once per process, so two indexes (a migration) share the type-specific ones."""
         return build_index(self.settings, version, self._load(model), self.keys, chunking=lambda: self.chunking,
                            sandbox=self.sandbox, on_change=self.results.invalidate, reranker=self._reranker,
-                           load_model=lambda m: self._load(m, "the model in FREKI_EMBEDDING_MODELS"))
+                           load_model=lambda m: self._load(m, "the model in FREKI_EMBEDDING_MODELS"),
+                           quarantine=self.quarantine)
 
     def _load(self, model: str, setting: str = "FREKI_EMBEDDING_MODEL") -> EmbeddingModel:
         with self._models_lock:
@@ -146,6 +167,7 @@ class FrekiEngine:
               expect_generation: str | None = None) -> IndexResult:
         """Index or re-index one document; stops (writing nothing) when ``deadline`` passes or Freki stops."""
         deadline = deadline.with_stop(self._stopping, "the server is shutting down")
+        self.disk.disk.check_write(f"index document {doc.document_id[:200]!r}")  # before any parsing or embedding
         with self.writes.read(), caller_deadline(deadline.remaining()):  # bounds a server model's requests
             try:
                 result = self.indexer.index(doc, deadline, expect_generation=expect_generation)
@@ -178,7 +200,7 @@ class FrekiEngine:
         cached vectors; returns chunks deleted. ``erase``: also purge the engine's files before returning
         (``gdpr.purge_on_erase``). NotFound when there was nothing at all."""
         if erase:
-            self._mark_purge()
+            self.purger.mark()
         with self.writes.read(), self.indexer.document_lock(tenant, document_id):
             known = self.registry.get(tenant, document_id) is not None
             try:
@@ -187,11 +209,11 @@ class FrekiEngine:
                 self.blue_green.touch(tenant, document_id)
             self.indexer.sentence_cache.forget(tenant, document_id)
         if not known and not deleted:
-            self._purge_marker.unlink(missing_ok=True)
+            self.purger.marker.unlink(missing_ok=True)
             raise NotFound(f"document {document_id[:200]!r} is not indexed for tenant {tenant!r}")
         self.maintenance.touch()
         if erase:
-            self._erase_purge()
+            self.purger.after_erase()
         return deleted
 
     def chunks_of(self, tenant: str, document_id: str, *, with_vectors: bool = False) -> list[StoredPoint]:
@@ -229,7 +251,7 @@ class FrekiEngine:
 
         Waits for index calls in progress; the owner's keys are destroyed (their text is shredded) and,
         with ``gdpr.purge_on_erase``, the engine's files are purged before this returns."""
-        self._mark_purge()
+        self.purger.mark()
         with self.writes.write():
             for record in records:
                 self.generations.hide(record.generation)
@@ -249,43 +271,12 @@ class FrekiEngine:
                 self.results.invalidate(tenant)
             for record in records:
                 self.indexer.sentence_cache.forget(tenant, record.document_id)
-        self._erase_purge()
+        self.purger.after_erase()
         return len(records), chunks
 
     def purge(self) -> bool:
-        """Remove what deletes left in the engine's files (``VectorStore.purge``); False if the engine cannot.
-
-        Concurrent callers share one run: a caller whose request came before a run started is served by it.
-        The two collections are purged side by side."""
-        with self._purge_guard:
-            self._purge_requests += 1
-            ticket = self._purge_requests
-        with self._purge_lock:
-            if self._purged_upto >= ticket:
-                return True
-            with self._purge_guard:
-                covers = self._purge_requests
-            index = self.active
-            companions = [index.registry_store, index.links_store, *([index.sources.store] if index.sources else [])]
-            registry = threading.Thread(target=lambda: [store.purge() for store in companions],
-                                        name="freki-purge-registry")
-            registry.start()
-            try:
-                done = all([store.purge() for store in index.chunk_stores])
-            finally:
-                registry.join()
-            self._purged_upto = covers
-            self._purge_marker.unlink(missing_ok=True)
-            return done
-
-    def _erase_purge(self) -> None:
-        if self.settings.gdpr.purge_on_erase:
-            self.purge()
-
-    def _mark_purge(self) -> None:
-        if self.settings.gdpr.purge_on_erase:
-            self._purge_marker.parent.mkdir(parents=True, exist_ok=True)
-            self._purge_marker.touch()
+        """Remove what deletes left in the engine's files (``freki.engine.purging``); False if it cannot."""
+        return self.purger.purge()
 
     def export_owner(self, tenant: str, owner_id: str, *, with_vectors: bool = False) -> Iterator[
         tuple[DocumentRecord, list[StoredPoint]]
@@ -310,7 +301,14 @@ class FrekiEngine:
             configured_model=embedding_config(self.settings),
             migration=self.blue_green.status(),
             models=tuple(statuses),
+            disk=(disk := self.disk.disk.read()),
+            health=health(disk, len(self.quarantine.entries())),
+            quarantined=tuple(self.quarantine.entries(tenant)),
         )
+
+    def scrub(self) -> ScrubReport:
+        """Check every stored chunk against its checksum now (``integrity.scrub_interval_s`` runs it too)."""
+        return scrub(self)
 
     def stop_work(self) -> None:
         """Make index calls in progress stop at their next check (kills parser workers); for shutdown."""
@@ -322,9 +320,11 @@ class FrekiEngine:
         self.stop_work()
         self.blue_green.stop()
         self.maintenance.stop()
+        self.scrubber.stop()
+        self.healer.stop()
+        self.disk.stop()
         self.active.close()
         self.keys.close()
-
 
 
 __all__ = ["EngineStatus", "FrekiEngine", "build_embedder", "store_config"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 from freki.embed.embedder import Embedder
@@ -17,9 +18,12 @@ from freki.ingest.sandbox import SandboxConfig
 from freki.settings import FrekiSettings
 from freki.settings.embedding_servers import EmbeddingServer, server_name
 from freki.store import StoreConfig
+from freki.store.disk import DiskLevels, DiskWatermarks
 from wolf_service.errors import FailedPrecondition
 
 log = logging.getLogger("freki.engine")
+_WATERMARKS: dict[tuple[Path, DiskLevels], DiskWatermarks] = {}
+_WATERMARKS_LOCK = threading.Lock()
 
 
 def build_embedder(settings: FrekiSettings, model: str | None = None, *,
@@ -49,6 +53,19 @@ def server_config(name: str, server: EmbeddingServer) -> ServerConfig:
     return ServerConfig(name=name, api_key=server.api_key.get_secret_value() if server.api_key else None, **values)
 
 
+def disk_watermarks(settings: FrekiSettings) -> DiskWatermarks:
+    """The free-space watermarks of ``settings.data_dir``: one object per data dir and levels in a process, so
+    every store, the engine and the metrics share its refusal count and its last level."""
+    d = settings.disk
+    levels = DiskLevels(warn_free_bytes=d.warn_free_bytes, warn_free_percent=d.warn_free_percent,
+                        refuse_free_bytes=d.refuse_free_bytes, refuse_free_percent=d.refuse_free_percent)
+    key = (Path(settings.data_dir).resolve(), levels)
+    with _WATERMARKS_LOCK:
+        if key not in _WATERMARKS:
+            _WATERMARKS[key] = DiskWatermarks(settings.data_dir, levels)
+        return _WATERMARKS[key]
+
+
 def store_config(settings: FrekiSettings) -> StoreConfig:
     """Map Freki settings onto the store factory's config."""
     rrf_k = settings.retrieval.rrf_k  # hybrid RRF runs inside the store
@@ -56,6 +73,7 @@ def store_config(settings: FrekiSettings) -> StoreConfig:
         return StoreConfig(
             backend="edge", data_dir=settings.data_dir / "qdrant", rrf_k=rrf_k,
             flush_writes=settings.store.flush_each_write, search_threads=settings.store.search_threads,
+            disk=disk_watermarks(settings),
         )
     url = settings.store.url
     # ":memory:" and plain paths select qdrant-client's local mode (tests, tiny setups).

@@ -37,6 +37,7 @@ from freki.search.retrieval import RetrievalConfig, Retriever
 from freki.settings import FrekiSettings
 from freki.store import VectorStore, make_store
 from freki.store.edge import EdgeStore
+from freki.store.integrity import Quarantine
 from freki.store.keys import KeyStore
 from freki.store.migrate import recorded_spec
 from freki.store.remote import RemoteStore
@@ -130,9 +131,11 @@ def build_index(
     settings: FrekiSettings, version: int, embedder: EmbeddingModel, keys: KeyStore, *,
     chunking: Callable[[], ChunkingConfig], sandbox: ParserSandbox, on_change: Callable[[str], None],
     reranker: CrossEncoderReranker | None = None, load_model: Callable[[str], EmbeddingModel],
+    quarantine: Quarantine | None = None,
 ) -> IndexSet:
     """Open (creating if needed) index ``version`` with ``embedder`` as its standard model and ``load_model``
-    for the type-specific ones. ``chunking()``: the chunking in force."""
+    for the type-specific ones. ``chunking()``: the chunking in force; ``quarantine``: where the chunk
+    collections put points that fail their integrity check (``freki.store.integrity``)."""
     names = collection_names(settings, version)
     seal = settings.gdpr.encrypt_payloads
     cfg = store_config(settings)
@@ -140,7 +143,9 @@ def build_index(
     generations = Generations()
 
     def open_chunks() -> SealedStore:
-        return SealedStore(make_store(cfg), keys, CHUNK_SEALED_FIELDS if seal else (), generations)
+        store = SealedStore(make_store(cfg), keys, CHUNK_SEALED_FIELDS if seal else (), generations)
+        store.quarantine = quarantine
+        return store
 
     chunks = open_chunks()
     chunks.ensure_collection(models.chunk_collection_spec(settings, names.chunks, embedder))

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from freki.engine.blue_green import MigrationStatus
 from freki.engine.models import ModelStatus
+from freki.store.disk import DiskState
+from freki.store.integrity import QuarantinedChunk
 
 
 @dataclass(frozen=True)
@@ -21,3 +23,7 @@ class EngineStatus:
     models: tuple[ModelStatus, ...] = ()
     configured_model: str = ""
     migration: MigrationStatus | None = None
+    disk: DiskState | None = None
+    # ("ok" | "degraded", reasons): freki.engine.health
+    health: tuple[str, tuple[str, ...]] = ("ok", ())
+    quarantined: tuple[QuarantinedChunk, ...] = ()

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from freki.settings.disk import DiskSettings, IntegritySettings
 from freki.settings.embedding_servers import EmbeddingServer, ServerName, check_server_references
 from freki.settings.limits import MIB, LimitsSettings  # noqa: F401 - re-exported
 from freki.settings.retrieval import GraphSettings, ModeThresholds, RetrievalSettings  # noqa: F401 - re-exported
@@ -202,6 +203,9 @@ class FrekiSettings(FileSettings):
     gdpr: GdprSettings = GdprSettings()
     graph: GraphSettings = GraphSettings()
     reindex: ReindexSettings = ReindexSettings()
+    # Free-space watermarks of the data dir (writes refused before the disk is full) and chunk integrity checks.
+    disk: DiskSettings = DiskSettings()
+    integrity: IntegritySettings = IntegritySettings()
 
     # Requests above these limits are refused with INVALID_ARGUMENT.
     max_prompt_chars: int = Field(1_000_000, ge=1)

@@ -13,7 +13,7 @@ Typical use::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +30,7 @@ from freki.store.base import (
     VectorStore,
     scroll_pages,
 )
+from freki.store.disk import DiskWatermarks
 from freki.store.edge import EdgeStore
 from freki.store.errors import (
     CollectionNotReady,
@@ -97,6 +98,7 @@ class StoreConfig:
     rrf_k: int = 60
     flush_writes: bool = True
     search_threads: int = 1
+    disk: DiskWatermarks | None = field(default=None, compare=False)
 
 
 def _require_positive_int(name: str, value: object) -> None:
@@ -118,8 +120,10 @@ def make_store(config: StoreConfig) -> VectorStore:
         if config.url or config.location or config.path:
             raise InvalidStoreInput("url/location/path are remote-store settings; set backend='remote' to use them")
         _require_positive_int("search_threads", config.search_threads)
-        return EdgeStore(config.data_dir, rrf_k=config.rrf_k, flush_writes=config.flush_writes,
-                         search_threads=config.search_threads)
+        store = EdgeStore(config.data_dir, rrf_k=config.rrf_k, flush_writes=config.flush_writes,
+                          search_threads=config.search_threads)
+        store.disk = config.disk
+        return store
     if config.backend == "remote":
         given = [n for n, v in (("url", config.url), ("location", config.location), ("path", config.path)) if v]
         if len(given) != 1:

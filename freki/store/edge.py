@@ -19,6 +19,7 @@ A ``kill -9`` mid-batch can leave it partly applied; Freki's start-up consistenc
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -31,22 +32,22 @@ from freki.store.base import (
     ChunkPoint,
     CollectionSpec,
     ConvexWeights,
+    FieldMatch,
     ScoredPoint,
     SparseVector,
     StoredPoint,
-    payload_indexes,
     stored_point,
     vector_selector,
 )
+from freki.store.edge_config import ensure_indexes, shard_config
 from freki.store.edge_layout import CollectionPaths, acquire_lock, read_registry, release_lock, write_registry
 from freki.store.edge_purge import PURGE_PADDING_ID, purge_shard
 from freki.store.errors import StoreError, StoreUnavailable
 from freki.store.filters import edge_filter
 from freki.store.guarded import Conditions, GuardedStore, PayloadUpdates
-from freki.store.validation import check_recorded_spec
+from freki.store.validation import check_filter, check_recorded_spec
 
 log = logging.getLogger(__name__)
-_SCHEMA = {"keyword": qe.PayloadSchemaType.Keyword, "float": qe.PayloadSchemaType.Float}
 
 
 def _ids(ids: list[str]) -> list[qe.PointId]:
@@ -97,9 +98,13 @@ class EdgeStore(GuardedStore):
         try:
             self._shard = self._open_shard(paths, spec)
             try:
-                self._ensure_indexes(self._shard, spec)
-                # A purge killed half-way leaves its padding point behind.
-                self._shard.update(qe.UpdateOperation.delete_points(_ids([PURGE_PADDING_ID])))
+                ensure_indexes(self._shard, spec, self.disk)
+                # A purge killed half-way leaves its padding point behind. Looked up first: an open writes
+                # nothing it need not (the disk may be full, docs/decisions/0221-disk-and-integrity.md).
+                if self._shard.retrieve(_ids([PURGE_PADDING_ID]), with_payload=False, with_vector=False):
+                    self._shard.update(qe.UpdateOperation.delete_points(_ids([PURGE_PADDING_ID])))
+            except StoreError:
+                raise
             except Exception as exc:
                 raise _engine_error(exc, f"create the payload indexes of collection {spec.name!r}") from exc
         except BaseException:
@@ -115,6 +120,8 @@ class EdgeStore(GuardedStore):
 
     def _open_shard(self, paths: CollectionPaths, spec: CollectionSpec) -> qe.EdgeShard:
         where = f"data dir {self.data_dir}"
+        if not paths.shard_exists() and self.disk is not None:
+            self.disk.check_write(f"create collection {spec.name!r}")
         if paths.registry.exists():
             check_recorded_spec(read_registry(paths), spec, where)
         elif paths.shard_exists():
@@ -124,7 +131,7 @@ class EdgeStore(GuardedStore):
             )
         else:
             write_registry(paths, spec)
-        config = self._config(spec, self.search_threads)
+        config = shard_config(spec, self.search_threads)
         try:
             if paths.shard_exists():
                 return qe.EdgeShard.load(str(paths.shard), config)
@@ -132,34 +139,19 @@ class EdgeStore(GuardedStore):
         except Exception as exc:
             raise _engine_error(exc, f"open collection {spec.name!r} in {where}") from exc
 
-    @staticmethod
-    def _config(spec: CollectionSpec, search_threads: int) -> qe.EdgeConfig:
-        sparse = {SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if spec.sparse else None
-        return qe.EdgeConfig(
-            vectors={DENSE_VECTOR: qe.EdgeVectorParams(size=spec.dense_dim, distance=qe.Distance.Cosine)},
-            sparse_vectors=sparse,
-            max_search_threads=search_threads,
-            # optimize() (called by purge and maintenance only) then rewrites every segment holding a deleted
-            # point: the engine's defaults leave segments under 20 % deleted or 1,000 points as they are, with
-            # the deleted payloads still in their files.
-            optimizers=qe.EdgeOptimizersConfig(deleted_threshold=1e-9, vacuum_min_vector_number=1),
-        )
-
-    @staticmethod
-    def _ensure_indexes(shard: qe.EdgeShard, spec: CollectionSpec) -> None:
-        # Checked on every open, so a crash between creating the shard and its indexes heals itself.
-        existing = set(shard.info().payload_schema)
-        for name, kind in payload_indexes(spec).items():
-            if name not in existing:
-                shard.update(qe.UpdateOperation.create_field_index(name, _SCHEMA[kind]))
-        shard.flush()
+    def _engine_rewrite_bytes(self) -> int:
+        spec = self._spec
+        if spec is None:
+            return 0
+        segments = self._paths(spec).shard / "segments"
+        return sum(f.stat().st_blocks * 512 for f in segments.rglob("*") if f.is_file())
 
     def _engine_optimize(self) -> None:
         try:
             self._require_shard().optimize()
             self._require_shard().flush()
         except Exception as exc:
-            raise _engine_error(exc, "optimize") from exc
+            raise _engine_error(exc, self._where("optimize")) from exc
 
     def _engine_purge(self) -> bool:
         spec = self._spec
@@ -169,7 +161,7 @@ class EdgeStore(GuardedStore):
         except StoreError:
             raise
         except Exception as exc:
-            raise _engine_error(exc, "purge deleted data from its files") from exc
+            raise _engine_error(exc, self._where("purge deleted data from its files")) from exc
         return True
 
     def _engine_value_counts(self, key: str, conditions: Conditions) -> dict[str, int]:
@@ -179,7 +171,7 @@ class EdgeStore(GuardedStore):
             hits = self._require_shard().facet(request).hits  # values whose points are all deleted count 0
             return {str(hit.value): int(hit.count) for hit in hits if hit.count > 0}
         except Exception as exc:
-            raise _engine_error(exc, f"count values of {key!r}") from exc
+            raise _engine_error(exc, self._where(f"count values of {key!r}")) from exc
 
     def _engine_close(self) -> None:
         try:
@@ -191,6 +183,26 @@ class EdgeStore(GuardedStore):
             if self._lock_file is not None:
                 release_lock(self._lock_file)
                 self._lock_file = None
+
+    def _where(self, action: str) -> str:
+        """``action`` naming the collection and its files, so an engine error says where it happened."""
+        spec = self._spec
+        return f"{action} in collection {spec.name!r} ({self._paths(spec).shard})" if spec else action
+
+    def ids_page(self, offset: str | None, limit: int, filter: Sequence[FieldMatch] = ()) -> tuple[
+        list[str], str | None
+    ]:
+        """One page of matching point ids in id order, reading no payload or vector (the integrity scrub lists
+        a collection with it: a point whose payload the engine cannot decode fails every read that loads it)."""
+        conditions = check_filter(filter)
+        with self._reading():
+            request = qe.ScrollRequest(offset=offset, limit=limit, filter=edge_filter(conditions),
+                                       with_payload=False, with_vector=False)
+            try:
+                records, next_offset = self._require_shard().scroll(request)
+            except Exception as exc:
+                raise _engine_error(exc, self._where("list point ids")) from exc
+        return [str(r.id) for r in records], (str(next_offset) if next_offset is not None else None)
 
     def _require_shard(self) -> qe.EdgeShard:
         if self._shard is None:
@@ -213,7 +225,7 @@ class EdgeStore(GuardedStore):
                 shard.flush()
         except Exception as exc:
             self._rollback(shard, touched, before)
-            raise _engine_error(exc, "write the batch (it was rolled back)") from exc
+            raise _engine_error(exc, self._where("write the batch (it was rolled back)")) from exc
 
     @staticmethod
     def _rollback(shard: qe.EdgeShard, touched: list[str], before: list[qe.Record]) -> None:
@@ -241,14 +253,14 @@ class EdgeStore(GuardedStore):
             if self.flush_writes:
                 shard.flush()
         except Exception as exc:
-            raise _engine_error(exc, "delete points by filter") from exc
+            raise _engine_error(exc, self._where("delete points by filter")) from exc
 
     # ---------------------------------------------------------------------------------------------- reads
     def _query(self, request: qe.QueryRequest, action: str) -> list[ScoredPoint]:
         try:
             hits = self._require_shard().query(request)
         except Exception as exc:
-            raise _engine_error(exc, action) from exc
+            raise _engine_error(exc, self._where(action)) from exc
         return [ScoredPoint(str(h.id), float(h.score), dict(h.payload or {})) for h in hits]
 
     def _engine_search_dense(
@@ -285,7 +297,7 @@ class EdgeStore(GuardedStore):
         try:
             records, next_offset = self._require_shard().scroll(request)
         except Exception as exc:
-            raise _engine_error(exc, "scroll points") from exc
+            raise _engine_error(exc, self._where("scroll points")) from exc
         return [stored_point(r, with_vectors or with_sparse) for r in records], (
             str(next_offset) if next_offset is not None else None)
 
@@ -294,11 +306,11 @@ class EdgeStore(GuardedStore):
             records = self._require_shard().retrieve(_ids(ids), with_payload=True,
                                                      with_vector=vector_selector(with_vectors))
         except Exception as exc:
-            raise _engine_error(exc, "retrieve points") from exc
+            raise _engine_error(exc, self._where("retrieve points")) from exc
         return [stored_point(r, with_vectors) for r in records]
 
     def _engine_count(self, conditions: Conditions) -> int:
         try:
             return int(self._require_shard().count(qe.CountRequest(exact=True, filter=edge_filter(conditions))))
         except Exception as exc:
-            raise _engine_error(exc, "count points") from exc
+            raise _engine_error(exc, self._where("count points")) from exc

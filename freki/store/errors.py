@@ -47,3 +47,17 @@ class StoreUnavailable(StoreError):
 
 class KeyStoreMismatch(StoreError):
     """Sealed data refers to keys the configured key store never held (a wrong or lost ``gdpr.keys_path``)."""
+
+
+class DiskFull(StoreError):
+    """The data dir's file system is below its refuse level (``freki.store.disk``); nothing was written."""
+
+    grpc_code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class CorruptData(StoreError):
+    """Stored data failed its integrity check (``freki.store.integrity``) or the engine could not decode it."""

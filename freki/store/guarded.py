@@ -7,7 +7,9 @@ and run under the right lock:
 * reads take the shared side of a readers-writer lock, write batches the exclusive side, so in-process readers
   never see a half-applied batch;
 * writes and ``optimize`` also pass a gate, so a write that would block behind a running optimisation waits
-  *outside* the readers-writer lock and searches keep flowing meanwhile.
+  *outside* the readers-writer lock and searches keep flowing meanwhile;
+* with ``disk`` set (the embedded engine), every write first checks the data dir's free space
+  (``freki.store.disk``): a write that does not fit above the refuse level raises ``DiskFull``, unwritten.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from freki.store.base import (
     SparseVector,
     StoredPoint,
 )
+from freki.store.disk import WRITE_FLOOR_BYTES, DiskWatermarks, batch_need
 from freki.store.engine_primitives import Conditions, EnginePrimitives, PayloadUpdates
 from freki.store.errors import CollectionNotReady, InvalidStoreInput, PointNotFound
 from freki.store.rwlock import ReadWriteLock
@@ -53,6 +56,7 @@ class GuardedStore(EnginePrimitives):
         self._write_gate = threading.Lock()
         self._spec: CollectionSpec | None = None
         self._closed = False
+        self.disk: DiskWatermarks | None = None
 
     # ----------------------------------------------------------------------------------------- lifecycle
     @property
@@ -77,6 +81,7 @@ class GuardedStore(EnginePrimitives):
         """Build search indexes now (blocks); searches continue meanwhile, writes wait."""
         with self._write_gate:
             self._require_open()
+            self._check_disk("optimize", self._engine_rewrite_bytes())
             self._engine_optimize()
 
     def purge(self) -> bool:
@@ -85,6 +90,7 @@ class GuardedStore(EnginePrimitives):
         Writes wait; searches go on (nothing a purge writes matches a filtered read)."""
         with self._write_gate:
             self._require_open()
+            self._check_disk("purge", self._engine_rewrite_bytes())
             self._engine_optimize()
             return self._engine_purge()
 
@@ -150,6 +156,8 @@ class GuardedStore(EnginePrimitives):
             )
         if not points and not deletes and not any(ids for ids, _ in updates):
             return
+        self._check_disk(f"write {len(points)} point(s)", batch_need(points),
+                         deletion=not points and not any(ids for ids, _ in updates))
         with self._writing():
             self._check_exist(updates, {p.id for p in points})
             self._engine_write(points, [(ids, p) for ids, p in updates if ids], deletes)
@@ -164,6 +172,7 @@ class GuardedStore(EnginePrimitives):
             raise InvalidStoreInput(
                 "delete_where needs at least one condition; to drop all data, delete the collection instead"
             )
+        self._check_disk("delete points", WRITE_FLOOR_BYTES, deletion=True)
         with self._writing():
             matched = self._engine_count(conditions)
             if matched:
@@ -269,6 +278,14 @@ class GuardedStore(EnginePrimitives):
             return self._engine_count(conditions)
 
     # -------------------------------------------------------------------------------------------- helpers
+    def _check_disk(self, action: str, need: int, *, deletion: bool = False) -> None:
+        if self.disk is not None:
+            self.disk.check_write(f"{action} in collection {self.collection!r}", need, deletion=deletion)
+
+    def _engine_rewrite_bytes(self) -> int:
+        """Bytes an optimisation may write (the engine's segments rewritten); 0 when the engine does not say."""
+        return 0
+
     def _require_open(self) -> CollectionSpec:
         if self._closed:
             raise CollectionNotReady(f"the {self.backend} store is closed; open a new store")

@@ -14,6 +14,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from freki.store.errors import DiskFull
+
 log = logging.getLogger("freki.maintenance")
 
 
@@ -51,6 +53,9 @@ class Maintenance:
                 self._task()
                 self.runs += 1
                 log.info("maintenance purge done in %.2f s", time.perf_counter() - started)
+            except DiskFull as exc:  # the watermarks logged the level; one line, and again later
+                log.warning("maintenance purge put off: %s", exc)
+                self._dirty.set()
             except Exception:  # a failing store is reported by the calls that need it; keep trying later
                 log.exception("maintenance purge failed; retried at the next interval")
                 self._dirty.set()

@@ -18,6 +18,7 @@ from freki.engine import FrekiEngine
 from freki.ingest.indexing import IndexInput
 from freki.ingest.parsing import DocumentError
 from freki.settings import WatchSettings
+from freki.store.errors import DiskFull
 from freki.watch.catchup import Task
 from freki.watch.files import META_FILE_SHA, META_FOLDER, FileSkipped, WatchedFolder, file_sha256, read_file
 from freki.watch.moves import move_document
@@ -90,6 +91,8 @@ class TaskProcessor:
             self.book.mark(spec, doc_id, path, None)
         except (FileSkipped, DocumentError, InvalidArgument) as exc:
             self.book.mark(spec, doc_id, path, str(exc))
+        except DiskFull as exc:  # logged once by the watermarks when the level changed; not per file
+            self.book.mark(spec, doc_id, path, f"{exc}; retried when the file changes or at the next start")
         except Exception as exc:  # store failure and the like: not the file's fault, but never fatal
             log.exception("indexing %s failed", path)
             self.book.mark(spec, doc_id, path, f"indexing failed ({type(exc).__name__}: {exc}); retried when the "

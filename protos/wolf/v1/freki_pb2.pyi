@@ -277,7 +277,7 @@ class WatchFolderStatus(_message.Message):
     def __init__(self, path: _Optional[str] = ..., files_indexed: _Optional[int] = ..., files_pending: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ...) -> None: ...
 
 class IndexStatus(_message.Message):
-    __slots__ = ("document_count", "chunk_count", "embedding_model", "embedding_dimension", "store_backend", "collection", "watch_folders", "queue_depth", "embedding_models", "migration", "configured_embedding_model")
+    __slots__ = ("document_count", "chunk_count", "embedding_model", "embedding_dimension", "store_backend", "collection", "watch_folders", "queue_depth", "embedding_models", "migration", "configured_embedding_model", "health", "health_reasons", "disk", "quarantined_chunks")
     DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
     CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -289,6 +289,10 @@ class IndexStatus(_message.Message):
     EMBEDDING_MODELS_FIELD_NUMBER: _ClassVar[int]
     MIGRATION_FIELD_NUMBER: _ClassVar[int]
     CONFIGURED_EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_REASONS_FIELD_NUMBER: _ClassVar[int]
+    DISK_FIELD_NUMBER: _ClassVar[int]
+    QUARANTINED_CHUNKS_FIELD_NUMBER: _ClassVar[int]
     document_count: int
     chunk_count: int
     embedding_model: str
@@ -300,7 +304,45 @@ class IndexStatus(_message.Message):
     embedding_models: _containers.RepeatedCompositeFieldContainer[EmbeddingModelStatus]
     migration: MigrationStatus
     configured_embedding_model: str
-    def __init__(self, document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dimension: _Optional[int] = ..., store_backend: _Optional[str] = ..., collection: _Optional[str] = ..., watch_folders: _Optional[_Iterable[_Union[WatchFolderStatus, _Mapping]]] = ..., queue_depth: _Optional[int] = ..., embedding_models: _Optional[_Iterable[_Union[EmbeddingModelStatus, _Mapping]]] = ..., migration: _Optional[_Union[MigrationStatus, _Mapping]] = ..., configured_embedding_model: _Optional[str] = ...) -> None: ...
+    health: str
+    health_reasons: _containers.RepeatedScalarFieldContainer[str]
+    disk: DiskStatus
+    quarantined_chunks: _containers.RepeatedCompositeFieldContainer[QuarantinedChunk]
+    def __init__(self, document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dimension: _Optional[int] = ..., store_backend: _Optional[str] = ..., collection: _Optional[str] = ..., watch_folders: _Optional[_Iterable[_Union[WatchFolderStatus, _Mapping]]] = ..., queue_depth: _Optional[int] = ..., embedding_models: _Optional[_Iterable[_Union[EmbeddingModelStatus, _Mapping]]] = ..., migration: _Optional[_Union[MigrationStatus, _Mapping]] = ..., configured_embedding_model: _Optional[str] = ..., health: _Optional[str] = ..., health_reasons: _Optional[_Iterable[str]] = ..., disk: _Optional[_Union[DiskStatus, _Mapping]] = ..., quarantined_chunks: _Optional[_Iterable[_Union[QuarantinedChunk, _Mapping]]] = ...) -> None: ...
+
+class DiskStatus(_message.Message):
+    __slots__ = ("path", "free_bytes", "total_bytes", "level", "refuse_below_bytes", "warn_below_bytes")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    REFUSE_BELOW_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WARN_BELOW_BYTES_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    free_bytes: int
+    total_bytes: int
+    level: str
+    refuse_below_bytes: int
+    warn_below_bytes: int
+    def __init__(self, path: _Optional[str] = ..., free_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ..., level: _Optional[str] = ..., refuse_below_bytes: _Optional[int] = ..., warn_below_bytes: _Optional[int] = ...) -> None: ...
+
+class QuarantinedChunk(_message.Message):
+    __slots__ = ("chunk_id", "document_id", "tenant_id", "collection", "reason", "detected_at", "heal")
+    CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    DETECTED_AT_FIELD_NUMBER: _ClassVar[int]
+    HEAL_FIELD_NUMBER: _ClassVar[int]
+    chunk_id: str
+    document_id: str
+    tenant_id: str
+    collection: str
+    reason: str
+    detected_at: str
+    heal: str
+    def __init__(self, chunk_id: _Optional[str] = ..., document_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., collection: _Optional[str] = ..., reason: _Optional[str] = ..., detected_at: _Optional[str] = ..., heal: _Optional[str] = ...) -> None: ...
 
 class EmbeddingModelStatus(_message.Message):
     __slots__ = ("model", "dimension", "collection", "document_count", "chunk_count", "document_types", "standard", "available")
