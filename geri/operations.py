@@ -28,6 +28,7 @@ RELOADABLE = frozenset({
     "ollama_options",
     "ollama_keep_alive",
     "ollama_token_margin",
+    "answering",
 })
 
 
