@@ -106,7 +106,8 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
         chat.check(req, limits)
         odin = client(request)
         if req.stream:
-            return StreamingResponse(chat.stream(odin, req), media_type="text/event-stream")
+            provisional = limits.stream_provisional if req.stream_provisional is None else req.stream_provisional
+            return StreamingResponse(chat.stream(odin, req, provisional=provisional), media_type="text/event-stream")
         return chat.completion(odin, req)
 
     @app.post("/v1/embeddings")
