@@ -6,13 +6,14 @@ the real Geri and model are in test_end_to_end.py and scripts/eval_answers.py.""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any
 
 import grpc
 import pytest
 from wolf.v1 import common_pb2
 
-from odin_client import DeadlineExceeded, StreamInterrupted
+from odin_client import DeadlineExceeded, OdinClient, StreamInterrupted
 from odin_client.aio import AsyncOdinClient
 from odin_client.results import Answer
 from odin_client.settings import OdinSettings
@@ -191,3 +192,9 @@ def test_a_citation_carries_its_location(make_client, freki, geri) -> None:  # t
     client = make_client(freki_target=freki[1].address, geri_target=geri[1].address)
     (cite,) = client.ask("What is SKD-404?").citations
     assert (cite.document_id, cite.location, cite.chunk_index) == ("gateway-errors", "p. 3", 2)
+
+
+@pytest.mark.parametrize("name", ["ask", "ask_stream"])
+def test_both_clients_take_the_same_arguments(name: str) -> None:
+    blocking, awaited = (inspect.signature(getattr(cls, name)).parameters for cls in (OdinClient, AsyncOdinClient))
+    assert list(blocking.items()) == list(awaited.items())
