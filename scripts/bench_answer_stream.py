@@ -29,23 +29,25 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import openai  # noqa: E402
 import uvicorn  # noqa: E402
-from eval_answers import geri_for, load, split_of  # noqa: E402
+from eval_answers import load, split_of  # noqa: E402
 from evalsets.harness import data_dir_for, eval_settings, freki_server, index_corpus, running_freki  # noqa: E402
 
+from geri.server import build_server  # noqa: E402
+from geri.settings import GeriSettings  # noqa: E402
 from odin_client import OdinSettings  # noqa: E402
 from odin_client.gateway import GatewaySettings, create_app  # noqa: E402
 from odin_client.gateway.answer_stream import REVISED_NOTE  # noqa: E402
 from tests.local_servers import free_port  # noqa: E402
 
 
-def ask(client: openai.OpenAI, question: str) -> dict[str, Any]:
+def ask(client: openai.OpenAI, question: str, top_k: int) -> dict[str, Any]:
     """One streamed grounded answer, timed."""
     started = time.perf_counter()
     first = 0.0
     parts: list[str] = []
     rag: dict[str, Any] = {}
     for chunk in client.chat.completions.create(model="", messages=[{"role": "user", "content": question}],
-                                                stream=True, extra_body={"stream_provisional": True}):
+                                                stream=True, extra_body={"stream_provisional": True, "top_k": top_k}):
         content = chunk.choices[0].delta.content if chunk.choices else None
         if content:
             first = first or time.perf_counter() - started
@@ -68,7 +70,9 @@ def main() -> None:
     with running_freki(eval_settings(data_dir)) as stub:
         index_corpus(stub, corpus, data_dir)
     records = []
-    with freki_server(eval_settings(data_dir)) as freki, geri_for("embedded") as geri:
+    geri_handle = build_server(GeriSettings(host="127.0.0.1", port=0, backend="embedded"))
+    with freki_server(eval_settings(data_dir)) as freki:
+        geri = geri_handle.address
         port = free_port()
         app = create_app(GatewaySettings(port=port), OdinSettings(freki_target=freki, geri_target=geri,
                                                                   generate_deadline_s=600))
@@ -78,11 +82,12 @@ def main() -> None:
         while not server.started:
             time.sleep(0.05)
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="-", max_retries=0, timeout=600)
-        ask(client, "Warm-up: which port?")
+        ask(client, "Warm-up: which port?", args.top_k)
         for q in asked:
-            records.append(ask(client, q["question"]))
+            records.append(ask(client, q["question"], args.top_k))
         server.should_exit = True
         thread.join(10)
+    geri_handle.stop(2.0)
     answered = [r for r in records if r["answered"]]
     streamed = [r for r in answered if r["streamed"]]
     firsts = [r["first_s"] for r in streamed]
