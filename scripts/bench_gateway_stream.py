@@ -9,7 +9,7 @@ with provisional streaming), seconds to the last (what they wait for without it:
 at once at the end), answered, and whether the content ended with the gateway's correction (the checked
 text did not extend what was streamed). Dev questions only (settings are chosen on them).
 
-    .venv/bin/python scripts/bench_answer_stream.py --limit 30
+    .venv/bin/python scripts/bench_gateway_stream.py --limit 30
 """
 
 from __future__ import annotations
