@@ -21,17 +21,10 @@ from odin_client import call_specs, messages
 from odin_client.aio_connection import AsyncClock, LoopClock
 from odin_client.aio_documents import AsyncDocumentCalls
 from odin_client.aio_graph import AsyncGraphCalls
-from odin_client.answering.flow import (
-    AskOptions,
-    Call,
-    GenerateCall,
-    RetrieveCall,
-    answer_policy,
-    drive_async,
-    grounded_ask,
-)
-from odin_client.answering.free_text import free_text_ask_async
+from odin_client.asking.free_text import free_text_ask_async
+from odin_client.asking.grounded import AskOptions, Call, Prepared, RetrieveCall, finish, prepare
 from odin_client.errors import NotFound, StreamInterrupted
+from odin_client.flows import drive_async
 from odin_client.results import (
     Answer,
     Embeddings,
@@ -122,29 +115,73 @@ class AsyncOdinClient(AsyncDocumentCalls, AsyncGraphCalls):
             "the answer is incomplete", service="geri", details="stream ended without final event")
 
     async def ask(self, question: str, *, top_k: int = 0, filters: messages.Filters | None = None,
-                  mode: str = "", tenant_id: str | None = None, session_id: str = "", owner_id: str = "",
-                  grounded: bool = True, allow_no_context: bool = False,
-                  on_text: Callable[[str], None] | None = None, history: Iterable[common_pb2.ChatTurn] = (),
-                  **options: Any) -> Answer:
+                  mode: str = "", tenant_id: str | None = None, model: str = "", max_tokens: int | None = None,
+                  session_id: str = "", owner_id: str = "", grounded: bool = True, allow_no_context: bool = False,
+                  temperature: float | None = None, on_text: Callable[[str], None] | None = None,
+                  history: Iterable[common_pb2.ChatTurn] = ()) -> Answer:
         """Answer from the indexed documents (see :meth:`OdinClient.ask`): grounded by default."""
         if not grounded:
             return await free_text_ask_async(self, question, top_k=top_k, filters=filters, mode=mode,
-                                             tenant_id=tenant_id, allow_no_context=allow_no_context,
-                                             on_text=on_text, **options)
-        opts = AskOptions(top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
-                          model=options.get("model", ""), max_tokens=options.get("max_tokens"),
-                          session_id=session_id, owner_id=owner_id, history=tuple(history))
-        answer = await drive_async(grounded_ask(question, opts, answer_policy(self.settings)), self._perform)
+                                             tenant_id=tenant_id, allow_no_context=allow_no_context, model=model,
+                                             max_tokens=max_tokens, temperature=temperature, on_text=on_text)
+        prepared = await self._prepare(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
+                                       model=model, max_tokens=max_tokens, session_id=session_id, owner_id=owner_id,
+                                       temperature=temperature, history=history)
+        spec = call_specs.answer(self.settings, prepared.request)
+        stub = self._geri()
+        started = time.perf_counter()
+        resp, attempts = await self._unary(
+            lambda t: stub.Answer(spec.request, timeout=t, metadata=self._metadata), service="geri",
+            method="Answer", budget_s=spec.budget_s, idempotent_read=spec.idempotent_read)
+        answer = finish(prepared, resp, answer_started=started, attempts=attempts)
         if on_text is not None and answer.text:
             on_text(answer.text)
         return answer
 
+    async def ask_stream(self, question: str, *, top_k: int = 0, filters: messages.Filters | None = None,
+                         mode: str = "", tenant_id: str | None = None, model: str = "",
+                         max_tokens: int | None = None, session_id: str = "", owner_id: str = "",
+                         temperature: float | None = None,
+                         history: Iterable[common_pb2.ChatTurn] = ()) -> AsyncIterator[str | Answer]:
+        """Provisional text deltas, then one checked :class:`Answer` (see :meth:`OdinClient.ask_stream`).
+
+        Raises:
+            StreamInterrupted: the stream broke, or ended without its final event.
+        """
+        prepared = await self._prepare(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
+                                       model=model, max_tokens=max_tokens, session_id=session_id, owner_id=owner_id,
+                                       temperature=temperature, history=history)
+        spec = call_specs.answer_stream(self.settings, prepared.request)
+        stub = self._geri()
+        tries = self._attempts("geri", "AnswerStream", spec.budget_s, idempotent_read=spec.idempotent_read)
+        started = time.perf_counter()
+        events = self._server_stream(lambda t: stub.AnswerStream(spec.request, timeout=t, metadata=self._metadata),
+                                     tries)
+        received = 0
+        try:
+            async for event in events:
+                received += 1
+                kind = event.WhichOneof("event")
+                if kind == "text_delta":
+                    yield event.text_delta
+                elif kind == "final":
+                    yield finish(prepared, event.final, answer_started=started, attempts=tries.count)
+                    return
+        finally:
+            await events.aclose()  # a consumer that stops early cancels the call now
+        raise StreamInterrupted(
+            f"Geri (generation) AnswerStream ended after {received} event(s) without its final event; "
+            "the answer is incomplete", service="geri", details="stream ended without final event")
+
+    async def _prepare(self, question: str, *, tenant_id: str | None, history: Iterable[common_pb2.ChatTurn],
+                       **options: Any) -> Prepared:
+        opts = AskOptions(self._tenant(tenant_id), history=tuple(history), **options)
+        return await drive_async(prepare(question, opts, self.settings), self._perform)
+
     async def _perform(self, call: Call) -> Any:
         if isinstance(call, RetrieveCall):
             return await self.retrieve(call.query, query_variants=call.variants, **call.options)
-        if isinstance(call, GenerateCall):
-            return await self.generate(call.prompt, **call.options)
-        return await self.get_session(call.session_id, tenant_id=call.tenant_id)
+        return await self._call(call_specs.rewrite_query(self.settings, call.request))
 
     async def run_tools(self, question: str, registry: ToolRegistry, *, confirm: Confirm | None = None,
                   actor: str = "", max_steps: int | None = None, first_tool_choice: str = "auto",

@@ -140,6 +140,27 @@ def get_session(settings: OdinSettings, session_id: str, *, tenant_id: str | Non
                     True, _same)
 
 
+def rewrite_query(settings: OdinSettings,
+                  request: geri_pb2.RewriteQueryRequest) -> CallSpec[geri_pb2.RewriteQueryResponse]:
+    """RewriteQuery (Geri): an idempotent read (it stores nothing), so a DEADLINE_EXCEEDED is retried too."""
+    return CallSpec("geri", "RewriteQuery", request, settings.generate_deadline_s, True, _same)
+
+
+def answer(settings: OdinSettings, request: geri_pb2.AnswerRequest, *,
+           deadline_s: float | None = None) -> CallSpec[geri_pb2.AnswerResponse]:
+    """Answer (Geri): a read, retried on UNAVAILABLE; in a session (where Geri stores the turn) not after a
+    DEADLINE_EXCEEDED, as Generate: the first attempt may have stored it."""
+    return CallSpec("geri", "Answer", request, deadline_s or settings.generate_deadline_s,
+                    not request.request.metadata.session_id, _same)
+
+
+def answer_stream(settings: OdinSettings, request: geri_pb2.AnswerRequest, *,
+                  deadline_s: float | None = None) -> CallSpec[geri_pb2.AnswerEvent]:
+    """AnswerStream (Geri): retried as :func:`answer`, and only until its first event."""
+    return CallSpec("geri", "AnswerStream", request, deadline_s or settings.generate_deadline_s,
+                    not request.request.metadata.session_id, _same)
+
+
 def delete_session(settings: OdinSettings, session_id: str, *, tenant_id: str | None) -> CallSpec[bool]:
     """DeleteSession (Geri): whether the conversation existed."""
     return CallSpec("geri", "DeleteSession", _session_request(settings, session_id, tenant_id), settings.deadline_s,

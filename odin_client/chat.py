@@ -1,8 +1,8 @@
 """``odin chat``: a conversation in the terminal, each turn a grounded answer in one Geri session.
 
 Follow-up questions ("and how long is it?") are rewritten into standalone queries from the session's
-history before retrieval (see :mod:`odin_client.answering.flow`). Commands: ``/sources`` (the last
-answer's retrieved sources), ``/reset`` (forget this conversation), ``/quit`` (or end of input).
+history before retrieval (Geri's RewriteQuery, :mod:`odin_client.asking.grounded`). Commands: ``/sources``
+(the last answer's retrieved sources), ``/reset`` (forget this conversation), ``/quit`` (or end of input).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from odin_client import cli_docs, cli_graph, cli_reindex
@@ -21,12 +21,13 @@ from odin_client.filters import parse_expressions
 from odin_client.mcp import cli as cli_mcp
 from odin_client.messages import SEARCH_MODES
 from odin_client.render import (
+    render_after_stream,
     render_answer,
     render_index_line,
     render_retrieval,
     render_status,
 )
-from odin_client.results import IndexResult
+from odin_client.results import Answer, IndexResult
 from odin_client.settings import OdinSettings
 from wolf_service.settings import SettingsError
 
@@ -80,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument("--free", action="store_true",
                      help="free-text answer without citations or abstention (the answer may be streamed)")
-    ask.add_argument("--stream", action="store_true", help="with --free: print the answer as it is generated")
+    ask.add_argument("--stream", action="store_true",
+                     help="print the answer as it is generated (a grounded one is checked at the end: a revision "
+                          "is said and the checked answer printed)")
     ask.add_argument("--allow-no-context", action="store_true",
                      help="with --free: if Freki is unavailable, answer without context (and say so)")
     ask.add_argument("--temperature", type=float, help="with --free: sampling temperature, 0 = greedy")
@@ -127,26 +130,38 @@ def _print_json(data: Any) -> None:
 
 def _ask(client: OdinClient, args: argparse.Namespace) -> int:
     # With --json the answer is still streamed from Geri (if asked) but only the final JSON is printed.
-    show_deltas = args.free and args.stream and not args.json
+    show_deltas = args.stream and not args.json
+    shown: list[str] = []
 
     def on_text(delta: str) -> None:
         if show_deltas:
+            shown.append(delta)
             sys.stdout.write(delta)
             sys.stdout.flush()
 
-    answer = client.ask(
-        args.question, top_k=args.top_k, filters=parse_expressions(args.filter, args.filter_all), mode=args.mode,
-        allow_no_context=args.allow_no_context, model=args.model, max_tokens=args.max_tokens,
-        temperature=args.temperature, on_text=on_text if args.stream else None, grounded=not args.free,
-        session_id=args.session, owner_id=args.owner,
-    )
+    options: dict[str, Any] = dict(top_k=args.top_k, filters=parse_expressions(args.filter, args.filter_all),
+                                   mode=args.mode, model=args.model, max_tokens=args.max_tokens,
+                                   temperature=args.temperature, session_id=args.session, owner_id=args.owner)
+    if args.stream and not args.free:
+        answer = _stream_grounded(client, args.question, options, on_text)
+    else:
+        answer = client.ask(args.question, allow_no_context=args.allow_no_context, grounded=not args.free,
+                            on_text=on_text if args.stream else None, **options)
     if args.json:
         _print_json(answer.to_dict())
-    else:
-        if show_deltas:
-            print()
-        print(render_answer(answer, include_text=not show_deltas))
+        return EXIT_OK
+    print(render_after_stream(answer, "".join(shown), grounded=not args.free) if shown else render_answer(answer))
     return EXIT_OK
+
+
+def _stream_grounded(client: OdinClient, question: str, options: dict[str, Any],
+                     on_text: Callable[[str], None]) -> Answer:
+    """``ask_stream``: each provisional delta to ``on_text``; the checked answer (its last event)."""
+    for event in client.ask_stream(question, **options):
+        if isinstance(event, Answer):
+            return event
+        on_text(event)
+    raise AssertionError("ask_stream ends with an Answer or raises")  # pragma: no cover
 
 
 def _retrieve(client: OdinClient, args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""The blocking Odin client: retrieve from Freki, generate with Geri, or ``ask`` (both in turn).
+"""The blocking Odin client: retrieve from Freki, generate with Geri, or ``ask`` (a grounded answer: Freki's
+context answered by Geri's Answer RPC).
 
 Example:
     with OdinClient(OdinSettings(freki_target="127.0.0.1:50051")) as odin:
@@ -19,10 +20,11 @@ from typing import Any
 from wolf.v1 import common_pb2, geri_pb2
 
 from odin_client import call_specs, messages
-from odin_client.answering.flow import AskOptions, Call, GenerateCall, RetrieveCall, answer_policy, drive, grounded_ask
-from odin_client.answering.free_text import free_text_ask
+from odin_client.asking.free_text import free_text_ask
+from odin_client.asking.grounded import AskOptions, Call, Prepared, RetrieveCall, finish, prepare
 from odin_client.document_calls import DocumentCalls
 from odin_client.errors import NotFound, StreamInterrupted
+from odin_client.flows import drive
 from odin_client.graph_calls import GraphCalls
 from odin_client.results import (
     Answer,
@@ -33,7 +35,7 @@ from odin_client.results import (
     generation_from_proto,
     retrieval_from_proto,
 )
-from odin_client.retry import RETRY_ALWAYS
+from odin_client.retry import RETRY_ALWAYS, retryable
 from odin_client.status import IndexStatusInfo, ModelList
 from odin_client.tools import ToolLoopResult, ToolRegistry
 from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, audit_log, drive_tools, loop_options
@@ -144,10 +146,11 @@ class OdinClient(DocumentCalls, GraphCalls):
             history: Iterable[common_pb2.ChatTurn] = ()) -> Answer:
         """Answer ``question`` from the indexed documents: retrieve with Freki, then answer with Geri.
 
-        By default the answer is grounded (docs/answers.md): cited sentence by sentence, with a summary,
-        key details and a confidence — or ``answered=False`` with a reason when the sources do not say.
-        With ``session_id`` the question continues a conversation (a follow-up is rewritten into a
+        By default the answer is grounded (docs/answers.md, GeriService.Answer): cited sentence by sentence,
+        with a summary, key details and a confidence — or ``answered=False`` with a reason when the sources do
+        not say. With ``session_id`` the question continues a conversation (Geri rewrites a follow-up into a
         standalone query before retrieval); ``history`` does the same with turns the caller keeps.
+        ``on_text`` gets the checked answer text (see :meth:`ask_stream` for text as it is written).
         ``grounded=False`` gives the free-text answer of earlier versions (streamed to ``on_text`` when
         given; ``allow_no_context`` answers without sources if Freki is down).
 
@@ -159,19 +162,65 @@ class OdinClient(DocumentCalls, GraphCalls):
             return free_text_ask(self, question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
                                  allow_no_context=allow_no_context, model=model, max_tokens=max_tokens,
                                  temperature=temperature, on_text=on_text)
-        opts = AskOptions(top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id, model=model,
-                          max_tokens=max_tokens, session_id=session_id, owner_id=owner_id, history=tuple(history))
-        answer = drive(grounded_ask(question, opts, answer_policy(self.settings)), self._perform)
+        prepared = self._prepare(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id, model=model,
+                                 max_tokens=max_tokens, session_id=session_id, owner_id=owner_id,
+                                 temperature=temperature, history=history)
+        spec = call_specs.answer(self.settings, prepared.request)
+        started = time.perf_counter()
+        resp, attempts = self._unary(self._geri().Answer, spec.request, service="geri", name="Answer",
+                                     budget_s=spec.budget_s, idempotent_read=spec.idempotent_read)
+        answer = finish(prepared, resp, answer_started=started, attempts=attempts)
         if on_text is not None and answer.text:
             on_text(answer.text)
         return answer
 
+    def ask_stream(self, question: str, *, top_k: int = 0, filters: messages.Filters | None = None,
+                   mode: str = "", tenant_id: str | None = None, model: str = "", max_tokens: int | None = None,
+                   session_id: str = "", owner_id: str = "", temperature: float | None = None,
+                   history: Iterable[common_pb2.ChatTurn] = ()) -> Iterator[str | Answer]:
+        """The grounded answer of :meth:`ask`, streamed (GeriService.AnswerStream): the provisional answer text
+        (``str`` deltas) as the model writes it, then exactly one checked :class:`Answer`. Its ``revised`` is
+        True when its ``text`` differs from the deltas (the check replaced or withdrew them): show ``text``.
+
+        Raises:
+            StreamInterrupted: the stream broke, or ended without its final event.
+        """
+        prepared = self._prepare(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id, model=model,
+                                 max_tokens=max_tokens, session_id=session_id, owner_id=owner_id,
+                                 temperature=temperature, history=history)
+        spec = call_specs.answer_stream(self.settings, prepared.request)
+        stub = self._geri()
+        started = time.perf_counter()
+        attempts: list[int] = []
+        events = self.runner.stream(
+            lambda timeout: stub.AnswerStream(spec.request, timeout=timeout, metadata=self._metadata),
+            service="geri", method="AnswerStream", budget_s=spec.budget_s,
+            retryable=retryable(spec.idempotent_read), on_attempt=attempts.append)
+        received = 0
+        try:
+            for event in events:
+                received += 1
+                kind = event.WhichOneof("event")
+                if kind == "text_delta":
+                    yield event.text_delta
+                elif kind == "final":
+                    yield finish(prepared, event.final, answer_started=started, attempts=len(attempts))
+                    return
+        finally:
+            events.close()  # a consumer that stops early cancels the call now
+        raise StreamInterrupted(
+            f"Geri (generation) AnswerStream ended after {received} event(s) without its final event; "
+            "the answer is incomplete", service="geri", details="stream ended without final event")
+
+    def _prepare(self, question: str, *, tenant_id: str | None, history: Iterable[common_pb2.ChatTurn],
+                 **options: Any) -> Prepared:
+        opts = AskOptions(self._tenant(tenant_id), history=tuple(history), **options)
+        return drive(prepare(question, opts, self.settings), self._perform)
+
     def _perform(self, call: Call) -> Any:
         if isinstance(call, RetrieveCall):
             return self.retrieve(call.query, query_variants=call.variants, **call.options)
-        if isinstance(call, GenerateCall):
-            return self.generate(call.prompt, **call.options)
-        return self.get_session(call.session_id, tenant_id=call.tenant_id)
+        return self._call(call_specs.rewrite_query(self.settings, call.request))
 
     def run_tools(self, question: str, registry: ToolRegistry, *, confirm: Confirm | None = None,
                   actor: str = "", max_steps: int | None = None, first_tool_choice: str = "auto",

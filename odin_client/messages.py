@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from wolf.v1 import common_pb2, freki_pb2
+from wolf.v1 import common_pb2, freki_pb2, geri_pb2
 
 from odin_client.documents import DocumentFile, read_document
 from odin_client.errors import InvalidRequest
@@ -104,6 +104,40 @@ def generate_request(
     if context is not None:
         request.context.CopyFrom(context)
     return request
+
+
+def answer_request(
+    question: str,
+    context: common_pb2.RAGContext,
+    *,
+    tenant_id: str,
+    options: geri_pb2.AnswerOptions,
+    model: str = "",
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    session_id: str = "",
+    owner_id: str = "",
+) -> geri_pb2.AnswerRequest:
+    """Answer / AnswerStream request: a grounded answer to ``question`` over the ``context`` Freki returned
+    (sent unchanged: Geri numbers it, gates on its scores and names Freki's threshold when it is empty)."""
+    request = generate_request(question, tenant_id=tenant_id, context=context, model=model, max_tokens=max_tokens,
+                               temperature=temperature, session_id=session_id, owner_id=owner_id)
+    return geri_pb2.AnswerRequest(request=request, options=options)
+
+
+def rewrite_request(
+    question: str,
+    *,
+    tenant_id: str,
+    variants: int = 0,
+    model: str = "",
+    session_id: str = "",
+    history: Sequence[common_pb2.ChatTurn] = (),
+) -> geri_pb2.RewriteQueryRequest:
+    """RewriteQuery request: ``question`` as a standalone search query from its conversation (the session's
+    turns, else ``history``), with ``variants`` paraphrases."""
+    request = generate_request(question, tenant_id=tenant_id, model=model, session_id=session_id, messages=history)
+    return geri_pb2.RewriteQueryRequest(request=request, variants=variants)
 
 
 def index_text_request(

@@ -73,6 +73,20 @@ def render_answer(answer: Answer, *, include_text: bool = True) -> str:
     return "\n".join(parts)
 
 
+REVISED = "(Checked against the sources, the streamed text above is not supported by them. The checked answer:)"
+
+
+def render_after_stream(answer: Answer, streamed: str, *, grounded: bool) -> str:
+    """What follows the ``streamed`` text of an answer: the end of its line — for a grounded answer the rest
+    of the checked text when it only extends what was streamed (markers), else a notice that the streamed
+    text was revised and the checked answer — then the answer's citations and timings."""
+    if not grounded:
+        return "\n" + render_answer(answer, include_text=False)
+    if answer.answered and answer.text.startswith(streamed):
+        return answer.text[len(streamed):] + "\n" + render_answer(answer, include_text=False)
+    return f"\n{REVISED}\n" + render_answer(answer)
+
+
 def render_retrieval(result: Retrieval) -> str:
     """Sources with the retrieval's timing; says so when nothing was relevant enough."""
     if result.nothing_relevant:

@@ -196,6 +196,8 @@ class Answer:
     confidence: float | None = None
     # True when the answer text is the cited sentences (the model's own words were not in them).
     extractive: bool = False
+    # Streamed answers: the checked ``text`` differs from the provisional text deltas (show ``text``).
+    revised: bool = False
     # What was searched: the question, or its standalone rewrite in a conversation, and any variants.
     query: str = ""
     query_variants: list[str] = field(default_factory=list)
@@ -214,6 +216,7 @@ class Answer:
             "citations": [c.to_dict() for c in self.citations],
             "confidence": self.confidence,
             "extractive": self.extractive,
+            "revised": self.revised,
             "query": self.query or self.question,
             "query_variants": self.query_variants,
             "session_id": self.session_id,

@@ -55,21 +55,19 @@ class OdinSettings(FileSettings):
         default=0.5, ge=0, le=1, description="Fraction of each wait randomised (0 = none, 1 = full jitter)"
     )
 
-    # Grounded answers (docs/answers.md). Measured on ../shared/eval/squad-answers (scripts/eval_answers.py).
-    # Chosen on the dev split (scripts/eval_answers.py --sweep): the highest threshold whose own cost in false
-    # abstention stays within 5 points, i.e. half of the 0.1 budget (0.35: +3.5 points, abstention 0.98).
-    answer_min_score: float = Field(
-        default=0.35, ge=0, le=1, description="Abstain without asking Geri when no source scores this high")
-    answer_max_sources: int = Field(default=4, ge=1, le=20, description="Sources given to the model")
-    # Off for the shipped SmolLM2-135M: on the dev split its "the sources are silent" was noise (false abstention
-    # 0.55; the top source was the gold paragraph as often for the questions it refused as for those it answered).
-    answer_model_abstains: bool = Field(
-        default=False, description="The model may say the sources are silent (else only the retrieval gate abstains)")
-    answer_max_citations: int = Field(default=1, ge=1, le=5, description="Sentences an answer may cite")
-    answer_min_support: float = Field(
-        default=0.5, ge=0, le=1, description="Share of the answer's words its cited sentences must contain")
-    answer_max_tokens: int = Field(
-        default=320, ge=64, description="Tokens of a grounded answer (room for the longest reply the schema admits)")
+    # Grounded answers (docs/answers.md): Geri applies them (GeriService.Answer). None sends nothing, so Geri's
+    # own `answering` settings decide (one place to tune them for every caller); a value here is sent as that
+    # field of AnswerOptions and overrides Geri's for this client's answers.
+    answer_min_score: float | None = Field(
+        default=None, ge=0, le=1, description="Abstain without asking the model when no source scores this high")
+    answer_max_sources: int | None = Field(default=None, ge=1, le=20, description="Sources given to the model")
+    answer_model_abstains: bool | None = Field(
+        default=None, description="The model may say the sources are silent (else only the relevance gate abstains)")
+    answer_max_citations: int | None = Field(default=None, ge=1, le=5, description="Sentences an answer may cite")
+    answer_min_support: float | None = Field(
+        default=None, ge=0, le=1, description="Share of the answer's words its cited sentences must contain")
+    answer_max_tokens: int | None = Field(
+        default=None, ge=64, description="Tokens of a grounded answer (None: Geri's answering setting)")
     query_variants: int = Field(default=0, ge=0, le=3, description="Paraphrases Geri adds to each search (0 = off)")
     rewrite_followups: bool = Field(default=True, description="Rewrite follow-ups into standalone queries")
     tool_max_steps: int = Field(

@@ -60,7 +60,7 @@ def main() -> int:
         if answer.answered and not any("9427" in c.quote for c in answer.citations):
             print("smoke: the answer does not cite the sentence with the port", file=sys.stderr)
             return 1
-        if not answer.answered and "answer_min_score" in answer.reason:
+        if not answer.answered and "min_score" in answer.reason:  # Geri abstained before asking its model
             print(f"smoke: abstained before generation: {answer.reason}", file=sys.stderr)
             return 1
     print(f"smoke: OK in {time.monotonic() - started:.1f} s", flush=True)

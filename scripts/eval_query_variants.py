@@ -1,8 +1,8 @@
 """Do generated query variants (seed 001) help retrieval? nDCG@10 with 0..3 paraphrases from Geri.
 
-For each query, Odin asks Geri for paraphrases exactly as ``ask`` does with ``query_variants`` (structured
-output, ``VARIANTS_SYSTEM``), then RetrieveContext gets the query plus the first N of them (Freki fuses
-them). Tuning data only: SciFact *train* by default (a fixed sample; ``--corpus-sample`` indexes the judged
+For each query, Geri's RewriteQuery is asked for paraphrases exactly as ``ask`` does with ``query_variants``,
+then RetrieveContext gets the query plus the first N of them (Freki fuses them).
+Tuning data only: SciFact *train* by default (a fixed sample; ``--corpus-sample`` indexes the judged
 documents plus random distractors so a run takes minutes). The backend is Geri with the same SmolLM2 as
 ``eval_answers.py`` (``ollama``: llama.cpp's server behind the Ollama protocol; ``embedded``: in-process).
 
@@ -21,13 +21,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "protos"), str(ROOT / "scripts")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import grpc  # noqa: E402
 from eval_answers import geri_for  # noqa: E402
 from eval_retrieval import ensure_indexed, sample  # noqa: E402
 from evalsets import scifact  # noqa: E402
 from evalsets.harness import doc_ranking, eval_settings, evaluate, freki_server, retrieve_request  # noqa: E402
+from wolf.v1 import freki_pb2_grpc, geri_pb2_grpc  # noqa: E402
 
-from odin_client import OdinClient, OdinError, OdinSettings  # noqa: E402
-from odin_client.answering.queries import VARIANTS_SYSTEM, parse_variants, variants_schema  # noqa: E402
+from odin_client import OdinClient, OdinSettings  # noqa: E402
+from odin_client.messages import rewrite_request  # noqa: E402
 
 
 def main() -> None:
@@ -52,20 +54,19 @@ def main() -> None:
     with freki_server(eval_settings(data_dir)) as freki, geri_for(args.backend) as geri:
         settings = OdinSettings(freki_target=freki, geri_target=geri, generate_deadline_s=600)
         with OdinClient(settings) as client:
-            from wolf.v1 import freki_pb2_grpc
-
             stub = freki_pb2_grpc.FrekiServiceStub(client.channels.get(freki))
+            rewriter = geri_pb2_grpc.GeriServiceStub(client.channels.get(geri))
             for i, (qid, text) in enumerate(queries.items(), 1):
                 t0 = time.perf_counter()
                 try:
-                    reply = client.generate(text, json_schema=variants_schema(args.max_variants),
-                                            system_prompt=VARIANTS_SYSTEM, max_tokens=40 * args.max_variants,
-                                            temperature=0.0)
-                    variants = parse_variants(reply.json, text, args.max_variants)
-                except OdinError as exc:  # what ask does too: a failed paraphrase request means no variants
+                    reply = rewriter.RewriteQuery(rewrite_request(text, tenant_id="default",
+                                                                  variants=args.max_variants), timeout=600)
+                    variants, problems = list(reply.variants), list(reply.warnings)
+                except grpc.RpcError as exc:  # what ask does too: a failed paraphrase request means no variants
+                    variants, problems = [], [str(exc.details())]
+                if problems:
                     failures += 1
-                    print(f"  no variants for {qid}: {str(exc)[:120]}", flush=True)
-                    variants = []
+                    print(f"  no variants for {qid}: {problems[0][:120]}", flush=True)
                 gen_s += time.perf_counter() - t0
                 for n in runs:
                     resp = stub.RetrieveContext(retrieve_request(text, "default", 300, variants[:n]), timeout=120)

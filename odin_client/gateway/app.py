@@ -104,7 +104,8 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
     def chat_completions(req: ChatRequest, request: Request) -> dict[str, Any] | StreamingResponse:
         chat.check(req, limits)
         if req.stream:
-            events = pool.stream(key(request), lambda odin: chat.stream(odin, req))
+            provisional = limits.stream_provisional if req.stream_provisional is None else req.stream_provisional
+            events = pool.stream(key(request), lambda odin: chat.stream(odin, req, provisional=provisional))
             return StreamingResponse(events, media_type="text/event-stream")
         with client(request) as odin:
             return chat.completion(odin, req)

@@ -1,6 +1,7 @@
 """OpenAI chat completions on top of Odin: the last user message is the question; ``rag`` (default)
 answers it from the index with Odin's grounded ``ask`` (citations, or an honest "the documents do not
-say"); ``rag: false`` lets Geri answer alone, with the earlier messages as the conversation."""
+say"; streamed by :mod:`odin_client.gateway.answer_stream`); ``rag: false`` lets Geri answer alone, with
+the earlier messages as the conversation."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from wolf.v1 import common_pb2
 
 from odin_client.client import OdinClient
 from odin_client.errors import OdinError
+from odin_client.gateway.answer_stream import answer_text, chunk, rag_extension, relay
 from odin_client.gateway.errors import GatewayError, body
 from odin_client.gateway.schemas import ChatRequest
 from odin_client.gateway.settings import GatewaySettings
@@ -62,22 +64,15 @@ def _generate_options(req: ChatRequest) -> dict[str, Any]:
     return options
 
 
+def _ask_options(req: ChatRequest) -> dict[str, Any]:
+    """``ask`` arguments: the last user message is the question, the earlier ones its conversation."""
+    return {"top_k": req.top_k, "filters": req.filters, "tenant_id": req.tenant_id, "model": req.model,
+            "max_tokens": req.max_completion_tokens or req.max_tokens, "history": _history(req)}
+
+
 def ask(client: OdinClient, req: ChatRequest) -> Answer:
     """The grounded answer to the last user message, the earlier ones as conversation history."""
-    return client.ask(req.messages[-1].text(), top_k=req.top_k, filters=req.filters, tenant_id=req.tenant_id,
-                      model=req.model, max_tokens=req.max_completion_tokens or req.max_tokens,
-                      history=_history(req))
-
-
-def answer_text(answer: Answer) -> str:
-    """What the assistant says: the cited answer, or that the documents do not say (and why)."""
-    return answer.text if answer.answered else f"The indexed documents do not answer this ({answer.reason})."
-
-
-def _extension(answer: Answer) -> dict[str, Any]:
-    data = answer.to_dict()
-    return {"answered": answer.answered, "reason": answer.reason, "citations": data.get("citations", []),
-            "sources": data.get("sources", []), "summary": answer.summary, "confidence": answer.confidence}
+    return client.ask(req.messages[-1].text(), **_ask_options(req))
 
 
 def _usage(gen: Generation | None) -> dict[str, int]:
@@ -93,52 +88,43 @@ def completion(client: OdinClient, req: ChatRequest) -> dict[str, Any]:
         gen = answer.generation
         return {**base, "model": gen.model if gen else req.model or "none",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": answer_text(answer)},
-                             "finish_reason": "stop"}], "usage": _usage(gen), "rag": _extension(answer)}
+                             "finish_reason": "stop"}], "usage": _usage(gen), "rag": rag_extension(answer)}
     gen = client.generate(req.messages[-1].text(), **_generate_options(req))
     return {**base, "model": gen.model, "usage": _usage(gen),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": gen.json or gen.text},
                          "finish_reason": "length" if gen.finish_reason == "length" else "stop"}]}
 
 
-def _chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-    data = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
-    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
-
-
-def stream(client: OdinClient, req: ChatRequest) -> Iterator[str]:
+def stream(client: OdinClient, req: ChatRequest, *, provisional: bool) -> Iterator[str]:
     """Server-sent events in OpenAI's chunk format, ending with ``data: [DONE]``.
 
     The upstream call starts before the first event is produced, so a refusal (bad input, a service
-    down) is still an HTTP error; a failure after that is an ``error`` event. A grounded answer is
-    checked as a whole before any of it is sent, so it arrives in one content chunk; so does a reply
-    constrained by ``response_format``.
+    down) is still an HTTP error; a failure after that is an ``error`` event. A grounded answer streams
+    as :mod:`odin_client.gateway.answer_stream` says (``provisional``: send the text before it is checked);
+    a reply constrained by ``response_format`` arrives in one content chunk.
     """
     cid = f"chatcmpl-{uuid.uuid4().hex}"
     if req.rag:
-        answer = ask(client, req)
-        model = answer.generation.model if answer.generation else req.model or "none"
-        return iter([_chunk(cid, model, {"role": "assistant", "content": ""}),
-                     _chunk(cid, model, {"content": answer_text(answer)}),
-                     _chunk(cid, model, {}, "stop", rag=_extension(answer)), "data: [DONE]\n\n"])
+        answers = client.ask_stream(req.messages[-1].text(), **_ask_options(req))
+        return relay(cid, req.model or "default", next(answers), answers, provisional=provisional, usage=_usage)
     events = client.generate_stream(req.messages[-1].text(), **_generate_options(req))
     first = next(events)
     return _relay(cid, req.model or "default", first, events)
 
 
 def _relay(cid: str, model: str, first: str | Generation, events: Iterator[str | Generation]) -> Iterator[str]:
-    yield _chunk(cid, model, {"role": "assistant", "content": ""})
+    yield chunk(cid, model, {"role": "assistant", "content": ""})
     sent = False
     try:
         for event in itertools.chain([first], events):
             if isinstance(event, Generation):
                 if not sent and (event.json or event.text):
-                    yield _chunk(cid, event.model, {"content": event.json or event.text})
-                yield _chunk(cid, event.model, {}, "length" if event.finish_reason == "length" else "stop",
+                    yield chunk(cid, event.model, {"content": event.json or event.text})
+                yield chunk(cid, event.model, {}, "length" if event.finish_reason == "length" else "stop",
                              usage=_usage(event))
             else:
                 sent = True
-                yield _chunk(cid, model, {"content": event})
+                yield chunk(cid, model, {"content": event})
     except OdinError as exc:
         yield f"data: {json.dumps(body(exc.details or str(exc), 'upstream_error'))}\n\n"
     finally:

@@ -46,6 +46,8 @@ class ChatRequest(BaseModel):
     top_k: int = Field(default=0, ge=0, le=100)
     filters: dict[str, str | list[str]] | None = None
     tenant_id: str | None = None
+    # With stream and rag: send the answer text before Geri has checked it (None: the gateway's setting).
+    stream_provisional: bool | None = None
 
 
 class EmbeddingsRequest(BaseModel):

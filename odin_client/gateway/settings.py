@@ -24,6 +24,9 @@ class GatewaySettings(FileSettings):
     max_messages: int = Field(default=64, ge=1, description="Messages of one chat completion")
     max_message_chars: int = Field(default=32_000, ge=1, description="Characters of one message")
     max_embedding_inputs: int = Field(default=64, ge=1, description="Inputs of one /v1/embeddings call")
+    stream_provisional: bool = Field(
+        default=False, description="Stream a grounded answer's text before it is checked (a revision then ends "
+                                   "the content with a correction; docs/answers.md, Streaming)")
     clients_cached: int = Field(default=32, ge=1, description="Odin clients (one per API key) kept open")
     api_keys: list[ApiKey] = Field(
         default_factory=list, description="Keys the gateway accepts (the same entries as Freki's and Geri's "

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from odin_client.answering.flow import GenerateCall, drive, drive_async
+from odin_client.flows import drive, drive_async
 from odin_client.results import Generation, ToolCallRequest
 from odin_client.settings import OdinSettings
 from odin_client.tools.loop import (
     AuditCall,
     ConfirmCall,
+    GenerateCall,
     LoopCall,
     RunToolCall,
     ToolLoopOptions,

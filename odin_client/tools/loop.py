@@ -1,9 +1,9 @@
 """The tool loop as one sans-IO flow: ask Geri with the tools offered, run the calls it returns (after the
 registry's checks and the caller's confirmation), hand the results back, until the model answers.
 
-The flow yields :class:`~odin_client.answering.flow.GenerateCall`, :class:`ConfirmCall`,
-:class:`RunToolCall` and :class:`AuditCall` and receives their results; the blocking and the asyncio
-client drive it with ``drive`` / ``drive_async``. It is bounded: after ``max_steps`` rounds of tool calls
+The flow yields :class:`GenerateCall`, :class:`ConfirmCall`, :class:`RunToolCall` and :class:`AuditCall`
+and receives their results; the blocking and the asyncio client drive it with
+:func:`odin_client.flows.drive` / ``drive_async``. It is bounded: after ``max_steps`` rounds of tool calls
 the model is asked once more with ``tool_choice="none"``, so it must answer with what it has.
 
 A tool that overruns its time limit is not stopped (a thread cannot be), so it may still finish and take
@@ -21,9 +21,16 @@ from typing import Any
 
 from wolf.v1 import common_pb2
 
-from odin_client.answering.flow import GenerateCall
 from odin_client.results import Generation, ToolCallRequest
 from odin_client.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True)
+class GenerateCall:
+    """Generate with these keyword arguments (see ``OdinClient.generate``)."""
+
+    prompt: str
+    options: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,20 @@ def test_chat_streams_server_sent_events(client: openai.OpenAI) -> None:
     assert text.strip() and chunks[-1].choices[0].finish_reason in ("stop", "length")
 
 
+def test_a_grounded_answer_streams_with_its_citations_last(client: openai.OpenAI) -> None:
+    question = [{"role": "user", "content": "Which port does the Hrafn relay admin API listen on?"}]
+    chunks = list(client.chat.completions.create(model="", messages=question, stream=True,  # type: ignore[arg-type]
+                                                 extra_body={"stream_provisional": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    rag = chunks[-1].model_extra["rag"]  # type: ignore[index]
+    assert chunks[-1].choices[0].finish_reason == "stop" and rag["sources"][0]["document_id"] == "relay/admin#ports.md"
+    assert text.endswith(rag["answer"])  # the checked text, or the provisional text then the correction
+    if rag["answered"]:
+        assert rag["citations"][0]["quote"] == "The Hrafn relay admin API listens on TCP port 9427."
+    else:
+        assert rag["answer"].startswith("The indexed documents do not answer this")
+
+
 def test_chat_without_rag_honours_a_json_schema(client: openai.OpenAI) -> None:
     schema = {"type": "object", "additionalProperties": False, "required": ["port"],
               "properties": {"port": {"type": "integer"}}}

@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 import pytest
 
 from odin_client import OdinClient, OdinSettings
-from tests.odin.servicers import ControlledFreki, ControlledGeri, serve_freki, serve_geri
+from tests.odin.grounded_servicer import GroundedGeri
+from tests.odin.servicers import ControlledFreki, serve_freki, serve_geri
 from wolf_service.serving import ServerHandle
 
 S = TypeVar("S")
@@ -37,9 +38,9 @@ def freki() -> Iterator[tuple[ControlledFreki, ServerHandle]]:
 
 
 @pytest.fixture
-def geri() -> Iterator[tuple[ControlledGeri, ServerHandle]]:
-    """A running controllable Geri and its server handle."""
-    with running(ControlledGeri(), serve_geri) as pair:
+def geri() -> Iterator[tuple[GroundedGeri, ServerHandle]]:
+    """A running controllable Geri (grounded answers included) and its server handle."""
+    with running(GroundedGeri(), serve_geri) as pair:
         yield pair
 
 

@@ -93,15 +93,17 @@ def sample_context() -> common_pb2.RAGContext:
 
 
 class ControlledFreki(freki_pb2_grpc.FrekiServiceServicer):
-    """Freki that returns :func:`sample_context` and echoes index requests."""
+    """Freki that returns :func:`sample_context` (or ``context`` when set) and echoes index requests."""
 
     def __init__(self, recorder: Recorder | None = None) -> None:
         self.rec = recorder or Recorder()
+        self.context: common_pb2.RAGContext | None = None
 
     def RetrieveContext(self, request: common_pb2.WolfRequest, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self.rec.enter("RetrieveContext", request, context)
+        found = sample_context() if self.context is None else self.context
         return common_pb2.WolfResponse(
-            request_id=request.request_id, model_type=common_pb2.RAG, rag_context=sample_context(),
+            request_id=request.request_id, model_type=common_pb2.RAG, rag_context=found,
             metadata=common_pb2.ResponseMetadata(duration_ms=3),
         )
 

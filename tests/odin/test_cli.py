@@ -145,3 +145,16 @@ def test_retries_are_reported_on_stderr_unless_quiet(freki, geri, capsys):
     freki[0].rec.faults.fail_times = 4  # calls 3 and 4 fail
     assert main(["retrieve", "port", "--quiet", *_targets(freki, geri)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_ask_streams_a_grounded_answer_and_says_when_the_check_revised_it(freki, geri, capsys):
+    quote = "The Skadi gateway listens on TCP port 7443 by default."
+    assert main(["ask", "Which port?", "--stream", *_targets(freki, geri)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("The gateway listens on port 7443 [1].\n") and "Checked against" not in out
+    assert f'"{quote}"' in out and geri[0].rec.count("AnswerStream") == 1
+    geri[0].revised_text = f"{quote} [1]"
+    assert main(["ask", "Which port?", "--stream", *_targets(freki, geri)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("The gateway listens on port 7443 [1].\n(Checked against the sources, the streamed text")
+    assert f"\n{quote} [1]\n" in out

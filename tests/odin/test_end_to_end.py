@@ -63,6 +63,23 @@ def test_grounded_answer_cites_the_sentence_or_says_the_sources_are_silent(odin:
     assert not off_topic.answered and off_topic.generation is None and "found nothing relevant" in off_topic.reason
 
 
+def test_a_streamed_grounded_answer_is_provisional_text_then_the_checked_answer(odin: OdinClient):
+    """AnswerStream with the real model: the deltas are the answer text as it is written (never JSON), and the
+    checked answer either is their concatenation or says it was revised."""
+    from odin_client.results import Answer
+
+    *deltas, final = odin.ask_stream("Which port does the Hrafn Relay admin API listen on?", top_k=3)
+    assert isinstance(final, Answer) and final.generation is not None
+    streamed = "".join(str(d) for d in deltas)
+    assert "{" not in streamed and '"answer"' not in streamed
+    if final.answered and not final.revised:
+        assert final.text == streamed and any("9427" in c.quote for c in final.citations), final.to_dict()
+    elif final.answered:
+        assert final.text != streamed and final.citations
+    else:
+        assert final.reason
+
+
 def test_erase_owner_reaches_freki_and_geri(odin: OdinClient):
     odin.index_text("Greta's notes: the locker code is 4711.", source="greta.md", owner_id="greta")
     odin.generate("Remember me.", session_id="greta-chat", owner_id="greta", max_tokens=4)

@@ -80,8 +80,8 @@ def free_text_ask(client: SyncRag, question: str, *, top_k: int, filters: Any, m
 
 
 async def free_text_ask_async(client: AsyncRag, question: str, *, top_k: int, filters: Any, mode: str,
-                              tenant_id: str | None, allow_no_context: bool,
-                              on_text: Callable[[str], None] | None, **options: Any) -> Answer:
+                              tenant_id: str | None, allow_no_context: bool, model: str, max_tokens: int | None,
+                              temperature: float | None, on_text: Callable[[str], None] | None) -> Answer:
     """See ``AsyncOdinClient.ask(grounded=False)``."""
     start = time.perf_counter()
     context: common_pb2.RAGContext | None = None
@@ -96,11 +96,13 @@ async def free_text_ask_async(client: AsyncRag, question: str, *, top_k: int, fi
         note = f"Answered WITHOUT retrieved context because retrieval failed: {exc}"
     retrieve_ms = _ms(start)
     gen_start = time.perf_counter()
+    options: dict[str, Any] = dict(context=context, model=model, max_tokens=max_tokens, temperature=temperature,
+                                   tenant_id=tenant_id)
     if on_text is None:
-        generation = await client.generate(question, context=context, tenant_id=tenant_id, **options)
+        generation = await client.generate(question, **options)
     else:
         final: Generation | None = None
-        async for item in client.generate_stream(question, context=context, tenant_id=tenant_id, **options):
+        async for item in client.generate_stream(question, **options):
             if isinstance(item, Generation):
                 final = item
             else:
