@@ -27,17 +27,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
-import re
 import statistics
-import string
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,47 +43,38 @@ sys.path[:0] = [str(ROOT), str(ROOT / "protos"), str(ROOT / "scripts")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from evalsets.harness import data_dir_for, eval_settings, freki_server, index_corpus, running_freki  # noqa: E402
+from evalsets.squad_answers import f1, load, normalize, split_of  # noqa: E402
 
+from geri.answering.evidence import Passage, assess  # noqa: E402
 from geri.server import build_server  # noqa: E402
 from geri.settings import GeriSettings  # noqa: E402
 from odin_client import OdinClient, OdinError, OdinSettings  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "eval" / "squad-answers"
 LLAMA = Path(os.environ.get("LLAMA_SERVER", ROOT / ".tools" / "llama-server" / "llama-server"))
 
 
-def load() -> tuple[dict[str, str], list[dict[str, Any]]]:
-    corpus = {}
-    for line in (DATA / "corpus.jsonl").read_text().splitlines():
-        doc = json.loads(line)
-        corpus[doc["_id"]] = f"{doc['title']}\n\n{doc['text']}"
-    return corpus, [json.loads(line) for line in (DATA / "questions.jsonl").read_text().splitlines()]
+def _model_answer(gen: Any) -> str:
+    """The answer the model wrote (before grounding), for studying how answers are shortened."""
+    try:
+        return str(json.loads(gen.json).get("answer", "")) if gen and gen.json else ""
+    except ValueError:
+        return ""
 
 
-def split_of(question_id: str) -> str:
-    """A fixed third of the questions is "dev" (for choosing settings), the rest "test"."""
-    return "dev" if int(hashlib.sha256(question_id.encode()).hexdigest(), 16) % 3 == 0 else "test"
-
-
-def normalize(text: str) -> str:
-    """SQuAD's answer normalisation: lower case, no punctuation, no articles, single spaces."""
-    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
-    return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
-
-
-def f1(prediction: str, gold: str) -> float:
-    pred, ref = normalize(prediction).split(), normalize(gold).split()
-    common = sum((Counter(pred) & Counter(ref)).values())
-    if not common:
-        return 0.0
-    precision, recall = common / len(pred), common / len(ref)
-    return 2 * precision * recall / (precision + recall)
+def evidence_of(question: str, sources: list[Any], max_sources: int) -> dict[str, Any]:
+    """What the answer gate sees of the top ``max_sources`` sources (geri/answering/evidence.py)."""
+    ev = assess(question, [Passage(s.content, s.score, s.metadata.get("language", "en"))
+                           for s in sources[:max_sources]])
+    return {"scores": [round(s.score, 4) for s in sources[:5]], "margin": round(ev.margin, 4),
+            "coverage": round(ev.coverage, 4), "sentence_coverage": round(ev.sentence_coverage, 4),
+            "question_terms": ev.question_terms, "missing": list(ev.missing)}
 
 
 @contextlib.contextmanager
 def geri_for(backend: str) -> Iterator[str]:
     """A Geri serving ``backend``; yields its address."""
-    from tests.geri.fixtures import _stop, _wait_http, free_port, start_ollama_proxy
+    from tests.local_servers import free_port, start_ollama_proxy, wait_http
+    from tests.local_servers import stop as _stop
 
     procs: list[subprocess.Popen[bytes]] = []
     logs = Path(tempfile.mkdtemp(prefix="eval-answers-"))
@@ -105,7 +92,7 @@ def geri_for(backend: str) -> Iterator[str]:
                        "-t", "1", "--alias", "smollm2", "-c", "8192"]
                 procs.append(subprocess.Popen(cmd, env=env, stdout=(logs / "llama.log").open("wb"),
                                               stderr=subprocess.STDOUT))
-                _wait_http(f"http://127.0.0.1:{port}/health", procs[-1], 120, logs / "llama.log")
+                wait_http(f"http://127.0.0.1:{port}/health", procs[-1], 120, logs / "llama.log")
             else:  # ollama-unconstrained: transformers serve, which ignores response_format
                 from tests.geri.fixtures import HF_DIR_NAME, VENV_BIN, export_hf_checkpoint
 
@@ -115,9 +102,10 @@ def geri_for(backend: str) -> Iterator[str]:
                      "--device", "cpu", HF_DIR_NAME], cwd=checkpoint.parent,
                     env={**os.environ, "HF_HUB_CACHE": str(logs)}, stdout=(logs / "serve.log").open("wb"),
                     stderr=subprocess.STDOUT))
-                _wait_http(f"http://127.0.0.1:{port}/health", procs[-1], 180, logs / "serve.log")
+                wait_http(f"http://127.0.0.1:{port}/health", procs[-1], 180, logs / "serve.log")
             proxy_port = free_port()
-            procs.append(start_ollama_proxy(f"http://127.0.0.1:{port}/v1", proxy_port, logs / "proxy.log"))
+            procs.append(start_ollama_proxy(f"http://127.0.0.1:{port}/v1", proxy_port, logs / "proxy.log",
+                                            "local/smollm2"))
             settings.update(backend="ollama", ollama_host=f"http://127.0.0.1:{proxy_port}",
                             ollama_model="local/smollm2")
         handle = build_server(GeriSettings(**settings))
@@ -131,24 +119,34 @@ def geri_for(backend: str) -> Iterator[str]:
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    corpus, questions = load()
+    corpus, questions = load(args.grow, args.distractors)
     questions = [q for q in questions if args.split == "all" or split_of(q["_id"]) == args.split]
     if args.limit:
         answerable = [q for q in questions if q["answerable"]][: args.limit * 2 // 3]
         questions = answerable + [q for q in questions if not q["answerable"]][: args.limit - len(answerable)]
-    data_dir = data_dir_for("squad-answers", corpus, eval_settings(Path(".")))
+    name = "squad-answers" if args.grow == 1 else f"squad-answers-{args.distractors}{args.grow}"
+    data_dir = data_dir_for(name, corpus, eval_settings(Path(".")))
     with running_freki(eval_settings(data_dir)) as stub:
         stats = index_corpus(stub, corpus, data_dir)
     print(f"indexed {len(corpus)} paragraphs ({'cached' if stats.get('cached') else 'fresh'}) -> {data_dir}",
           flush=True)
     records = []
-    with freki_server(eval_settings(data_dir)) as freki, geri_for(args.backend) as geri:
+    geri_cm = contextlib.nullcontext("127.0.0.1:1") if args.retrieval_only else geri_for(args.backend)
+    with freki_server(eval_settings(data_dir)) as freki, geri_cm as geri:
         odin = OdinSettings(freki_target=freki, geri_target=geri, generate_deadline_s=600,
                             answer_min_score=args.min_score, answer_model_abstains=args.model_abstains == "yes")
         with OdinClient(odin) as client:
             for i, q in enumerate(questions, 1):
                 started = time.perf_counter()
                 record: dict[str, Any] = {"id": q["_id"], "answerable": q["answerable"], "gold": q["gold_doc"]}
+                if args.retrieval_only:
+                    found = client.retrieve(q["question"], top_k=args.top_k).sources
+                    record.update(best_score=max((s.score for s in found), default=0.0), answered=True,
+                                  top_doc=found[0].document_id if found else "", cited=[], schema_valid=True,
+                                  f1=0.0, em=0.0, **evidence_of(q["question"], found, odin.answer_max_sources))
+                    record["seconds"] = time.perf_counter() - started
+                    records.append(record)
+                    continue
                 try:
                     answer = client.ask(q["question"], top_k=args.top_k)
                 except OdinError as exc:
@@ -162,10 +160,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         cited=[c.document_id for c in answer.citations], schema_valid=bool(gen and gen.json),
                         question=q["question"], quotes=[c.quote for c in answer.citations],
                         sources=[(s.document_id, round(s.score, 4)) for s in answer.sources[:5]],
-                        extractive=answer.extractive,
+                        extractive=answer.extractive, model_answer=_model_answer(gen),
                         generated=gen is not None, backend=gen.backend if gen else "",
                         f1=max((f1(answer.text, a) for a in q["answers"]), default=0.0) if answer.answered else 0.0,
                         em=float(any(normalize(answer.text) == normalize(a) for a in q["answers"])),
+                        **evidence_of(q["question"], answer.sources, odin.answer_max_sources),
                     )
                 record["seconds"] = time.perf_counter() - started
                 records.append(record)
@@ -206,6 +205,12 @@ def main() -> None:
     parser.add_argument("--split", choices=["dev", "test", "all"], default="test")
     parser.add_argument("--limit", type=int, default=0, help="at most N questions (2/3 answerable)")
     parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--grow", type=int, default=1, metavar="N",
+                        help="index N times as many documents: the SQuAD paragraphs among distractors")
+    parser.add_argument("--distractors", choices=["wiki", "scifact"], default="wiki",
+                        help="wiki: Wikipedia lead sections (near-domain); scifact: SciFact abstracts")
+    parser.add_argument("--retrieval-only", action="store_true",
+                        help="no generation: record what the answer gate sees (scores, coverage) per question")
     parser.add_argument("--min-score", type=float, default=OdinSettings().answer_min_score)
     parser.add_argument("--model-abstains", choices=["yes", "no"],
                         default="yes" if OdinSettings().answer_model_abstains else "no",
@@ -221,7 +226,8 @@ def main() -> None:
             print(f"| {t:.2f} | {m['abstention']:.3f} | {m['false_abstention']:.3f} | "
                   f"{m['citation_precision']:.3f} | {m['f1']:.3f} |")
         return
-    print(f"backend={args.backend} split={args.split} min_score={args.min_score} "
+    print(f"backend={args.backend} split={args.split} grow={args.grow} distractors={args.distractors} "
+          f"min_score={args.min_score} "
           f"model_abstains={args.model_abstains} load={os.getloadavg()[0]:.2f}")
     records = run(args)
     if args.out:
