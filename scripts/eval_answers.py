@@ -45,7 +45,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from evalsets.harness import data_dir_for, eval_settings, freki_server, index_corpus, running_freki  # noqa: E402
 from evalsets.squad_answers import f1, load, normalize, split_of  # noqa: E402
 
-from geri.answering.evidence import Passage, assess  # noqa: E402
+from geri.answering.evidence import Evidence, Gate, Passage, assess  # noqa: E402
+from geri.answering.sources import split_sentences  # noqa: E402
+from geri.answering.spans import answer_sentence  # noqa: E402
 from geri.server import build_server  # noqa: E402
 from geri.settings import GeriSettings  # noqa: E402
 from odin_client import OdinClient, OdinError, OdinSettings  # noqa: E402
@@ -59,6 +61,21 @@ def _model_answer(gen: Any) -> str:
         return str(json.loads(gen.json).get("answer", "")) if gen and gen.json else ""
     except ValueError:
         return ""
+
+
+def short_of(question: str, answer: Any) -> tuple[str, str]:
+    """(short answer, quote) as Geri makes them (geri/answering/spans.py), from the cited source of ``answer``;
+    the same as ``answer`` once Geri shortens answers itself."""
+    if not answer.answered or not answer.citations:
+        return answer.text, ""
+    cited = answer.citations[0]
+    source = next((s for s in answer.sources if s.chunk_id == cited.chunk_id), None)
+    if source is None:
+        return answer.text, cited.quote
+    sentences = split_sentences(source.content)
+    preferred = sentences.index(cited.quote) + 1 if cited.quote in sentences else 1
+    number, span = answer_sentence(question, sentences, preferred, source.metadata.get("language") or "en")
+    return (span, sentences[number - 1]) if span else (answer.text, cited.quote)
 
 
 def evidence_of(question: str, sources: list[Any], max_sources: int) -> dict[str, Any]:
@@ -153,7 +170,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     record.update(error=f"{exc.code}: {exc}"[:300])
                 else:
                     gen = answer.generation
+                    short, short_quote = short_of(q["question"], answer)
                     record.update(
+                        short=short, short_quote=short_quote,
+                        short_f1=max((f1(short, a) for a in q["answers"]), default=0.0) if answer.answered else 0.0,
+                        short_em=float(any(normalize(short) == normalize(a) for a in q["answers"])),
                         answered=answer.answered, reason=answer.reason, text=answer.text,
                         best_score=max((s.score for s in answer.sources), default=0.0),
                         top_doc=answer.sources[0].document_id if answer.sources else "",
@@ -173,12 +194,18 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     return records
 
 
-def report(records: list[dict[str, Any]], threshold: float | None = None) -> dict[str, float]:
-    """Metrics over ``records``; with ``threshold``, questions whose best score is below it count as abstained."""
+def gate_answers(record: dict[str, Any], gate: Gate) -> bool:
+    """Would ``gate`` answer the record's question (from the evidence it recorded)?"""
+    return gate.decide(Evidence(record["best_score"], record["margin"], record["coverage"],
+                                record["sentence_coverage"], record["question_terms"], tuple(record["missing"])))[0]
+
+
+def report(records: list[dict[str, Any]], gate: Gate | None = None) -> dict[str, float]:
+    """Metrics over ``records``; with ``gate``, questions it would not answer count as abstained."""
     def abstained(r: dict[str, Any]) -> bool:
         if "error" in r:
             return False
-        return (not r["answered"]) or (threshold is not None and r["best_score"] < threshold)
+        return (not r["answered"]) or (gate is not None and not gate_answers(r, gate))
 
     answerable = [r for r in records if r["answerable"]]
     unanswerable = [r for r in records if not r["answerable"]]
@@ -191,6 +218,8 @@ def report(records: list[dict[str, Any]], threshold: float | None = None) -> dic
         "schema_valid": sum(r["schema_valid"] for r in generated) / max(1, len(generated)),
         "em": sum(r["em"] for r in answered) / max(1, len(answered)),
         "f1": sum(r["f1"] for r in answered) / max(1, len(answered)),
+        "short_em": sum(r.get("short_em", 0.0) for r in answered) / max(1, len(answered)),
+        "short_f1": sum(r.get("short_f1", 0.0) for r in answered) / max(1, len(answered)),
         "citation_precision": sum(cited) / max(1, len(cited)),
         "abstention": sum(abstained(r) for r in unanswerable) / max(1, len(unanswerable)),
         "false_abstention": sum(abstained(r) for r in answerable) / max(1, len(answerable)),
@@ -211,7 +240,10 @@ def main() -> None:
                         help="wiki: Wikipedia lead sections (near-domain); scifact: SciFact abstracts")
     parser.add_argument("--retrieval-only", action="store_true",
                         help="no generation: record what the answer gate sees (scores, coverage) per question")
-    parser.add_argument("--min-score", type=float, default=OdinSettings().answer_min_score)
+    parser.add_argument("--min-score", type=float, default=GeriSettings().answering.min_score)
+    parser.add_argument("--min-evidence", type=float, default=GeriSettings().answering.min_evidence,
+                        help="the gate's floor on score + coverage (Geri's answering.min_evidence), applied to "
+                        "the records")
     parser.add_argument("--model-abstains", choices=["yes", "no"],
                         default="yes" if OdinSettings().answer_model_abstains else "no",
                         help="may the model say the sources are silent (answer_model_abstains)")
@@ -220,9 +252,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.sweep:
         records = [json.loads(line) for line in args.sweep.read_text().splitlines()]
-        print("| threshold | abstention | false abstention | citation precision | F1 |\n|---|---|---|---|---|")
+        print(f"min_evidence {args.min_evidence}\n| threshold | abstention | false abstention | citation precision "
+              "| F1 |\n|---|---|---|---|---|")
         for t in [x / 100 for x in range(0, 61, 5)]:
-            m = report(records, t)
+            m = report(records, Gate(t, args.min_evidence))
             print(f"| {t:.2f} | {m['abstention']:.3f} | {m['false_abstention']:.3f} | "
                   f"{m['citation_precision']:.3f} | {m['f1']:.3f} |")
         return
@@ -232,11 +265,15 @@ def main() -> None:
     records = run(args)
     if args.out:
         args.out.write_text("".join(json.dumps(r) + "\n" for r in records))
-    m = report(records)
-    print("\n| backend | questions | errors | schema-valid | EM | F1 | citation precision | abstention "
-          "(unanswerable) | false abstention | p50 s | p90 s |\n|---|---|---|---|---|---|---|---|---|---|---|")
-    print(f"| {args.backend} | {m['questions']} | {m['errors']} | {m['schema_valid']:.3f} | {m['em']:.3f} | "
-          f"{m['f1']:.3f} | {m['citation_precision']:.3f} | {m['abstention']:.3f} | {m['false_abstention']:.3f} | "
+    # Geri's gate, applied to what each question retrieved (the same decision Geri makes on the same sources).
+    m = report(records, Gate(args.min_score, args.min_evidence))
+    print(f"\ngate: answer_min_score {args.min_score}, min_evidence {args.min_evidence}")
+    print("| backend | corpus | questions | errors | schema-valid | EM | F1 | F1 as returned | citation precision | "
+          "abstention (unanswerable) | false abstention | p50 s | p90 s |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| {args.backend} | {args.grow}x {args.distractors if args.grow > 1 else ''} | {m['questions']} | "
+          f"{m['errors']} | {m['schema_valid']:.3f} | {m['short_em']:.3f} | {m['short_f1']:.3f} | {m['f1']:.3f} | "
+          f"{m['citation_precision']:.3f} | {m['abstention']:.3f} | {m['false_abstention']:.3f} | "
           f"{m['p50_s']:.1f} | {m['p90_s']:.1f} |")
 
 

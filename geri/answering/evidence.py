@@ -9,7 +9,8 @@ question about a battle no document covers finds passages about other battles, w
 words ("British", "lose") but not its names ("Quebec", "1760").
 
 :func:`assess` measures this on the best passage (the one an answer stands on); :class:`Gate` decides
-with a score floor (nothing relevant at all) and a coverage floor (the passage is about something else).
+with a score floor (nothing relevant at all) and a floor on score and coverage together (the passage is about
+something else).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import Stemmer
 from stop_words import StopWordError, get_stop_words
 from wolf.v1 import common_pb2
 from wordfreq import available_languages, zipf_frequency
+
+from geri.settings import AnsweringSettings
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n")
@@ -41,7 +44,8 @@ _local = threading.local()  # a PyStemmer object must not be shared between thre
 
 
 @lru_cache(maxsize=32)
-def _stop_words(language: str) -> frozenset[str]:
+def stop_words(language: str) -> frozenset[str]:
+    """Stop words of ``language`` (the stop-words package; none for a language it lacks) and question words."""
     try:
         words = frozenset(w.lower() for w in get_stop_words(language or "en"))
     except StopWordError:
@@ -75,7 +79,7 @@ def _weight(word: str, language: str) -> float:
 
 def question_terms(question: str, language: str = "en") -> dict[str, float]:
     """Content terms of a question, stem -> weight (:func:`_weight` of its rarest word form)."""
-    stop = _stop_words(language)
+    stop = stop_words(language)
     out: dict[str, float] = {}
     for match in _WORD.finditer(question.lower()):
         word = match.group()
@@ -88,7 +92,7 @@ def question_terms(question: str, language: str = "en") -> dict[str, float]:
 
 def terms(text: str, language: str = "en") -> set[str]:
     """Content terms of ``text``: lower-cased words without stop words, stemmed for ``language``."""
-    stop = _stop_words(language)
+    stop = stop_words(language)
     return {_stem(w, language) for w in (m.group() for m in _WORD.finditer(text.lower()))
             if w not in stop and (len(w) > 1 or w.isdigit())}
 
@@ -154,19 +158,33 @@ def assess(question: str, passages: Sequence[Passage]) -> Evidence:
 
 @dataclass(frozen=True)
 class Gate:
-    """Answer only when the best passage is relevant at all (``min_score``) and says what the question is
-    about (``min_coverage`` of its weighted content terms)."""
+    """Answer only when the best passage is relevant at all (``min_score``) and the evidence that it says
+    what the question asks, ``score + coverage_weight * coverage``, reaches ``min_evidence``: a passage
+    that scores high can answer in other words than the question's, one that scores low must name what
+    the question asks about."""
 
     min_score: float
-    min_coverage: float
+    min_evidence: float = 0.0
+    coverage_weight: float = 0.6
 
     def decide(self, evidence: Evidence) -> tuple[bool, str]:
         """(answer?, why not) for ``evidence``."""
         if evidence.score < self.min_score:
             return False, (f"no source is relevant enough: the best scored {evidence.score:.3f}, below "
                            f"answer_min_score {self.min_score:.3f}")
-        if evidence.coverage < self.min_coverage:
-            return False, (f"the best source is not about what the question asks: it covers "
-                           f"{evidence.coverage:.0%} of the question's terms, below min_coverage "
-                           f"{self.min_coverage:.0%} (missing: {', '.join(evidence.missing[:5])})")
+        combined = evidence.score + self.coverage_weight * evidence.coverage
+        if combined < self.min_evidence:
+            missing = f"; missing: {', '.join(evidence.missing[:5])}" if evidence.missing else ""
+            return False, (f"the best source does not say what the question asks: it scored {evidence.score:.3f} "
+                           f"and holds {evidence.coverage:.0%} of the question's terms, together {combined:.3f}, "
+                           f"below min_evidence {self.min_evidence:.3f}{missing}")
         return True, ""
+
+
+def gate_reason(question: str, documents: Sequence[common_pb2.RetrievedDocument],
+                settings: AnsweringSettings) -> str:
+    """Why the answer to ``question`` must abstain over ``documents`` (best first, the ones the model
+    would see), or "" when it may answer: the gate of ``settings``."""
+    gate = Gate(settings.min_score, settings.min_evidence, settings.coverage_weight)
+    return gate.decide(assess(question, passages(documents)))[1]
+

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from wolf.v1 import common_pb2
 
-from geri.answering.evidence import Evidence, Gate, Passage, assess, passages, question_terms, terms
+from geri.answering.evidence import Evidence, Gate, Passage, assess, gate_reason, passages, question_terms, terms
+from geri.settings import AnsweringSettings
 
 QUEBEC = ("The British were defeated outside Quebec City in April 1760 at the Battle of Sainte-Foy, but the "
           "French could not retake the city.")
@@ -48,13 +49,23 @@ def test_german_questions_meet_inflected_and_folded_forms() -> None:
     assert ev.coverage == 1.0
 
 
-def test_the_gate_needs_a_relevant_score_and_coverage_and_says_which_failed() -> None:
-    gate = Gate(min_score=0.3, min_coverage=0.45)
-    assert gate.decide(Evidence(0.5, 0.1, 0.8, 0.8, 3)) == (True, "")
-    answered, reason = gate.decide(Evidence(0.2, 0.1, 0.8, 0.8, 3))
-    assert not answered and "answer_min_score 0.300" in reason
-    answered, reason = gate.decide(Evidence(0.5, 0.1, 0.2, 0.2, 3, ("quebec", "1760")))
-    assert not answered and "min_coverage" in reason and "quebec" in reason
+def test_the_gate_needs_a_relevant_score_and_enough_evidence_and_says_which_failed() -> None:
+    gate = Gate(min_score=0.25, min_evidence=0.74, coverage_weight=0.6)
+    assert gate.decide(Evidence(0.5, 0.1, 0.5, 0.5, 3)) == (True, "")  # 0.5 + 0.3
+    assert gate.decide(Evidence(0.75, 0.1, 0.0, 0.0, 3)) == (True, "")  # a high score carries a paraphrase
+    answered, reason = gate.decide(Evidence(0.2, 0.1, 1.0, 1.0, 3))
+    assert not answered and "answer_min_score 0.250" in reason
+    answered, reason = gate.decide(Evidence(0.4, 0.1, 0.4, 0.4, 3, ("quebec", "1760")))  # 0.4 + 0.24
+    assert not answered and "min_evidence 0.740" in reason and "quebec" in reason
+
+
+def test_gate_reason_applies_the_settings_to_retrieved_documents() -> None:
+    question = "In what battle outside Quebec City were the British defeated in 1760?"
+    docs = [common_pb2.RetrievedDocument(content=BOSTON, relevance_score=0.45)]
+    assert "min_evidence" in gate_reason(question, docs, AnsweringSettings())
+    docs = [common_pb2.RetrievedDocument(content=QUEBEC, relevance_score=0.45)]
+    assert gate_reason(question, docs, AnsweringSettings()) == ""
+    assert gate_reason(question, [], AnsweringSettings()).startswith("no source is relevant enough")
 
 
 def test_no_passage_or_no_content_term() -> None:
