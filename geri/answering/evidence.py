@@ -33,7 +33,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n")
 # Words that ask rather than say: they are in no passage that answers, so they must not count as missing.
 _QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how much many long often kind type name named called "
-    "was wer wie wo wann warum welche welcher welches wieviel wieviele viel viele hoch gross groß lange".split())
+    "was wer wie wo wann warum welche welcher welches wieviel wieviele viel viele hoch gross groß lange "
+    "gibt darf dürfen kann können muss müssen soll".split())
 # ISO 639-1 -> PyStemmer's Snowball algorithm for the languages whose chunks Freki marks.
 _SNOWBALL = {"en": "english", "de": "german", "fr": "french", "es": "spanish", "it": "italian",
              "nl": "dutch", "pt": "portuguese", "sv": "swedish", "da": "danish", "no": "norwegian",
