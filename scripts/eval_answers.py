@@ -4,7 +4,9 @@ Data: ../shared/eval/squad-answers (244 SQuAD paragraphs indexed; 300 answerable
 paragraph is indexed, 150 unanswerable ones about articles that are not). Metrics:
 
 * schema-valid rate: answers Geri returned as JSON valid for the answer schema (Odin parses every one);
-* answer EM / F1 (SQuAD normalisation) on answerable questions that were answered;
+* answer EM / F1 (SQuAD normalisation) on answerable questions that were answered, of the short answer
+  Geri's rules make from the cited source (geri/answering/spans.py; "F1 as returned": the text ``ask``
+  returned, the same once Odin calls Geri's Answer RPC);
 * citation precision: share of citations naming the gold paragraph;
 * abstention rate on unanswerable questions, false abstention rate on answerable ones;
 * p50 / p90 seconds per answer (client wall time).
@@ -14,13 +16,16 @@ ollama-proxy-plus -> llama.cpp's llama-server running the same SmolLM2 GGUF, whi
 with a grammar; build it once with ``make llama-server``). ``ollama-unconstrained`` puts `transformers
 serve` (which ignores response_format) behind the proxy instead, to show what Geri's checks do then.
 
-Choosing the abstention threshold without looking at the test questions: ``--split dev`` (a third of the
-questions, by a hash of their id) with ``answer_min_score 0`` records every question's best retrieval
-score; ``--sweep FILE`` prints abstention / false abstention for each threshold from such a run.
+Abstention is Geri's gate (geri/answering/evidence.py: a score floor and score + weighted question-term
+coverage of the best source), applied to what each question retrieved. ``--grow N`` indexes the paragraphs
+among (N-1) x 244 distractor passages (``--distractors wiki``: Wikipedia lead sections, near-domain; or
+``scifact``), so the gate is measured at several corpus sizes. ``--retrieval-only`` skips generation and
+records what the gate sees per question; scripts/tune_answer_gate.py chooses the gate's settings from such
+records of the ``--split dev`` third (by a hash of the question id) at several sizes (decision 0191).
 
-    .venv/bin/python scripts/eval_answers.py --backend embedded --split test
-    .venv/bin/python scripts/eval_answers.py --backend ollama --split dev --min-score 0 --out dev.jsonl
-    .venv/bin/python scripts/eval_answers.py --sweep dev.jsonl
+    .venv/bin/python scripts/eval_answers.py --backend embedded --split test --grow 6
+    .venv/bin/python scripts/eval_answers.py --retrieval-only --split dev --grow 6 --min-score 0 --out dev-6.jsonl
+    .venv/bin/python scripts/eval_answers.py --sweep dev-6.jsonl
 """
 
 from __future__ import annotations
@@ -136,6 +141,17 @@ def geri_for(backend: str) -> Iterator[str]:
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Ask every selected question; each record is appended to ``args.out`` as it is made (a long run cut
+    short keeps what it did)."""
+    records: list[dict[str, Any]] = []
+    out = args.out.open("w", encoding="utf-8") if args.out else None
+
+    def keep(record: dict[str, Any]) -> None:
+        records.append(record)
+        if out is not None:
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+
     corpus, questions = load(args.grow, args.distractors)
     questions = [q for q in questions if args.split == "all" or split_of(q["_id"]) == args.split]
     if args.limit:
@@ -147,7 +163,6 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         stats = index_corpus(stub, corpus, data_dir)
     print(f"indexed {len(corpus)} paragraphs ({'cached' if stats.get('cached') else 'fresh'}) -> {data_dir}",
           flush=True)
-    records = []
     geri_cm = contextlib.nullcontext("127.0.0.1:1") if args.retrieval_only else geri_for(args.backend)
     with freki_server(eval_settings(data_dir)) as freki, geri_cm as geri:
         odin = OdinSettings(freki_target=freki, geri_target=geri, generate_deadline_s=600,
@@ -162,7 +177,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                                   top_doc=found[0].document_id if found else "", cited=[], schema_valid=True,
                                   f1=0.0, em=0.0, **evidence_of(q["question"], found, odin.answer_max_sources))
                     record["seconds"] = time.perf_counter() - started
-                    records.append(record)
+                    keep(record)
                     continue
                 try:
                     answer = client.ask(q["question"], top_k=args.top_k)
@@ -188,9 +203,11 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         **evidence_of(q["question"], answer.sources, odin.answer_max_sources),
                     )
                 record["seconds"] = time.perf_counter() - started
-                records.append(record)
+                keep(record)
                 if i % 25 == 0:
                     print(f"  {i}/{len(questions)} questions", flush=True)
+    if out is not None:
+        out.close()
     return records
 
 
@@ -263,8 +280,6 @@ def main() -> None:
           f"min_score={args.min_score} "
           f"model_abstains={args.model_abstains} load={os.getloadavg()[0]:.2f}")
     records = run(args)
-    if args.out:
-        args.out.write_text("".join(json.dumps(r) + "\n" for r in records))
     # Geri's gate, applied to what each question retrieved (the same decision Geri makes on the same sources).
     m = report(records, Gate(args.min_score, args.min_evidence))
     print(f"\ngate: answer_min_score {args.min_score}, min_evidence {args.min_evidence}")
