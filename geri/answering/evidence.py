@@ -184,8 +184,8 @@ class Gate:
 
 def gate_reason(question: str, documents: Sequence[common_pb2.RetrievedDocument],
                 settings: AnsweringSettings) -> str:
-    """Why the answer to ``question`` must abstain over ``documents`` (best first, the ones the model
-    would see), or "" when it may answer: the gate of ``settings``."""
+    """Why the answer to ``question`` must abstain over the retrieved ``documents`` (best first, before any
+    cut by score), or "" when it may answer: the gate of ``settings``."""
     gate = Gate(settings.min_score, settings.min_evidence, settings.coverage_weight)
     return gate.decide(assess(question, passages(documents)))[1]
 

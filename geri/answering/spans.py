@@ -7,9 +7,9 @@ source, and the answer is extracted from it without another model call:
 1. The sentence: the one of the cited source that covers the question's weighted content terms best
    (geri/answering/evidence.py), plus how good its best span is; the model's own sentence on a tie.
 2. The span: a run of up to ``MAX_SPAN_WORDS`` words of that sentence that adds something to the question
-   (not only its words, not only stop words), scored by the expected kind of answer (a number for "how
-   many", a year or date for "when", capitalised words for "who"/"where"), by closeness to the question's
-   words in the sentence, shortness, and not starting or ending on a stop word.
+   (not only its words, not only stop words), scored by the expected kind of answer in English questions
+   (a number for "how many", a year or date for "when", capitalised words for "who"/"where"), by closeness
+   to the question's words in the sentence, shortness, and not starting or ending on a stop word.
 
 The answer text is that span with its marker; the citation keeps the whole sentence as its quote, so an
 answer is always a substring of what it cites.
