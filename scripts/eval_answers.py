@@ -266,6 +266,7 @@ def main() -> None:
                         help="may the model say the sources are silent (answer_model_abstains)")
     parser.add_argument("--out", type=Path, help="write per-question records (JSON lines)")
     parser.add_argument("--sweep", type=Path, help="print metrics per threshold from a records file")
+    parser.add_argument("--report", type=Path, help="print the metrics of a records file (e.g. a run cut short)")
     args = parser.parse_args()
     if args.sweep:
         records = [json.loads(line) for line in args.sweep.read_text().splitlines()]
@@ -276,10 +277,17 @@ def main() -> None:
             print(f"| {t:.2f} | {m['abstention']:.3f} | {m['false_abstention']:.3f} | "
                   f"{m['citation_precision']:.3f} | {m['f1']:.3f} |")
         return
+    if args.report:
+        print_table(args, [json.loads(line) for line in args.report.read_text().splitlines()])
+        return
     print(f"backend={args.backend} split={args.split} grow={args.grow} distractors={args.distractors} "
           f"min_score={args.min_score} "
           f"model_abstains={args.model_abstains} load={os.getloadavg()[0]:.2f}")
-    records = run(args)
+    print_table(args, run(args))
+
+
+def print_table(args: argparse.Namespace, records: list[dict[str, Any]]) -> None:
+    """The metrics of ``records`` as one Markdown table row, with the gate of ``args``."""
     # Geri's gate, applied to what each question retrieved (the same decision Geri makes on the same sources).
     m = report(records, Gate(args.min_score, args.min_evidence))
     print(f"\ngate: answer_min_score {args.min_score}, min_evidence {args.min_evidence}")
