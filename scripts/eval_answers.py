@@ -47,49 +47,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "protos"), str(ROOT / "scripts")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from evalsets.answer_records import evidence_of, gate_answers, model_answer, short_of  # noqa: E402
 from evalsets.harness import data_dir_for, eval_settings, freki_server, index_corpus, running_freki  # noqa: E402
 from evalsets.squad_answers import f1, load, normalize, split_of  # noqa: E402
 
-from geri.answering.evidence import Evidence, Gate, Passage, assess  # noqa: E402
-from geri.answering.sources import split_sentences  # noqa: E402
-from geri.answering.spans import answer_sentence  # noqa: E402
+from geri.answering.evidence import Gate  # noqa: E402
 from geri.server import build_server  # noqa: E402
 from geri.settings import GeriSettings  # noqa: E402
 from odin_client import OdinClient, OdinError, OdinSettings  # noqa: E402
 
 LLAMA = Path(os.environ.get("LLAMA_SERVER", ROOT / ".tools" / "llama-server" / "llama-server"))
-
-
-def _model_answer(gen: Any) -> str:
-    """The answer the model wrote (before grounding), for studying how answers are shortened."""
-    try:
-        return str(json.loads(gen.json).get("answer", "")) if gen and gen.json else ""
-    except ValueError:
-        return ""
-
-
-def short_of(question: str, answer: Any) -> tuple[str, str]:
-    """(short answer, quote) as Geri makes them (geri/answering/spans.py), from the cited source of ``answer``;
-    the same as ``answer`` once Geri shortens answers itself."""
-    if not answer.answered or not answer.citations:
-        return answer.text, ""
-    cited = answer.citations[0]
-    source = next((s for s in answer.sources if s.chunk_id == cited.chunk_id), None)
-    if source is None:
-        return answer.text, cited.quote
-    sentences = split_sentences(source.content)
-    preferred = sentences.index(cited.quote) + 1 if cited.quote in sentences else 1
-    number, span = answer_sentence(question, sentences, preferred, source.metadata.get("language") or "en")
-    return (span, sentences[number - 1]) if span else (answer.text, cited.quote)
-
-
-def evidence_of(question: str, sources: list[Any], max_sources: int) -> dict[str, Any]:
-    """What the answer gate sees of the top ``max_sources`` sources (geri/answering/evidence.py)."""
-    ev = assess(question, [Passage(s.content, s.score, s.metadata.get("language", "en"))
-                           for s in sources[:max_sources]])
-    return {"scores": [round(s.score, 4) for s in sources[:5]], "margin": round(ev.margin, 4),
-            "coverage": round(ev.coverage, 4), "sentence_coverage": round(ev.sentence_coverage, 4),
-            "question_terms": ev.question_terms, "missing": list(ev.missing)}
 
 
 @contextlib.contextmanager
@@ -196,7 +163,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         cited=[c.document_id for c in answer.citations], schema_valid=bool(gen and gen.json),
                         question=q["question"], quotes=[c.quote for c in answer.citations],
                         sources=[(s.document_id, round(s.score, 4)) for s in answer.sources[:5]],
-                        extractive=answer.extractive, model_answer=_model_answer(gen),
+                        extractive=answer.extractive, model_answer=model_answer(gen),
                         generated=gen is not None, backend=gen.backend if gen else "",
                         f1=max((f1(answer.text, a) for a in q["answers"]), default=0.0) if answer.answered else 0.0,
                         em=float(any(normalize(answer.text) == normalize(a) for a in q["answers"])),
@@ -209,12 +176,6 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     if out is not None:
         out.close()
     return records
-
-
-def gate_answers(record: dict[str, Any], gate: Gate) -> bool:
-    """Would ``gate`` answer the record's question (from the evidence it recorded)?"""
-    return gate.decide(Evidence(record["best_score"], record["margin"], record["coverage"],
-                                record["sentence_coverage"], record["question_terms"], tuple(record["missing"])))[0]
 
 
 def report(records: list[dict[str, Any]], gate: Gate | None = None) -> dict[str, float]:
