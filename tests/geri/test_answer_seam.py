@@ -1,0 +1,103 @@
+"""What the answer pipeline asks of the generation pipeline, at that seam (a scripted generation stands in for
+the model; the same calls with the real model are in test_answer_rpc.py)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from wolf.v1 import common_pb2, geri_pb2
+
+from geri.answering.pipeline import AnswerPipeline
+from geri.generation import StreamEvent
+from geri.sessions import MemorySessionStore, Turn
+from geri.settings import GeriSettings
+from wolf_service.errors import FailedPrecondition
+
+
+class ScriptedGeneration:
+    """Records each inner request; answers with the next scripted JSON (or raises it)."""
+
+    def __init__(self, *replies: dict[str, Any] | Exception) -> None:
+        self.replies = list(replies)
+        self.requests: list[common_pb2.WolfRequest] = []
+
+    def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
+            drafts: bool = False) -> Iterator[StreamEvent]:
+        assert not remember  # the answer pipeline stores its own turns
+        self.requests.append(request)
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        text = json.dumps(reply)
+        if drafts:
+            for i in range(0, len(text), 5):
+                yield StreamEvent("draft", text[i:i + 5])
+        yield StreamEvent("final", response=common_pb2.WolfResponse(
+            request_id=request.request_id, llm_response=common_pb2.LLMResponse(json=text, finish_reason="stop")))
+
+
+def pipeline(generation: ScriptedGeneration) -> tuple[AnswerPipeline, MemorySessionStore]:
+    settings = GeriSettings()
+    sessions = MemorySessionStore(settings.sessions)
+    return AnswerPipeline(settings, generation, sessions), sessions  # type: ignore[arg-type]
+
+
+def rewrite_request(session: str = "", tenant: str = "acme", variants: int = 0,
+                    messages: tuple[common_pb2.ChatTurn, ...] = ()) -> geri_pb2.RewriteQueryRequest:
+    return geri_pb2.RewriteQueryRequest(variants=variants, request=common_pb2.WolfRequest(
+        request_id="r", prompt="and its logs?", tenant_id=tenant,
+        metadata=common_pb2.RequestMetadata(session_id=session),
+        generation=common_pb2.GenerationOptions(model="m", messages=messages)))
+
+
+def test_a_rewrite_is_asked_with_the_sessions_latest_turns_and_stores_nothing() -> None:
+    generation = ScriptedGeneration({"query": "Where does the relay log?"}, {"variants": ["relay log place"]})
+    answers, sessions = pipeline(generation)
+    turns = [Turn("user", f"q{i}") if i % 2 == 0 else Turn("assistant", f"a{i}") for i in range(8)]
+    sessions.append("acme", "s", "", [Turn("tool", "x", tool_call_id="c"), *turns])
+    sessions.append("other", "s", "", [Turn("user", "another tenant's secret")])
+    reply = answers.rewrite(rewrite_request("s", variants=1), threading.Event())
+    assert (reply.query, reply.rewritten, list(reply.variants)) == ("Where does the relay log?", True,
+                                                                   ["relay log place"])
+    rewrite, variants = generation.requests
+    assert [t.content for t in rewrite.generation.messages] == [t.content for t in turns[-6:]]  # history_turns
+    assert (rewrite.tenant_id, rewrite.generation.model, rewrite.metadata.session_id) == ("acme", "m", "")
+    assert variants.prompt == "Where does the relay log?" and not variants.generation.messages
+    assert len(sessions.get("acme", "s").turns) == 9  # type: ignore[union-attr]
+
+
+def test_without_a_session_the_requests_messages_are_the_conversation_and_failures_are_warnings() -> None:
+    generation = ScriptedGeneration(FailedPrecondition("cut off at max_tokens=80"))
+    answers, _ = pipeline(generation)
+    history = (common_pb2.ChatTurn(role="user", content="Which port?"),
+               common_pb2.ChatTurn(role="assistant", content="9427 [1]"))
+    reply = answers.rewrite(rewrite_request(messages=history), threading.Event())
+    assert (reply.query, reply.rewritten) == ("and its logs?", False)
+    assert list(reply.warnings) == ["the rewrite failed, the question was kept: cut off at max_tokens=80"]
+    assert [t.content for t in generation.requests[0].generation.messages] == ["Which port?", "9427 [1]"]
+
+
+def test_an_answer_is_asked_over_numbered_best_first_sources_and_streams_only_its_text() -> None:
+    reply = {"answered": True, "citations": [{"source": 1, "sentence": 2}], "answer": 'It logs to "syslog".',
+             "summary": "s", "key_details": [], "confidence": 0.7}
+    generation = ScriptedGeneration(reply)
+    answers, sessions = pipeline(generation)
+    docs = [common_pb2.RetrievedDocument(document_id="low", content="Low. Score.", relevance_score=0.5),
+            common_pb2.RetrievedDocument(document_id="relay", content='Port 9427. It logs to "syslog".',
+                                         relevance_score=0.9)]
+    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+        request_id="a", prompt="Where are the logs?", context=common_pb2.RAGContext(documents=docs),
+        metadata=common_pb2.RequestMetadata(session_id="s")))
+    steps = list(answers.answer(request, threading.Event(), stream=True))
+    inner = generation.requests[0]
+    assert [d.document_id for d in inner.context.documents] == ["relay", "low"]  # best first
+    assert inner.context.documents[0].content == '(1) Port 9427. (2) It logs to "syslog".'
+    assert inner.metadata.max_tokens == 320 and inner.metadata.temperature == 0.0
+    *texts, final = steps
+    answer = final.response.answer  # type: ignore[union-attr]
+    assert "".join(t.text for t in texts) == answer.text == 'It logs to "syslog". [1]' and not answer.revised
+    assert [(t.role, t.content) for t in sessions.get("default", "s").turns] == [  # type: ignore[union-attr]
+        ("user", "Where are the logs?"), ("assistant", answer.text)]
