@@ -182,10 +182,10 @@ class Gate:
         return True, ""
 
 
-def gate_reason(question: str, documents: Sequence[common_pb2.RetrievedDocument],
-                settings: AnsweringSettings) -> str:
+def evidence_reason(question: str, documents: Sequence[common_pb2.RetrievedDocument], *, min_score: float,
+                    settings: AnsweringSettings) -> str:
     """Why the answer to ``question`` must abstain over the retrieved ``documents`` (best first, before any
-    cut by score), or "" when it may answer: the gate of ``settings``."""
-    gate = Gate(settings.min_score, settings.min_evidence, settings.coverage_weight)
+    cut by score), or "" when it may answer: :class:`Gate` with ``min_score`` and the settings' evidence
+    floor and coverage weight."""
+    gate = Gate(min_score, settings.min_evidence, settings.coverage_weight)
     return gate.decide(assess(question, passages(documents)))[1]
-

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from wolf.v1 import common_pb2
 
-from geri.answering.evidence import Evidence, Gate, Passage, assess, gate_reason, passages, question_terms, terms
+from geri.answering.evidence import Evidence, Gate, Passage, assess, evidence_reason, passages, question_terms, terms
 from geri.settings import AnsweringSettings
 
 QUEBEC = ("The British were defeated outside Quebec City in April 1760 at the Battle of Sainte-Foy, but the "
@@ -59,13 +59,14 @@ def test_the_gate_needs_a_relevant_score_and_enough_evidence_and_says_which_fail
     assert not answered and "min_evidence 0.740" in reason and "quebec" in reason
 
 
-def test_gate_reason_applies_the_settings_to_retrieved_documents() -> None:
+def test_evidence_reason_applies_the_settings_to_retrieved_documents() -> None:
     question = "In what battle outside Quebec City were the British defeated in 1760?"
     docs = [common_pb2.RetrievedDocument(content=BOSTON, relevance_score=0.45)]
-    assert "min_evidence" in gate_reason(question, docs, AnsweringSettings())
+    settings = AnsweringSettings()
+    assert "min_evidence" in evidence_reason(question, docs, min_score=0.25, settings=settings)
     docs = [common_pb2.RetrievedDocument(content=QUEBEC, relevance_score=0.45)]
-    assert gate_reason(question, docs, AnsweringSettings()) == ""
-    assert gate_reason(question, [], AnsweringSettings()).startswith("no source is relevant enough")
+    assert evidence_reason(question, docs, min_score=0.25, settings=settings) == ""
+    assert evidence_reason(question, docs, min_score=0.5, settings=settings).startswith("no source is relevant")
 
 
 def test_no_passage_or_no_content_term() -> None:
