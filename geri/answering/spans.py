@@ -36,8 +36,8 @@ _MONTHS = frozenset("january february march april may june july august september
                     "december".split())
 _YEAR = re.compile(r"\b1\d{3}\b|\b20\d\d\b|\bcentur(y|ies)\b|\b\d{2,4}s\b", re.IGNORECASE)
 _KINDS = (  # the first pattern that matches the question names the kind of answer it expects
-    ("number", re.compile(r"\b(how (many|much|large|long|old|far|big|tall|often)|what (percentage|number|"
-                          r"proportion|amount))\b", re.IGNORECASE)),
+    ("number", re.compile(r"\b(how (many|much|large|long|old|far|big|tall|often)|(what|which) (percentage|number|"
+                          r"proportion|amount|port|population|size))\b", re.IGNORECASE)),
     ("date", re.compile(r"\b(when|what (year|century|date|decade|time)|which (year|century))\b", re.IGNORECASE)),
     ("name", re.compile(r"\b(who|whom|whose|where|what (country|city|region|state|place)|which (country|city))\b",
                         re.IGNORECASE)),
