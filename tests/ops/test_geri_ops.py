@@ -72,7 +72,8 @@ def test_geri_metrics_audit_and_keys(embedded_backend, tmp_path: Path) -> None: 
     assert PROMPT not in text and "50052" not in text and KEYS["acme"] not in text
 
 
-def test_a_key_reaches_only_its_own_tenants_conversations_through_answer_and_rewrite(embedded_backend) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_a_key_reaches_only_its_own_tenants_conversations_through_answer_and_rewrite(  # type: ignore[no-untyped-def]
+        embedded_backend, tmp_path: Path) -> None:  # noqa: F811
     """The tenant of Answer and RewriteQuery is in their nested WolfRequest: it is pinned to the key's like
     Generate's (no generation needed: a context below min_score abstains, a question without history is kept)."""
     def answer(tenant: str = "") -> geri_pb2.AnswerRequest:
@@ -87,7 +88,8 @@ def test_a_key_reaches_only_its_own_tenants_conversations_through_answer_and_rew
             request_id="r", prompt="and when?", tenant_id=tenant,
             metadata=common_pb2.RequestMetadata(session_id="shared")))
 
-    settings = geri_settings(security={"api_keys": api_keys()})
+    audit = tmp_path / "audit.jsonl"
+    settings = geri_settings(security={"api_keys": api_keys()}, audit_log=audit)
     with start_geri(settings, embedded_backend) as handle, grpc.insecure_channel(handle.address) as channel:
         stub = geri_pb2_grpc.GeriServiceStub(channel)
         assert not stub.Answer(answer(), metadata=bearer("acme")).answer.answered  # stored in acme's "shared"
@@ -106,3 +108,7 @@ def test_a_key_reaches_only_its_own_tenants_conversations_through_answer_and_rew
         stub.Answer(answer(), metadata=bearer("globex"))
         acme = stub.GetSession(geri_pb2.SessionRequest(request_id="s", session_id="shared"), metadata=bearer("acme"))
         assert acme.tenant_id == "acme" and len(acme.turns) == 2
+    first, refused = list(read_audit_log(audit))[:2]
+    assert (first["action"], first["tenant"], first["request_id"], first["answered"]) == ("geri.answer", "acme", "a",
+                                                                                          False)
+    assert (refused["outcome"], refused["tenant"], refused["actor"]) == ("permission_denied", "acme", "globex-ci")
