@@ -33,18 +33,24 @@ from evalsets.harness import data_dir_for, index_corpus, running_freki, served_m
 from wolf.v1 import common_pb2  # noqa: E402
 
 from freki.settings import FrekiSettings  # noqa: E402
+from geri.answering.evidence import Gate, assess, passages  # noqa: E402
+from geri.settings import GeriSettings  # noqa: E402
 
-GATE = 0.35  # OdinSettings.answer_min_score
+GATE = 0.35  # the score-only gate before decision 0191
+_ANSWERING = GeriSettings().answering
+# Geri's gate (decision 0191): a score floor and score + weighted question-term coverage of the best source.
+GERI_GATE = Gate(_ANSWERING.min_score, _ANSWERING.min_evidence, _ANSWERING.coverage_weight)
 
 
-def top_scores(stub, questions: list[tuple[str, str]]) -> dict[str, tuple[float, str]]:  # type: ignore[no-untyped-def]
-    """Question id -> (relevance of the top source, its document id)."""
+def top_scores(stub, questions: list[tuple[str, str]]) -> dict[str, tuple[float, str, bool]]:  # type: ignore[no-untyped-def]
+    """Question id -> (relevance of the top source, its document id, whether Geri's gate would answer)."""
     out = {}
     for qid, text in questions:
         request = common_pb2.WolfRequest(request_id=uuid.uuid4().hex, model_type=common_pb2.RAG, prompt=text,
                                          retrieval=common_pb2.RetrievalOptions(top_k=3, score_threshold=0.0))
         docs = stub.RetrieveContext(request, timeout=120).rag_context.documents
-        out[qid] = (docs[0].relevance_score, docs[0].document_id) if docs else (0.0, "")
+        answers = GERI_GATE.decide(assess(text, passages(docs)))[0]
+        out[qid] = (docs[0].relevance_score, docs[0].document_id, answers) if docs else (0.0, "", False)
     return out
 
 
@@ -83,6 +89,8 @@ def evaluate(name: str, corpus: dict[str, str], questions: list[immo_de.Question
         for gate in gates:
             reached = sum(scores[q.id][0] >= gate for q in of_kind) / len(of_kind)
             row[f"{kind}@{gate:g}"] = round(reached if kind == "answerable" else 1 - reached, 3)
+        answered = sum(scores[q.id][2] for q in of_kind) / len(of_kind)
+        row[f"{kind}@geri"] = round(answered if kind == "answerable" else 1 - answered, 3)
         if kind == "answerable":
             row["top1_gold"] = round(sum(scores[q.id][1] == q.gold for q in of_kind) / len(of_kind), 3)
     return row

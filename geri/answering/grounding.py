@@ -22,6 +22,7 @@ from typing import Any
 from wolf.v1 import geri_pb2
 
 from geri.answering.sources import NumberedSource
+from geri.answering.spans import shorten
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 _MARKER = re.compile(r"\[\d+\]")
@@ -62,9 +63,11 @@ def _citation(marker: int, source: NumberedSource, sentence: int) -> geri_pb2.Ci
     return citation
 
 
-def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_support: float
-           ) -> geri_pb2.GroundedAnswer:
-    """Apply the rules above to the model's validated answer JSON for ``sources``.
+def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_support: float,
+           question: str = "", short_answers: bool = False) -> geri_pb2.GroundedAnswer:
+    """Apply the rules above to the model's validated answer JSON for ``sources``; with ``short_answers``
+    (and the ``question``), the answer text becomes the phrase of the cited source that answers
+    (geri/answering/spans.py).
 
     A citation of a source not in ``sources`` (e.g. one dropped to fit the window) is left out.
     """
@@ -94,6 +97,7 @@ def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_su
     summary = str(payload.get("summary") or "").strip()
     if extractive:  # the model's own summary and details are as unsupported as its answer
         summary, details = citations[0].quote, []
-    return geri_pb2.GroundedAnswer(answered=True, text=text, summary=summary, key_details=details,
-                                   confidence=round(max(0.0, confidence), 4), citations=citations,
-                                   extractive=extractive)
+    grounded = geri_pb2.GroundedAnswer(answered=True, text=text, summary=summary, key_details=details,
+                                       confidence=round(max(0.0, confidence), 4), citations=citations,
+                                       extractive=extractive)
+    return shorten(grounded, sources, question) if short_answers and question else grounded

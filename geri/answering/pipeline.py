@@ -1,9 +1,11 @@
 """Answer, AnswerStream and RewriteQuery: grounded answers on top of the generation pipeline.
 
-An answer: check the request → choose the sources (``min_score``, ``max_sources``) → none left: abstain
+An answer: check the request → choose the sources (``min_score``, ``max_sources``) → none left, or the
+best does not say what the question asks (``min_evidence``, geri/answering/evidence.py): abstain
 without a generation → else number them and ask the model for JSON under the answer schema, through
 :class:`~geri.generation.GenerationPipeline` (model list and fallback, window fitting that drops the
-lowest-scored sources first, the session's history, cancellation) → ground the reply. With a
+lowest-scored sources first, the session's history, cancellation) → ground the reply (with
+``short_answers``, its text becomes the phrase of the cited source that answers: geri/answering/spans.py). With a
 ``metadata.session_id`` the turn stored is the question and the answer's text — or, for an abstention,
 its reason — never the JSON.
 """
@@ -21,6 +23,7 @@ from google.protobuf import timestamp_pb2
 from wolf.v1 import common_pb2, geri_pb2
 
 from geri.answering.answer_text import DraftText
+from geri.answering.evidence import evidence_reason
 from geri.answering.grounding import abstention, ground
 from geri.answering.queries import (
     REWRITE_MAX_TOKENS,
@@ -82,9 +85,12 @@ class AnswerPipeline:
         req = check_request(outer, self._settings, what="the question")
         policy = answer_policy(self._settings.answering, request.options)
         sources = choose_sources(outer.context, policy)
-        if not sources:
+        ranked = sorted(outer.context.documents, key=lambda d: -d.relevance_score)
+        unsupported = evidence_reason(outer.prompt, ranked, min_score=policy.min_score,
+                                      settings=self._settings.answering) if sources else ""
+        if not sources or unsupported:
             check_owner(self._session(req), req.owner_id)
-            grounded = abstention(gate_reason(outer.context, policy))
+            grounded = abstention(unsupported or gate_reason(outer.context, policy))
             self._remember(req, grounded)
             yield AnswerStep("final", response=geri_pb2.AnswerResponse(
                 request_id=req.request_id, answer=grounded, metadata=_metadata(started)))
@@ -106,7 +112,8 @@ class AnswerPipeline:
             raise Cancelled(f"the answer to request {req.request_id} was cancelled")
         # Sources dropped to fit the window are the last ones (best first): the model did not see them.
         shown = numbered[: len(numbered) - len(final.metadata.dropped_document_ids)]
-        grounded = ground(json.loads(llm.json), shown, min_support=policy.min_support)
+        grounded = ground(json.loads(llm.json), shown, min_support=policy.min_support, question=outer.prompt,
+                          short_answers=self._settings.answering.short_answers)
         grounded.sources_used = len(shown)
         if stream:
             tail, grounded.revised = drafts.finish(grounded.text)

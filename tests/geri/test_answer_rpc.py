@@ -7,6 +7,7 @@ can show. The rules themselves (numbering, schema, grounding) have unit tests in
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 
@@ -47,7 +48,7 @@ def ask(prompt: str = QUESTION, docs: tuple[common_pb2.RetrievedDocument, ...] =
 
 def check_grounded(reply: geri_pb2.AnswerResponse, docs: tuple[common_pb2.RetrievedDocument, ...]) -> None:
     """What every answer must satisfy: the schema was kept, every citation is a real sentence of a document
-    that was shown, with its place, and the answer text is carried by its citations or replaced by them."""
+    that was shown, with its place, and the answer text is a phrase of what it cites."""
     answer = reply.answer
     shown = [d for d in docs if d.relevance_score >= 0.35]
     payload = json.loads(reply.llm_response.json)
@@ -62,8 +63,9 @@ def check_grounded(reply: geri_pb2.AnswerResponse, docs: tuple[common_pb2.Retrie
         assert f"[{cite.marker}]" in answer.text
     quotes = [c.quote for c in answer.citations]
     assert answer.extractive == (support(payload["answer"], quotes) < 0.5)
-    if answer.extractive:
-        assert answer.text == " ".join(f"{c.quote} [{c.marker}]" for c in answer.citations)
+    # Short answers (answering.short_answers, on): the text is a phrase copied from the sentence it cites.
+    phrase = re.sub(r"\s*\[\d+\]", "", answer.text).strip()
+    assert phrase and any(phrase in quote for quote in quotes), (answer.text, quotes)
     assert 0.0 <= answer.confidence <= max(c.score for c in answer.citations) + 1e-6
 
 
@@ -109,9 +111,9 @@ def test_the_stream_shows_the_answer_text_as_it_is_written_then_the_same_checked
     streamed = last.final.answer
     assert (streamed.text, list(streamed.citations)) == (unary.text, list(unary.citations))  # greedy: same reply
     shown = "".join(e.text_delta for e in deltas)
-    assert streamed.revised == (shown != streamed.text)
-    if not streamed.extractive:
-        assert not streamed.revised and deltas
+    assert streamed.revised == (shown != streamed.text) and deltas
+    # The model's wording streams; the checked answer is the short phrase of the cited sentence, so the
+    # final text replaces the deltas unless the model wrote exactly that phrase (test_answer_seam.py).
 
 
 def test_an_injected_instruction_changes_neither_the_schema_nor_the_citation_rules(stub) -> None:  # type: ignore[no-untyped-def]

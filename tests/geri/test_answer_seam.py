@@ -39,8 +39,8 @@ class ScriptedGeneration:
             request_id=request.request_id, llm_response=common_pb2.LLMResponse(json=text, finish_reason="stop")))
 
 
-def pipeline(generation: ScriptedGeneration) -> tuple[AnswerPipeline, MemorySessionStore]:
-    settings = GeriSettings()
+def pipeline(generation: ScriptedGeneration, **answering: Any) -> tuple[AnswerPipeline, MemorySessionStore]:
+    settings = GeriSettings(answering=answering)
     sessions = MemorySessionStore(settings.sessions)
     return AnswerPipeline(settings, generation, sessions), sessions  # type: ignore[arg-type]
 
@@ -84,7 +84,7 @@ def test_an_answer_is_asked_over_numbered_best_first_sources_and_streams_only_it
     reply = {"answered": True, "citations": [{"source": 1, "sentence": 2}], "answer": 'It logs to "syslog".',
              "summary": "s", "key_details": [], "confidence": 0.7}
     generation = ScriptedGeneration(reply)
-    answers, sessions = pipeline(generation)
+    answers, sessions = pipeline(generation, short_answers=False)
     docs = [common_pb2.RetrievedDocument(document_id="low", content="Low. Score.", relevance_score=0.5),
             common_pb2.RetrievedDocument(document_id="relay", content='Port 9427. It logs to "syslog".',
                                          relevance_score=0.9)]
@@ -101,3 +101,36 @@ def test_an_answer_is_asked_over_numbered_best_first_sources_and_streams_only_it
     assert "".join(t.text for t in texts) == answer.text == 'It logs to "syslog". [1]' and not answer.revised
     assert [(t.role, t.content) for t in sessions.get("default", "s").turns] == [  # type: ignore[union-attr]
         ("user", "Where are the logs?"), ("assistant", answer.text)]
+
+
+def relay_request(question: str, score: float = 0.9) -> geri_pb2.AnswerRequest:
+    docs = [common_pb2.RetrievedDocument(document_id="relay", relevance_score=score,
+                                         content='The relay listens on port 9427. It writes its logs to "syslog".')]
+    return geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+        request_id="a", prompt=question, context=common_pb2.RAGContext(documents=docs),
+        metadata=common_pb2.RequestMetadata(session_id="s")))
+
+
+def test_a_short_answer_revises_the_streamed_text_and_is_the_turn_stored() -> None:
+    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "The relay logs a lot.",
+             "summary": "s", "key_details": [], "confidence": 0.7}
+    answers, sessions = pipeline(ScriptedGeneration(reply))
+    *texts, final = list(answers.answer(relay_request("Where does the relay write its logs?"), threading.Event(),
+                                        stream=True))
+    answer = final.response.answer  # type: ignore[union-attr]
+    assert answer.text == "syslog [1]" and answer.revised
+    assert answer.citations[0].quote == 'It writes its logs to "syslog".'  # the sentence holding the span
+    assert answer.citations[0].sentence_number == 2
+    assert sessions.get("default", "s").turns[-1].content == "syslog [1]"  # type: ignore[union-attr]
+
+
+def test_a_source_that_does_not_say_what_is_asked_abstains_without_asking_the_model() -> None:
+    generation = ScriptedGeneration()
+    answers, _ = pipeline(generation)
+    # Relevant enough by score (0.45 >= min_score), but it names nothing the question asks about.
+    final = list(answers.answer(relay_request("Which battle did the British lose outside Quebec in 1760?", 0.45),
+                                threading.Event()))[-1]
+    answer = final.response.answer  # type: ignore[union-attr]
+    assert not answer.answered and "min_evidence" in answer.reason and "quebec" in answer.reason
+    assert generation.requests == []
+

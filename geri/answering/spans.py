@@ -1,0 +1,175 @@
+"""Short answers: the phrase of the cited source that answers, copied from it.
+
+The small model picks the right *source* far more often than it writes a correct answer or cites the
+right sentence (SmolLM2-135M cites sentence 1 almost always; decision 0191). So the model chooses the
+source, and the answer is extracted from it without another model call:
+
+1. The sentence: the one of the cited source that covers the question's weighted content terms best
+   (geri/answering/evidence.py), plus how good its best span is; the model's own sentence on a tie.
+2. The span: a run of up to ``MAX_SPAN_WORDS`` words of that sentence that adds something to the question
+   (not only its words, not only stop words), scored by the expected kind of answer in English questions
+   (a number for "how many", a year or date for "when", capitalised words for "who"/"where"), by closeness
+   to the question's words in the sentence, shortness, and not starting or ending on a stop word.
+
+The answer text is that span with its marker; the citation keeps the whole sentence as its quote, so an
+answer is always a substring of what it cites.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from wolf.v1 import geri_pb2
+
+from geri.answering.evidence import question_terms, stop_words, terms
+from geri.answering.sources import NumberedSource
+
+_TOKEN = re.compile(r"\S+")
+_EDGE = "\"'“”‘’«»()[]{}.,;:!?"
+MAX_SPAN_WORDS = 8
+_NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred hundreds "
+    "thousand thousands million millions billion billions half dozen dozens".split())
+_MONTHS = frozenset("january february march april may june july august september october november "
+                    "december".split())
+_YEAR = re.compile(r"\b1\d{3}\b|\b20\d\d\b|\bcentur(y|ies)\b|\b\d{2,4}s\b", re.IGNORECASE)
+_KINDS = (  # the first pattern that matches the question names the kind of answer it expects
+    ("number", re.compile(r"\b(how (many|much|large|long|old|far|big|tall|often)|(what|which) (percentage|number|"
+                          r"proportion|amount|port|population|size))\b", re.IGNORECASE)),
+    ("date", re.compile(r"\b(when|what (year|century|date|decade|time)|which (year|century))\b", re.IGNORECASE)),
+    ("name", re.compile(r"\b(who|whom|whose|where|what (country|city|region|state|place)|which (country|city))\b",
+                        re.IGNORECASE)),
+)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How a span is scored (chosen on the dev split; decision 0191)."""
+
+    kind: float = 2.0
+    question_word: float = 0.5
+    distance: float = 0.3
+    length: float = 0.5
+    stop_edge: float = 0.7
+    coverage: float = 6.0
+
+
+WEIGHTS = Weights()
+
+
+def expected_kind(question: str) -> str:
+    """"number", "date", "name" or "" (anything)."""
+    return next((kind for kind, pattern in _KINDS if pattern.search(question)), "")
+
+
+def _words(span: str) -> list[str]:
+    return [w.strip(_EDGE).lower() for w in span.split()]
+
+
+def _fits(kind: str, span: str) -> float:
+    """How well ``span`` looks like the kind of answer expected (0..1)."""
+    words = _words(span)
+    if kind == "number":
+        return float(any(any(c.isdigit() for c in w) or w in _NUMBER_WORDS for w in words))
+    if kind == "date":
+        return float(bool(_YEAR.search(span)) or any(w in _MONTHS for w in words))
+    if kind == "name":
+        return sum(1 for w in span.split() if w.strip(_EDGE)[:1].isupper()) / max(1, len(words))
+    return 0.0
+
+
+def candidate_spans(sentence: str, question: str = "", *, max_words: int = MAX_SPAN_WORDS,
+                    language: str = "en") -> list[str]:
+    """Runs of up to ``max_words`` words of ``sentence`` that carry a content term the question lacks,
+    shortest first, without duplicates, trimmed of punctuation at their ends; each is a substring of
+    ``sentence``."""
+    words = [(m.start(), m.end()) for m in _TOKEN.finditer(sentence)]
+    asked = terms(question, language) if question else set()
+    seen: set[str] = set()
+    out: list[tuple[int, int, str]] = []
+    for i in range(len(words)):
+        for j in range(i, min(len(words), i + max_words)):
+            start, end = words[i][0], words[j][1]
+            while start < end and sentence[start] in _EDGE:
+                start += 1
+            while end > start and sentence[end - 1] in _EDGE:
+                end -= 1
+            span = sentence[start:end]
+            if not span or span in seen:
+                continue
+            said = terms(span, language)
+            if not said or said <= asked:
+                continue
+            seen.add(span)
+            out.append((j - i, i, span))
+    return [span for _, _, span in sorted(out)]
+
+
+def best_span(question: str, sentence: str, language: str = "en",
+              weights: Weights = WEIGHTS) -> tuple[str, float]:
+    """The span of ``sentence`` that most likely answers ``question`` and its score ("" when none)."""
+    asked = terms(question, language)
+    stop = stop_words(language)
+    words = sentence.split()
+    asked_at = [i for i, w in enumerate(words) if terms(w, language) & asked]
+    kind = expected_kind(question) if language == "en" else ""
+    best, best_score = "", float("-inf")
+    for span in candidate_spans(sentence, question, language=language):
+        span_words = _words(span)
+        first = len(sentence[: sentence.find(span)].split())
+        last = first + len(span_words) - 1
+        score = -weights.question_word * len(terms(span, language) & asked) - weights.length * len(span_words)
+        score -= weights.distance * (min(min(abs(first - p), abs(last - p)) for p in asked_at) if asked_at else 10)
+        score -= weights.stop_edge * ((span_words[0] in stop) + (span_words[-1] in stop))
+        if kind:
+            fit = _fits(kind, span)
+            score += weights.kind * fit - (1.0 if kind == "name" and not fit else 0.0)
+        if score > best_score:
+            best, best_score = span, score
+    return best, best_score
+
+
+def answer_sentence(question: str, sentences: Sequence[str], preferred: int, language: str = "en",
+                    weights: Weights = WEIGHTS) -> tuple[int, str]:
+    """(1-based number, span) of the sentence that best states the answer and the span that answers:
+    question coverage of the sentence and its best span's score together; ``preferred`` on a tie.
+    (``preferred``, "") when no sentence has a span."""
+    wanted = question_terms(question, language)
+    total = sum(wanted.values()) or 1.0
+    best = (float("-inf"), 0, preferred, "")
+    for number, sentence in enumerate(sentences, 1):
+        span, score = best_span(question, sentence, language, weights)
+        if not span:
+            continue
+        found = terms(sentence, language)
+        coverage = sum(w for t, w in wanted.items() if t in found) / total
+        key = (weights.coverage * coverage + score, number == preferred, number, span)
+        if key[:2] > best[:2]:
+            best = key
+    return best[2], best[3]
+
+
+def shorten(answer: geri_pb2.GroundedAnswer, sources: Sequence[NumberedSource], question: str
+            ) -> geri_pb2.GroundedAnswer:
+    """``answer`` with its text made the short span of its first citation's source that answers
+    ``question``; that citation now quotes the sentence holding the span. Unchanged when nothing fits."""
+    if not answer.answered or not answer.citations:
+        return answer
+    first = answer.citations[0]
+    source = next((s for s in sources if s.index == first.source_number), None)
+    if source is None:
+        return answer
+    language = source.document.metadata.get("language") or "en"
+    number, span = answer_sentence(question, source.sentences, first.sentence_number, language)
+    if not span:
+        return answer
+    shortened = geri_pb2.GroundedAnswer()
+    shortened.CopyFrom(answer)
+    shortened.citations[0].sentence_number = number
+    shortened.citations[0].quote = source.sentences[number - 1]
+    shortened.text = f"{span} [{first.marker}]"
+    shortened.summary = source.sentences[number - 1]
+    del shortened.key_details[:]
+    return shortened
