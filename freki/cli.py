@@ -2,7 +2,8 @@
 
 ``freki serve [--config FILE] [--host H] [--port N] [--data-dir DIR]`` runs the server;
 ``freki migrate [--config FILE] (--to-url URL | --to-data-dir DIR) [--to-collection NAME] [--resume]`` copies
-the index of a stopped Freki into another store (embedded engine <-> Qdrant server) without re-embedding.
+the index of a stopped Freki into another store (embedded engine <-> Qdrant server) without re-embedding;
+``freki backup`` / ``freki restore`` (``freki.backup.cli``) back a running Freki up and restore it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from freki.backup import cli as backup_cli
 from freki.settings import FrekiSettings
 from wolf_service.reload import SettingsSource
 from wolf_service.startup import run_server
@@ -38,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     migrate.add_argument("--to-collection", help="target collection name (default: the source's)")
     migrate.add_argument("--resume", action="store_true", help="finish an interrupted copy into a non-empty target")
     migrate.add_argument("--batch", type=int, default=256, help="points per write (default 256)")
+    backup_cli.add_commands(sub)
     return parser
 
 
@@ -85,6 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "migrate":
         return _migrate(args)
+    if args.command == "backup":
+        return backup_cli.backup_command(args)
+    if args.command == "restore":
+        return backup_cli.restore_command(args)
     overrides: dict[str, Any] = {
         k: v for k, v in (("host", args.host), ("port", args.port), ("data_dir", args.data_dir)) if v is not None
     }
