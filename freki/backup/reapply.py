@@ -13,6 +13,7 @@ re-indexed id), which no entry names.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,9 +53,10 @@ def reapply(entries: Sequence[ErasureEntry], data_dir: Path, store_dir: Path, ke
     only newer ones touch feedback."""
     generations = sorted(key_ids_of(entries))
     destroyed = keys.destroy(generations)
-    deleted = 0
-    for name in collections(store_dir) if generations else []:
-        deleted += _delete_generations(store_dir, name, generations)
+    # Collections are purged side by side (each rolls its own write-ahead log over), as the engine does.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="freki-restore-purge") as pool:
+        deleted = sum(pool.map(lambda name: _delete_generations(store_dir, name, generations),
+                               collections(store_dir) if generations else []))
     feedback = FeedbackLog(data_dir / "feedback", max_bytes=2**62)
     lines = sum(feedback.forget_documents(e.tenant, set(e.document_ids)) for e in entries if e.at >= after)
     WatchState(data_dir / STATE_FILE).mark_erased([tuple(m) for e in entries for m in e.watch_marks])  # type: ignore[misc]

@@ -29,6 +29,7 @@ from freki.backup.manifest import (
 
 _CHUNK = 1024 * 1024
 _MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+_ZEROS = bytes(_CHUNK)
 
 
 class BackupSource:
@@ -75,11 +76,16 @@ class BackupSource:
             out = target / entry.path
             out.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as sink:
+            try:
+                offset = 0
                 while block := handle.read(_CHUNK):
-                    sink.write(block)
-                sink.flush()
-                os.fsync(sink.fileno())
+                    if block != _ZEROS[:len(block)]:  # runs of zeros stay holes, as in the engine's own files
+                        os.pwrite(fd, block, offset)
+                    offset += len(block)
+                os.ftruncate(fd, offset)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def _files(self) -> Iterator[tuple[FileEntry, _Checked]]:
         """Each file with a reader that checks size and digest when read to its end; then that the set of
