@@ -120,7 +120,7 @@ class Retention:
             elif born < cutoff:
                 yield record
         if undated:
-            log.warning("retention policy %s keeps %d matching documents without a readable %s", policy.name,
+            log.info("retention policy %s keeps %d matching documents without a readable %s", policy.name,
                         undated, policy.age_field)
 
     def _erase(self, policy: RetentionPolicy, record: DocumentRecord) -> int:

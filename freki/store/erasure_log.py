@@ -57,7 +57,7 @@ class ErasureLog:
         stamped = asdict(entry) | {"at": entry.at or datetime.now(UTC).isoformat()}
         line = (json.dumps(stamped, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)  # read: is the last line whole?
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             if os.fstat(fd).st_size and not self._ends_with_newline(fd):
