@@ -3,6 +3,7 @@ retention policies' part of GetIndexStatus (``freki.backup.retention``)."""
 
 from __future__ import annotations
 
+import errno
 import re
 from datetime import UTC, datetime
 
@@ -13,7 +14,7 @@ from freki.backup.retention import Retention
 from freki.backup.snapshot import create_backup
 from freki.engine import FrekiEngine
 from freki.settings import FrekiSettings
-from wolf_service.errors import FailedPrecondition, InvalidArgument
+from wolf_service.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
 
@@ -28,7 +29,13 @@ def backup(engine: FrekiEngine, settings: FrekiSettings,
     if not _NAME.match(name) or name.endswith((".part", ".tar", ".tar.gz")) or ".part-" in name:
         raise InvalidArgument(f"name {name[:200]!r} is not a backup name: 1-128 letters, digits, '.', '_', '-', "
                               "starting with a letter or digit, not ending in .tar, .tar.gz or .part")
-    report = create_backup(engine, settings.backup.dir / (f"{name}.tar.gz" if request.tar else name), tar=request.tar)
+    try:
+        report = create_backup(engine, settings.backup.dir / (f"{name}.tar.gz" if request.tar else name),
+                               tar=request.tar)
+    except OSError as exc:  # nothing is left behind (create_backup removes its partial copy)
+        error = ResourceExhausted if exc.errno == errno.ENOSPC else FailedPrecondition
+        raise error(f"the backup into {settings.backup.dir} failed and was removed: {exc.strerror or exc} "
+                    f"({exc.filename or settings.backup.dir})") from exc
     created = Timestamp()
     created.FromDatetime(datetime.fromisoformat(report.manifest.created_at))
     counts = report.manifest.counts

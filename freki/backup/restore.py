@@ -65,12 +65,12 @@ def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Pat
     if settings.store.backend != "edge":
         raise FailedPrecondition("freki restore writes the embedded engine's files (store.backend 'edge'); to load a "
                                  "Qdrant server, restore into a data dir, then freki migrate --to-url")
-    source = BackupSource(backup)
-    source.verify()
     data_dir = Path(settings.data_dir)
     keys_path = settings.gdpr.keys_path or data_dir / KEYS
     _require_empty(data_dir, keys_path)
     given = _given_erasures(settings, erasure_logs, no_erasure_log)
+    source = BackupSource(backup)
+    source.verify()
     data_dir.mkdir(parents=True, exist_ok=True)
     marker = data_dir / RESTORE_MARKER
     marker.touch()

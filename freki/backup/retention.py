@@ -95,6 +95,8 @@ class Retention:
                     if self._stop.is_set():
                         break
                     count += self._erase(policy, record)
+                if count and self.settings.gdpr.purge_on_erase:
+                    self.engine.purge()  # one purge for the run; a crash before it purges at the next start
             except Exception as exc:  # a failing store: reported in the status, retried at the next run
                 error = f"{type(exc).__name__}: {exc}"[:500]
                 log.exception("retention policy %s failed; retried at the next run", policy.name)
@@ -127,7 +129,7 @@ class Retention:
         outcome = "ok"
         try:
             erase_document(self.engine, record.tenant_id, record.document_id, watcher=self._watcher(),
-                           reason="retention")
+                           reason="retention", purge=False)
         except NotFound:  # deleted meanwhile
             outcome = "not_found"
         finally:

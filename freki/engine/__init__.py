@@ -175,10 +175,11 @@ class FrekiEngine:
         return record
 
     def delete_document(self, tenant: str, document_id: str, *, erase: bool = False, reason: str = "document",
-                        marks: Marks = None) -> int:
+                        marks: Marks = None, purge: bool = True) -> int:
         """Delete every chunk of a document (whether or not the registry knows it), its record, keys and
         cached vectors; returns chunks deleted. ``erase``: in the erasure log first (``reason``, watch ``marks``),
-        files purged before returning (``gdpr.purge_on_erase``). NotFound when there was nothing at all."""
+        files purged before returning (``gdpr.purge_on_erase``; ``purge=False``: the caller runs one ``purge``
+        for several, the pending marker covers a crash meanwhile). NotFound when there was nothing at all."""
         if erase:
             self._mark_purge()
         with self.writes.read(), self.indexer.document_lock(tenant, document_id):
@@ -194,7 +195,7 @@ class FrekiEngine:
             self._purge_marker.unlink(missing_ok=True)
             raise NotFound(f"document {document_id[:200]!r} is not indexed for tenant {tenant!r}")
         self.maintenance.touch()
-        if erase:
+        if erase and purge:
             self._erase_purge()
         return deleted
 

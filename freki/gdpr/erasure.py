@@ -37,15 +37,16 @@ def erase_owner(engine: FrekiEngine, tenant: str, owner_id: str, *, watcher: Wat
 
 
 def erase_document(engine: FrekiEngine, tenant: str, document_id: str, *, watcher: Watcher | None = None,
-                   reason: str = "document") -> int:
+                   reason: str = "document", purge: bool = True) -> int:
     """Erase one document, every chunk of its id whether or not the registry knows it; returns the chunks
-    deleted. ``reason`` goes to the erasure log (``retention`` for a retention policy). Raises NotFound when
-    there was nothing of it."""
+    deleted. ``reason`` goes to the erasure log (``retention`` for a retention policy); ``purge=False`` leaves
+    the purge of the engine's files to the caller (one for many erasures). Raises NotFound when there was
+    nothing of it."""
     with _paused(watcher):
         record = engine.registry.get(tenant, document_id)
         if record is not None:
             _keep_out_of_watch(engine, watcher, [record])
-        deleted = engine.delete_document(tenant, document_id, erase=True, reason=reason,
+        deleted = engine.delete_document(tenant, document_id, erase=True, reason=reason, purge=purge,
                                          marks=erasure_marks([record]) if record is not None else None)
         engine.graph.feedback.forget_documents(tenant, {document_id})
         return deleted

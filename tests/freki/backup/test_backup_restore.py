@@ -80,6 +80,13 @@ def test_backup_while_indexing_then_erase_then_restore(tmp_path: Path, embedder)
                     acknowledged[f"live-{n}"] = "acked"
                     n += 1
 
+            for bad in ("../../etc", "a/b", ".hidden", "x.tar", "x" * 200):
+                with pytest.raises(grpc.RpcError) as refused:
+                    stub.CreateBackup(freki_pb2.CreateBackupRequest(request_id="bad", name=bad), timeout=60)
+                assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                assert "is not a backup name" in refused.value.details()
+            assert list((tmp_path / "backups").glob("*")) == []
+
             thread = threading.Thread(target=writer)
             thread.start()
             while len(acknowledged) < 2:

@@ -74,6 +74,9 @@ def test_retention_erases_on_schedule_and_survives_a_restart(tmp_path: Path, emb
 
     handle, engine, channel, stub = serve()
     try:
+        with pytest.raises(grpc.RpcError) as off:  # this server has no backup.dir
+            stub.CreateBackup(freki_pb2.CreateBackupRequest(request_id="b"), timeout=60)
+        assert off.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "set backup.dir" in off.value.details()
         index(stub, "note", document_type="note")
         index(stub, "old-event", event_date="2020-01-01")
         index(stub, "future-event", event_date="2999-01-01")
