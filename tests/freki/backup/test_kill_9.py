@@ -55,23 +55,27 @@ def test_kill_9_during_backup_and_during_restore(tmp_path: Path) -> None:
     server = FrekiProcess(config, log)  # the served data dir was not harmed
     try:
         assert count(server) == 3
-        reply = server.stub.CreateBackup(freki_pb2.CreateBackupRequest(request_id="b2", name="nightly", tar=True),
-                                         timeout=300)
+        made = freki("backup", "--address", server.address, "--name", "nightly", "--tar")
     finally:
         server.stop()
+    assert made.returncode == 0, made.stderr[-2000:]
+    backup = backups / "nightly.tar.gz"
+    assert made.stdout.startswith(f"{backup}: 3 documents") and "writes paused" in made.stdout
+    again = freki("backup", "--address", "127.0.0.1:1", "--timeout", "5")
+    assert again.returncode == 3 and "UNAVAILABLE" in again.stderr
     target = tmp_path / "restored"
-    killed = freki("restore", reply.path, "--config", str(config), "--data-dir", str(target), "--no-erasure-log",
+    killed = freki("restore", str(backup), "--config", str(config), "--data-dir", str(target), "--no-erasure-log",
                    fault="restore.extracted")
     assert killed.returncode == -9 and (target / ".restore-incomplete").exists()
 
     refused = freki("serve", "--config", str(config), "--data-dir", str(target), "--port", "0")
     assert refused.returncode == 3, refused.stderr[-2000:]
     assert "holds an unfinished restore" in refused.stderr
-    again = freki("restore", reply.path, "--config", str(config), "--data-dir", str(target), "--no-erasure-log")
+    again = freki("restore", str(backup), "--config", str(config), "--data-dir", str(target), "--no-erasure-log")
     assert again.returncode == 1 and "not empty (it holds an unfinished restore)" in again.stderr
 
     shutil.rmtree(target)
-    done = freki("restore", reply.path, "--config", str(config), "--data-dir", str(target), "--no-erasure-log")
+    done = freki("restore", str(backup), "--config", str(config), "--data-dir", str(target), "--no-erasure-log")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "restored 3 documents" in done.stdout
     restored_config = tmp_path / "restored.json"
