@@ -102,9 +102,7 @@ def _snapshot(engine: FrekiEngine, staging: Path) -> tuple[Manifest, float]:
             if item.name in _SKIPPED_TOP or item.name.startswith("audit.jsonl") or item.is_symlink():
                 continue
             if item.is_dir():
-                shutil.copytree(item, staging / item.name, symlinks=False,
-                                ignore=lambda _d, names: [n for n in names if n in _SKIPPED_ANYWHERE],
-                                copy_function=copy_sparse)
+                _copy_tree(item, staging / item.name)
             elif item.is_file():
                 copy_sparse(item, staging / item.name)
         _copy_key_store(engine.keys.path, staging / KEYS)
@@ -126,6 +124,18 @@ def _snapshot(engine: FrekiEngine, staging: Path) -> tuple[Manifest, float]:
                                 "index_version": engine.active.version},
                         write_pause_ms=round(pause_ms, 1))
     return manifest, pause_ms
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    """Copy a directory's files (holes kept, symbolic links and locks skipped); the first error stops it."""
+    for parent, dirs, files in os.walk(source):
+        here = target / Path(parent).relative_to(source)
+        here.mkdir(mode=0o700)
+        dirs[:] = [d for d in dirs if not (Path(parent) / d).is_symlink()]
+        for name in files:
+            path = Path(parent) / name
+            if name not in _SKIPPED_ANYWHERE and not path.is_symlink():
+                copy_sparse(path, here / name)
 
 
 def _copy_key_store(source: Path, target: Path) -> None:
