@@ -5,6 +5,7 @@
 the index of a stopped Freki into another store (embedded engine <-> Qdrant server) without re-embedding;
 ``freki verify [--config FILE] [--heal]`` checks every stored chunk of a stopped Freki against its checksum
 (exit 1 when any is corrupt; ``--heal`` re-indexes their documents from the kept sources).
+``freki backup`` / ``freki restore`` (``freki.backup.cli``) back a running Freki up and restore it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from freki.backup import cli as backup_cli
 from freki.settings import FrekiSettings
 from wolf_service.reload import SettingsSource
 from wolf_service.startup import run_server
@@ -43,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="check every stored chunk against its checksum (Freki stopped)")
     verify.add_argument("--config", help="JSON settings file (FREKI_SETTINGS_FILE also works)")
     verify.add_argument("--heal", action="store_true", help="re-index the documents of corrupt chunks")
+    backup_cli.add_commands(sub)
     return parser
 
 
@@ -126,6 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _migrate(args)
     if args.command == "verify":
         return _verify(args)
+    if args.command == "backup":
+        return backup_cli.backup_command(args)
+    if args.command == "restore":
+        return backup_cli.restore_command(args)
     overrides: dict[str, Any] = {
         k: v for k, v in (("host", args.host), ("port", args.port), ("data_dir", args.data_dir)) if v is not None
     }

@@ -30,8 +30,9 @@ FREKI_ALLOWED: dict[str, set[str]] = {
     "freki.engine": _ENGINE_DEPS,
     "freki.watch": _ENGINE_DEPS | {"freki.engine"},
     "freki.gdpr": _ENGINE_DEPS | {"freki.engine", "freki.watch"},
-    "freki.api": _ENGINE_DEPS | {"freki.engine", "freki.watch", "freki.gdpr"},
-    "freki.cli": {"freki.settings", "freki.api", "freki.engine", "freki.store"},
+    "freki.backup": _ENGINE_DEPS | {"freki.engine", "freki.watch", "freki.gdpr"},
+    "freki.api": _ENGINE_DEPS | {"freki.engine", "freki.watch", "freki.gdpr", "freki.backup"},
+    "freki.cli": {"freki.settings", "freki.api", "freki.engine", "freki.store", "freki.backup"},
 }
 # Geri: backends sit below the generation pipeline and the grounded answers, and those below the gRPC face.
 GERI_ALLOWED: dict[str, set[str]] = {

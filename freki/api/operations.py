@@ -65,6 +65,8 @@ SCOPES: dict[str, str] = {
     # Re-embeds a whole tenant; exports all of one owner's data: operator actions.
     "FrekiService/FullReindex": "admin",
     "FrekiService/ExportOwnerData": "admin",
+    # Copies every tenant's data (and the key store) to the server's backup.dir.
+    "FrekiService/CreateBackup": "admin",
 }
 
 AUDITED: dict[str, AuditedRpc] = {
@@ -86,6 +88,11 @@ AUDITED: dict[str, AuditedRpc] = {
     ),
     "FrekiService/ExportOwnerData": AuditedRpc(
         "gdpr.export_owner", lambda q: f"owner={q.owner_id}", lambda _r: {}
+    ),
+    "FrekiService/CreateBackup": AuditedRpc(
+        "freki.create_backup", lambda q: f"backup={q.name or '*'}",
+        lambda r: {"path": r.path, "files": r.files, "bytes": r.bytes, "documents": r.documents,
+                   "chunks": r.chunks, "write_pause_ms": r.write_pause_ms},
     ),
 }
 

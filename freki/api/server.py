@@ -11,6 +11,7 @@ from wolf.v1 import freki_pb2, freki_pb2_grpc
 
 from freki.api import operations
 from freki.api.servicer import FrekiServicer
+from freki.backup.retention import Retention
 from freki.engine import FrekiEngine
 from freki.settings import FrekiSettings
 from freki.store.disk import DiskState
@@ -43,6 +44,7 @@ def build_server(
     # The watcher (given, or made when watch.folders is set) starts with the server and stops before the store.
     watcher = watcher or (Watcher(engine, settings) if settings.watch.folders else None)
     servicer = FrekiServicer(engine, settings, watcher=watcher)
+    servicer.retention = Retention(engine, settings, watcher=lambda: servicer.watcher)
     ops = ServiceOps("freki", settings, audited=operations.AUDITED, default_tenant=settings.default_tenant,
                      scopes=operations.SCOPES,
                      audit_path=settings.audit_log or settings.data_dir / "audit.jsonl")
@@ -58,6 +60,8 @@ def build_server(
         ops.enable_reload(reload_from, operations.RELOADABLE, hooks=hooks, sighup=sighup)
     if watcher is not None:
         watcher.start()
+    servicer.retention.start()
+    handle.closers.append(servicer.retention.stop)
     # A settings reload may replace the watcher, so stop whichever one is current.
     handle.closers.append(lambda: servicer.watcher.stop() if servicer.watcher is not None else None)
     log.info("Freki serving on %s:%d (store=%s, model=%s)", settings.host, handle.port,

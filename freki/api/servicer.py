@@ -15,7 +15,7 @@ import grpc
 from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 
 from freki import gdpr
-from freki.api import convert, graph, validation
+from freki.api import backups, convert, graph, validation
 from freki.api.batch import index_stream
 from freki.embed.remote_client import caller_deadline
 from freki.engine import FrekiEngine
@@ -25,6 +25,7 @@ from freki.settings import FrekiSettings
 from wolf_service.errors import InvalidArgument
 
 if TYPE_CHECKING:
+    from freki.backup.retention import Retention
     from freki.watch.watcher import Watcher
 
 log = logging.getLogger("freki.service")
@@ -41,6 +42,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         self.watcher = watcher
         self.settings = settings
         self.default_mode = settings.retrieval.default_mode
+        self.retention: Retention | None = None  # set by build_server: the policies' status in GetIndexStatus
 
     def _tenant(self, tenant_id: str) -> str:
         return validation.tenant_of(tenant_id, self.settings)
@@ -148,6 +150,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             configured_embedding_model=status.configured_model,
             migration=convert.migration_status(status.migration),
             **convert.health_fields(status),
+            retention=backups.retention_status(self.retention),
             **(convert.watch_status_fields(*self.watcher.status(), status_tenant) if self.watcher else {}),
         )
 
@@ -183,6 +186,12 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         return freki_pb2.DeleteOwnerDataResponse(
             request_id=request.request_id, documents_deleted=docs, chunks_deleted=chunks
         )
+
+    def CreateBackup(
+        self, request: freki_pb2.CreateBackupRequest, context: grpc.ServicerContext
+    ) -> freki_pb2.CreateBackupResponse:
+        validation.require_request_id(request.request_id)
+        return backups.backup(self.engine, self.settings, request)
 
     def ExportOwnerData(
         self, request: freki_pb2.ExportOwnerDataRequest, context: grpc.ServicerContext

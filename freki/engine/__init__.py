@@ -14,16 +14,16 @@ from pathlib import Path
 
 from freki.embed.model import EmbeddingModel
 from freki.embed.remote_client import caller_deadline
-from freki.engine import models
 from freki.engine.active_index import active_index_file, load_active
 from freki.engine.blue_green import BlueGreen
 from freki.engine.config import build_embedder, disk_watermarks, master_key, sandbox_config, store_config
+from freki.engine.erasures import Marks, erasure_log, log_document_erasure, log_owner_erasure
 from freki.engine.healing import Healer, Scrubber, ScrubReport, scrub
 from freki.engine.health import DiskPoller, health
 from freki.engine.index_set import IndexSet, build_index, built_with, drop_index, embedding_config
 from freki.engine.purging import Purger
 from freki.engine.reindex import ReindexReport, full_reindex
-from freki.engine.status import EngineStatus
+from freki.engine.status import EngineStatus, engine_status
 from freki.ingest.deadline import NO_DEADLINE, Deadline
 from freki.ingest.indexing import IndexInput, IndexResult, document_chunks
 from freki.ingest.limits import ChunkingConfig
@@ -61,6 +61,7 @@ class FrekiEngine:
         self.quarantine = Quarantine()  # chunks that failed their integrity check (freki.store.integrity)
         self._models: dict[str, EmbeddingModel] = {}  # every model loaded, by name (``_load``)
         self._models_lock = threading.Lock()
+        self.erasures = erasure_log(settings)  # what erasures destroy, for a restore to re-apply (freki.backup)
         self.keys = KeyStore(settings.gdpr.keys_path or Path(settings.data_dir) / "keys.sqlite",
                              master_key=master_key(settings))
         self.active_index_path = active_index_file(settings)
@@ -195,14 +196,18 @@ class FrekiEngine:
             raise NotFound(f"document {document_id!r} is not indexed for tenant {tenant!r}")
         return record
 
-    def delete_document(self, tenant: str, document_id: str, *, erase: bool = False) -> int:
+    def delete_document(self, tenant: str, document_id: str, *, erase: bool = False, reason: str = "document",
+                        marks: Marks = None, purge: bool = True) -> int:
         """Delete every chunk of a document (whether or not the registry knows it), its record, keys and
-        cached vectors; returns chunks deleted. ``erase``: also purge the engine's files before returning
-        (``gdpr.purge_on_erase``). NotFound when there was nothing at all."""
+        cached vectors; returns chunks deleted. ``erase``: in the erasure log first (``reason``, watch ``marks``),
+        files purged before returning (``gdpr.purge_on_erase``; ``purge=False``: the caller runs one ``purge``
+        for several, the pending marker covers a crash meanwhile). NotFound when there was nothing at all."""
         if erase:
             self.purger.mark()
         with self.writes.read(), self.indexer.document_lock(tenant, document_id):
-            known = self.registry.get(tenant, document_id) is not None
+            known = (record := self.registry.get(tenant, document_id)) is not None
+            if erase:
+                log_document_erasure(self.erasures, self.keys, tenant, document_id, record, reason, marks)
             try:
                 deleted = self.indexer.committer.delete(tenant, document_id)
             finally:
@@ -212,7 +217,7 @@ class FrekiEngine:
             self.purger.marker.unlink(missing_ok=True)
             raise NotFound(f"document {document_id[:200]!r} is not indexed for tenant {tenant!r}")
         self.maintenance.touch()
-        if erase:
+        if erase and purge:
             self.purger.after_erase()
         return deleted
 
@@ -245,7 +250,8 @@ class FrekiEngine:
             yield
 
     # -- GDPR ------------------------------------------------------------------------------
-    def delete_owner(self, tenant: str, owner_id: str, records: list[DocumentRecord]) -> tuple[int, int]:
+    def delete_owner(self, tenant: str, owner_id: str, records: list[DocumentRecord], marks: Marks = None) -> tuple[
+            int, int]:
         """Erase every document of a data owner; ``records`` are the owner's registry records, listed by
         the caller (which needs them first, see ``freki.gdpr``). Returns (documents, chunks) deleted.
 
@@ -253,6 +259,7 @@ class FrekiEngine:
         with ``gdpr.purge_on_erase``, the engine's files are purged before this returns."""
         self.purger.mark()
         with self.writes.write():
+            log_owner_erasure(self.erasures, self.keys, tenant, owner_id, records, marks)
             for record in records:
                 self.generations.hide(record.generation)
             try:
@@ -274,6 +281,12 @@ class FrekiEngine:
         self.purger.after_erase()
         return len(records), chunks
 
+    @contextmanager
+    def quiesced(self) -> Iterator[None]:
+        """No index, delete, erasure or purge meanwhile (searches go on): the state a backup copies."""
+        with self.writes.write(), self.purger.paused():
+            yield
+
     def purge(self) -> bool:
         """Remove what deletes left in the engine's files (``freki.engine.purging``); False if it cannot."""
         return self.purger.purge()
@@ -288,23 +301,10 @@ class FrekiEngine:
     # -- status ----------------------------------------------------------------------------
     def status(self, tenant: str | None) -> EngineStatus:
         """Counts for one tenant (or all) and the configuration in force."""
-        index = self.active
-        statuses = models.model_statuses(index.configured_layout, index.embedder, index.chunks, index.lanes,
-                                         index.registry, tenant)
-        return EngineStatus(
-            document_count=self.registry.count(tenant),
-            chunk_count=sum(m.chunk_count for m in statuses),
-            embedding_model=self.embedder.identity.name,
-            embedding_dimension=self.embedder.dimension,
-            store_backend=self.chunks.backend,
-            collection=self.active.names.chunks,
-            configured_model=embedding_config(self.settings),
-            migration=self.blue_green.status(),
-            models=tuple(statuses),
-            disk=(disk := self.disk.disk.read()),
-            health=health(disk, len(self.quarantine.entries())),
-            quarantined=tuple(self.quarantine.entries(tenant)),
-        )
+        disk = self.disk.disk.read()
+        return engine_status(self.active, self.settings, self.blue_green.status(), tenant, disk=disk,
+                             health=health(disk, len(self.quarantine.entries())),
+                             quarantined=tuple(self.quarantine.entries(tenant)))
 
     def scrub(self) -> ScrubReport:
         """Check every stored chunk against its checksum now (``integrity.scrub_interval_s`` runs it too)."""

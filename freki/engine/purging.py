@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from freki.engine.index_set import IndexSet
@@ -63,6 +64,12 @@ class Purger:
             self._done_upto = covers
             self.marker.unlink(missing_ok=True)
             return done
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No purge runs in the block (a backup copies the files meanwhile)."""
+        with self._lock:
+            yield
 
     def purge_or_put_off(self) -> None:
         """Purge now, or on a full disk later (see the module docstring)."""

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from freki.engine import models
 from freki.engine.blue_green import MigrationStatus
+from freki.engine.index_set import IndexSet, embedding_config
 from freki.engine.models import ModelStatus
+from freki.settings import FrekiSettings
 from freki.store.disk import DiskState
 from freki.store.integrity import QuarantinedChunk
 
@@ -27,3 +30,25 @@ class EngineStatus:
     # ("ok" | "degraded", reasons): freki.engine.health
     health: tuple[str, tuple[str, ...]] = ("ok", ())
     quarantined: tuple[QuarantinedChunk, ...] = ()
+
+
+def engine_status(index: IndexSet, settings: FrekiSettings, migration: MigrationStatus | None, tenant: str | None,
+                  *, disk: DiskState | None = None, health: tuple[str, tuple[str, ...]] = ("ok", ()),
+                  quarantined: tuple[QuarantinedChunk, ...] = ()) -> EngineStatus:
+    """The status of the serving ``index`` for one tenant (or all), with the disk and integrity health."""
+    statuses = models.model_statuses(index.configured_layout, index.embedder, index.chunks, index.lanes,
+                                     index.registry, tenant)
+    return EngineStatus(
+        document_count=index.registry.count(tenant),
+        chunk_count=sum(m.chunk_count for m in statuses),
+        embedding_model=index.embedder.identity.name,
+        embedding_dimension=index.embedder.dimension,
+        store_backend=index.chunks.backend,
+        collection=index.names.chunks,
+        configured_model=embedding_config(settings),
+        migration=migration,
+        models=tuple(statuses),
+        disk=disk,
+        health=health,
+        quarantined=quarantined,
+    )

@@ -31,19 +31,23 @@ def erase_owner(engine: FrekiEngine, tenant: str, owner_id: str, *, watcher: Wat
         records = list(engine.registry.iterate(tenant, owner_id=owner_id))
         # Markers first: a crash after this leaves data to erase again, never erased data to resurrect.
         _keep_out_of_watch(engine, watcher, records)
-        documents, chunks = engine.delete_owner(tenant, owner_id, records)
+        documents, chunks = engine.delete_owner(tenant, owner_id, records, marks=erasure_marks(records))
         engine.graph.feedback.forget_documents(tenant, {r.document_id for r in records})
     return Erasure(documents=documents, chunks=chunks)
 
 
-def erase_document(engine: FrekiEngine, tenant: str, document_id: str, *, watcher: Watcher | None = None) -> int:
+def erase_document(engine: FrekiEngine, tenant: str, document_id: str, *, watcher: Watcher | None = None,
+                   reason: str = "document", purge: bool = True) -> int:
     """Erase one document, every chunk of its id whether or not the registry knows it; returns the chunks
-    deleted. Raises NotFound when there was nothing of it."""
+    deleted. ``reason`` goes to the erasure log (``retention`` for a retention policy); ``purge=False`` leaves
+    the purge of the engine's files to the caller (one for many erasures). Raises NotFound when there was
+    nothing of it."""
     with _paused(watcher):
         record = engine.registry.get(tenant, document_id)
         if record is not None:
             _keep_out_of_watch(engine, watcher, [record])
-        deleted = engine.delete_document(tenant, document_id, erase=True)
+        deleted = engine.delete_document(tenant, document_id, erase=True, reason=reason, purge=purge,
+                                         marks=erasure_marks([record]) if record is not None else None)
         engine.graph.feedback.forget_documents(tenant, {document_id})
         return deleted
 

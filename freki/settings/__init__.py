@@ -16,6 +16,7 @@ from pydantic_settings import SettingsConfigDict
 from freki.settings.disk import DiskSettings, IntegritySettings
 from freki.settings.embedding_servers import EmbeddingServer, ServerName, check_server_references
 from freki.settings.limits import MIB, LimitsSettings  # noqa: F401 - re-exported
+from freki.settings.retention import BackupSettings, RetentionPolicy, RetentionSettings  # noqa: F401 - re-exported
 from freki.settings.retrieval import GraphSettings, ModeThresholds, RetrievalSettings  # noqa: F401 - re-exported
 from freki.settings.watch import DEFAULT_WATCH_EXCLUDES, WatchFolderSettings, WatchSettings  # noqa: F401 - re-exported
 from wolf_service.audit_log import AuditRotation
@@ -122,6 +123,10 @@ class GdprSettings(BaseModel):
     # (a wrong keys_path would otherwise cost every document). True drops such records instead: only for an
     # erasure interrupted before Freki remembered destroyed keys, once keys_path is known to be right.
     drop_records_without_keys: bool = False
+    # The erasure log (freki.store.erasure_log): what each erasure destroyed, re-applied by freki restore so a
+    # backup taken before an erasure never brings the data back. None = <data_dir>/erasures.jsonl; put it
+    # outside the data dir, next to the backups (docs/operations.md, "Backup and restore").
+    erasure_log: Path | None = None
 
 
 class ReindexSettings(BaseModel):
@@ -222,9 +227,20 @@ class FrekiSettings(FileSettings):
     reload: ReloadSettings = ReloadSettings()
 
     watch: WatchSettings = WatchSettings()
+    backup: BackupSettings = BackupSettings()
+    retention: RetentionSettings = RetentionSettings()
     # Append-only JSON-lines log of erasures and exports (who, what, when); None = <data_dir>/audit.jsonl.
     audit_log: Path | None = None
     audit_rotation: AuditRotation = Field(default_factory=AuditRotation)  # size-based, docs/operations.md
+
+    @model_validator(mode="after")
+    def _backups_outside_data_dir(self) -> FrekiSettings:
+        if self.backup.dir is not None:
+            backups, data = self.backup.dir.resolve(), self.data_dir.resolve()
+            if backups == data or data in backups.parents or backups in data.parents:
+                raise ValueError(f"backup.dir {self.backup.dir} and data_dir {self.data_dir} must not contain "
+                                 "each other: a backup would copy itself, a restore would refuse the data dir")
+        return self
 
     @model_validator(mode="after")
     def _bounded_models(self) -> FrekiSettings:

@@ -111,6 +111,13 @@ class KeyStore:
         with self._lock:
             self._db.execute("DELETE FROM destroyed")
 
+    def ids_of(self, tenant: str, *, owner: str | None = None, document: str | None = None) -> list[str]:
+        """The key ids of one owner's or one document's generations (what an erasure is about to destroy)."""
+        column, value = ("owner", owner) if owner is not None else ("document", document)
+        with self._lock:
+            return [row[0] for row in self._db.execute(
+                f"SELECT id FROM keys WHERE tenant = ? AND {column} = ?", (tenant, value))]
+
     def ids(self) -> list[str]:
         """Every key id (for the start-up consistency pass)."""
         with self._lock:

@@ -31,7 +31,8 @@ class FrekiProcess:
         if "listening on" not in line:
             self.proc.kill()
             raise AssertionError(f"freki did not start: {line!r}\n{log.read_text()[-3000:]}")
-        self.channel = grpc.insecure_channel(line.rsplit(" ", 1)[-1].strip())
+        self.address = line.rsplit(" ", 1)[-1].strip()
+        self.channel = grpc.insecure_channel(self.address)
         self.stub = freki_pb2_grpc.FrekiServiceStub(self.channel)
 
     def wait_dead(self) -> int:

@@ -277,7 +277,7 @@ class WatchFolderStatus(_message.Message):
     def __init__(self, path: _Optional[str] = ..., files_indexed: _Optional[int] = ..., files_pending: _Optional[int] = ..., skipped: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ...) -> None: ...
 
 class IndexStatus(_message.Message):
-    __slots__ = ("document_count", "chunk_count", "embedding_model", "embedding_dimension", "store_backend", "collection", "watch_folders", "queue_depth", "embedding_models", "migration", "configured_embedding_model", "health", "health_reasons", "disk", "quarantined_chunks")
+    __slots__ = ("document_count", "chunk_count", "embedding_model", "embedding_dimension", "store_backend", "collection", "watch_folders", "queue_depth", "embedding_models", "migration", "configured_embedding_model", "health", "health_reasons", "disk", "quarantined_chunks", "retention")
     DOCUMENT_COUNT_FIELD_NUMBER: _ClassVar[int]
     CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -293,6 +293,7 @@ class IndexStatus(_message.Message):
     HEALTH_REASONS_FIELD_NUMBER: _ClassVar[int]
     DISK_FIELD_NUMBER: _ClassVar[int]
     QUARANTINED_CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
     document_count: int
     chunk_count: int
     embedding_model: str
@@ -308,7 +309,8 @@ class IndexStatus(_message.Message):
     health_reasons: _containers.RepeatedScalarFieldContainer[str]
     disk: DiskStatus
     quarantined_chunks: _containers.RepeatedCompositeFieldContainer[QuarantinedChunk]
-    def __init__(self, document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dimension: _Optional[int] = ..., store_backend: _Optional[str] = ..., collection: _Optional[str] = ..., watch_folders: _Optional[_Iterable[_Union[WatchFolderStatus, _Mapping]]] = ..., queue_depth: _Optional[int] = ..., embedding_models: _Optional[_Iterable[_Union[EmbeddingModelStatus, _Mapping]]] = ..., migration: _Optional[_Union[MigrationStatus, _Mapping]] = ..., configured_embedding_model: _Optional[str] = ..., health: _Optional[str] = ..., health_reasons: _Optional[_Iterable[str]] = ..., disk: _Optional[_Union[DiskStatus, _Mapping]] = ..., quarantined_chunks: _Optional[_Iterable[_Union[QuarantinedChunk, _Mapping]]] = ...) -> None: ...
+    retention: _containers.RepeatedCompositeFieldContainer[RetentionPolicyStatus]
+    def __init__(self, document_count: _Optional[int] = ..., chunk_count: _Optional[int] = ..., embedding_model: _Optional[str] = ..., embedding_dimension: _Optional[int] = ..., store_backend: _Optional[str] = ..., collection: _Optional[str] = ..., watch_folders: _Optional[_Iterable[_Union[WatchFolderStatus, _Mapping]]] = ..., queue_depth: _Optional[int] = ..., embedding_models: _Optional[_Iterable[_Union[EmbeddingModelStatus, _Mapping]]] = ..., migration: _Optional[_Union[MigrationStatus, _Mapping]] = ..., configured_embedding_model: _Optional[str] = ..., health: _Optional[str] = ..., health_reasons: _Optional[_Iterable[str]] = ..., disk: _Optional[_Union[DiskStatus, _Mapping]] = ..., quarantined_chunks: _Optional[_Iterable[_Union[QuarantinedChunk, _Mapping]]] = ..., retention: _Optional[_Iterable[_Union[RetentionPolicyStatus, _Mapping]]] = ...) -> None: ...
 
 class DiskStatus(_message.Message):
     __slots__ = ("path", "free_bytes", "total_bytes", "level", "refuse_below_bytes", "warn_below_bytes")
@@ -343,6 +345,35 @@ class QuarantinedChunk(_message.Message):
     detected_at: str
     heal: str
     def __init__(self, chunk_id: _Optional[str] = ..., document_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., collection: _Optional[str] = ..., reason: _Optional[str] = ..., detected_at: _Optional[str] = ..., heal: _Optional[str] = ...) -> None: ...
+
+class RetentionPolicyStatus(_message.Message):
+    __slots__ = ("name", "tenant_id", "match", "max_age_days", "age_field", "last_run", "next_run", "documents_deleted", "last_error")
+    class MatchEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    MAX_AGE_DAYS_FIELD_NUMBER: _ClassVar[int]
+    AGE_FIELD_FIELD_NUMBER: _ClassVar[int]
+    LAST_RUN_FIELD_NUMBER: _ClassVar[int]
+    NEXT_RUN_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_DELETED_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    tenant_id: str
+    match: _containers.ScalarMap[str, str]
+    max_age_days: float
+    age_field: str
+    last_run: _timestamp_pb2.Timestamp
+    next_run: _timestamp_pb2.Timestamp
+    documents_deleted: int
+    last_error: str
+    def __init__(self, name: _Optional[str] = ..., tenant_id: _Optional[str] = ..., match: _Optional[_Mapping[str, str]] = ..., max_age_days: _Optional[float] = ..., age_field: _Optional[str] = ..., last_run: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_run: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., documents_deleted: _Optional[int] = ..., last_error: _Optional[str] = ...) -> None: ...
 
 class EmbeddingModelStatus(_message.Message):
     __slots__ = ("model", "dimension", "collection", "document_count", "chunk_count", "document_types", "standard", "available")
@@ -516,3 +547,35 @@ class EmbedResponse(_message.Message):
     dimension: int
     prompt_tokens: int
     def __init__(self, request_id: _Optional[str] = ..., embeddings: _Optional[_Iterable[_Union[Embedding, _Mapping]]] = ..., model: _Optional[str] = ..., dimension: _Optional[int] = ..., prompt_tokens: _Optional[int] = ...) -> None: ...
+
+class CreateBackupRequest(_message.Message):
+    __slots__ = ("request_id", "name", "tar")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TAR_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    name: str
+    tar: bool
+    def __init__(self, request_id: _Optional[str] = ..., name: _Optional[str] = ..., tar: _Optional[bool] = ...) -> None: ...
+
+class CreateBackupResponse(_message.Message):
+    __slots__ = ("request_id", "path", "files", "bytes", "documents", "chunks", "write_pause_ms", "duration_ms", "created_at")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    WRITE_PAUSE_MS_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    path: str
+    files: int
+    bytes: int
+    documents: int
+    chunks: int
+    write_pause_ms: int
+    duration_ms: int
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, request_id: _Optional[str] = ..., path: _Optional[str] = ..., files: _Optional[int] = ..., bytes: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., write_pause_ms: _Optional[int] = ..., duration_ms: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -100,6 +100,11 @@ class FrekiServiceStub:
                 request_serializer=wolf_dot_v1_dot_freki__pb2.FeedbackRequest.SerializeToString,
                 response_deserializer=wolf_dot_v1_dot_freki__pb2.FeedbackResponse.FromString,
                 _registered_method=True)
+        self.CreateBackup = channel.unary_unary(
+                '/wolf.v1.FrekiService/CreateBackup',
+                request_serializer=wolf_dot_v1_dot_freki__pb2.CreateBackupRequest.SerializeToString,
+                response_deserializer=wolf_dot_v1_dot_freki__pb2.CreateBackupResponse.FromString,
+                _registered_method=True)
 
 
 class FrekiServiceServicer:
@@ -199,6 +204,15 @@ class FrekiServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateBackup(self, request, context):
+        """Operator (admin scope): a consistent backup of the whole index (every tenant: collections, registry, kept
+        sources, links, feedback, key store, active-index record) into the server's backup.dir, taken while
+        serving; writes wait for the copy (write_pause_ms). FAILED_PRECONDITION when backup.dir is not set.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FrekiServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -266,6 +280,11 @@ def add_FrekiServiceServicer_to_server(servicer, server):
                     servicer.RecordFeedback,
                     request_deserializer=wolf_dot_v1_dot_freki__pb2.FeedbackRequest.FromString,
                     response_serializer=wolf_dot_v1_dot_freki__pb2.FeedbackResponse.SerializeToString,
+            ),
+            'CreateBackup': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateBackup,
+                    request_deserializer=wolf_dot_v1_dot_freki__pb2.CreateBackupRequest.FromString,
+                    response_serializer=wolf_dot_v1_dot_freki__pb2.CreateBackupResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -619,6 +638,33 @@ class FrekiService:
             '/wolf.v1.FrekiService/RecordFeedback',
             wolf_dot_v1_dot_freki__pb2.FeedbackRequest.SerializeToString,
             wolf_dot_v1_dot_freki__pb2.FeedbackResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateBackup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wolf.v1.FrekiService/CreateBackup',
+            wolf_dot_v1_dot_freki__pb2.CreateBackupRequest.SerializeToString,
+            wolf_dot_v1_dot_freki__pb2.CreateBackupResponse.FromString,
             options,
             channel_credentials,
             insecure,
