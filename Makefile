@@ -30,9 +30,20 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The OCR tests and evaluation render known text with a real font (DejaVu); not needed at run time.
-test-packages:
+# The Node client test (tests/polyglot) proves the gRPC contract from a second language: Node.js and npm
+# (Debian's, when either is missing) and the npm packages of its committed lock, installed again only when
+# the lock changes.
+NODE_TEST := tests/polyglot/node
+test-packages: $(NODE_TEST)/node_modules/.installed
 	@dpkg -s fonts-dejavu-core >/dev/null 2>&1 || { $(SUDO) apt-get update && \
 		$(SUDO) apt-get install -y --no-install-recommends fonts-dejavu-core; }
+
+# --ignore-scripts: nothing the client needs runs at install time, so no package's script may.
+$(NODE_TEST)/node_modules/.installed: $(NODE_TEST)/package.json $(NODE_TEST)/package-lock.json
+	@{ command -v node && command -v npm; } >/dev/null 2>&1 || { $(SUDO) apt-get update && \
+		$(SUDO) apt-get install -y --no-install-recommends nodejs npm; }
+	cd $(NODE_TEST) && npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
 
 protos: install
 	$(PY) -m grpc_tools.protoc -I protos --python_out=protos --pyi_out=protos \
@@ -114,7 +125,7 @@ demo: install
 	$(PY) scripts/demo.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .data
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .data $(NODE_TEST)/node_modules
 
 # Containers (README, "Containers"): podman where installed, else docker. Where no registry is reachable
 # (this box), BASE is a Debian image built locally with mmdebstrap; elsewhere python:3.11-slim.
