@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.geri.fixtures import embedded_backend, geri_settings, start_geri  # noqa: F401
+from tests.polyglot.citations import quotes_the_document
 from wolf_service.serving import ServerHandle
 
 pytestmark = pytest.mark.integration
@@ -65,10 +66,6 @@ def run_node(node: str, freki: ServerHandle, geri: ServerHandle) -> dict[str, An
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
-def sentences_of(content: str) -> list[str]:
-    return [line for line in content.splitlines() if line and not line.startswith("#")]
-
-
 def test_a_node_client_indexes_retrieves_and_gets_cited_answers_and_abstentions(
     freki: ServerHandle, embedded_backend: Any,  # noqa: F811
 ) -> None:
@@ -85,7 +82,7 @@ def test_a_node_client_indexes_retrieves_and_gets_cited_answers_and_abstentions(
     assert grounded["citations"], grounded
     for citation in grounded["citations"]:
         assert citation["document_id"] == document["document_id"]
-        assert citation["quote"] in sentences_of(document["content"])
+        assert quotes_the_document(citation["quote"], document["content"]), citation
         assert f"[{citation['marker']}]" in grounded["text"]
     assert any("9427" in c["quote"] for c in grounded["citations"]), grounded
 

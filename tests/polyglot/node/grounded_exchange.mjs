@@ -81,7 +81,7 @@ function answerRequest(prompt, context, sessionId = "") {
   return {
     request: {
       request_id: "node-answer", model_type: "LLM", prompt, context,
-      metadata: { session_id: sessionId, owner_id: sessionId ? "node-user" : "", temperature: 0, max_tokens: 96 },
+      metadata: { session_id: sessionId, owner_id: sessionId ? "node-user" : "", temperature: 0 },
     },
   };
 }
