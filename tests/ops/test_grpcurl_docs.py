@@ -153,8 +153,9 @@ def test_geri_commands(embedded_backend) -> None:  # type: ignore[no-untyped-def
 
 
 def test_grounded_exchange_commands(tmp_path: Path, embedder, embedded_backend) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    """Retrieve then Answer with that context, a follow-up rewritten in the session, and an off-topic
-    question: grpcurl pipes Freki's reply through jq into Geri (real Freki, embedded SmolLM2)."""
+    """Retrieve then Answer with that context, a follow-up rewritten from the session (RewriteQuery →
+    RetrieveContext → Answer), and an off-topic question: grpcurl pipes each reply through jq into the next
+    call (real Freki, embedded SmolLM2)."""
     from freki.api.server import build_server
     from freki.engine import FrekiEngine
     from tests.ops.conftest import ops_settings
@@ -162,12 +163,12 @@ def test_grounded_exchange_commands(tmp_path: Path, embedder, embedded_backend) 
 
     cmds = commands("grounded")
     assert [c.split()[-1].rsplit("/", 1)[-1] for c in cmds] == [
-        "IndexDocument", "Answer", "RewriteQuery", "Answer", "Answer"]
+        "IndexDocument", "Answer", "Answer", "Answer", "GetSession"]
     settings = ops_settings(tmp_path)
     freki, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
     try:
         with start_geri(geri_settings(), embedded_backend) as geri:
-            indexed, first, rewrite, follow_up, off_topic = (
+            indexed, first, follow_up, off_topic, session = (
                 json.loads(run(c, freki.port, geri_port=geri.port)) for c in cmds)
     finally:
         freki.stop(1.0)
@@ -180,9 +181,12 @@ def test_grounded_exchange_commands(tmp_path: Path, embedder, embedded_backend) 
         assert answer["citations"] and all(c["document_id"] == "relay" and quotes_the_document(c["quote"], content)
                                            for c in answer["citations"]), answer
     assert any("9427" in c["quote"] for c in first["answer"]["citations"]), first
-    assert rewrite["query"].strip()
     assert not off_topic["answer"].get("answered") and off_topic["answer"]["reason"], off_topic
     assert "llm_response" not in off_topic  # abstained before asking the model
+    turns = [(t["role"], t["content"]) for t in session["turns"]]
+    assert turns == [("user", "Which port does the Hrafn Relay admin API listen on?"),
+                     ("assistant", first["answer"]["text"]), ("user", "Where does it write its logs?"),
+                     ("assistant", follow_up["answer"]["text"])]
 
 
 def test_secure_commands(start_freki, certs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -1,7 +1,7 @@
 """Proof for other languages: a Node client built from ``protos/`` alone (``@grpc/grpc-js`` and
 ``@grpc/proto-loader``, installed by ``make test-packages`` with ``npm ci`` from the committed lock) talks to a
 real Freki (packaged MiniLM, Qdrant's engine) and a real Geri (embedded SmolLM2): it indexes a document,
-retrieves, gets a cited answer, an abstention and a follow-up in a session, and streams an answer.
+retrieves, gets a cited answer, an abstention, and a streamed answer to a follow-up in a session.
 
 A machine without Node.js fails this test rather than skipping it: the contract is only proven for other
 languages where one of them runs.
@@ -92,21 +92,21 @@ def test_a_node_client_indexes_retrieves_and_gets_cited_answers_and_abstentions(
     assert not off_topic["answered"] and off_topic["reason"] and off_topic["citations"] == []
     assert out["off_topic"]["llm_response"] is None
 
-    # The follow-up: rewritten from the session into a standalone query that finds the document again.
+    # The follow-up, streamed: rewritten from the session into a standalone query that finds the document again,
+    # then provisional text deltas and one final event with the checked answer.
     assert out["rewrite"]["query"].strip()
     assert out["follow_up_context"]["documents"][0]["document_id"] == document["document_id"]
-    follow_up = out["follow_up"]["answer"]
+    *deltas, final = out["follow_up_stream"]
+    assert final["event"] == "final" and deltas and all(e["event"] == "text_delta" for e in deltas)
+    follow_up = final["final"]["answer"]
     assert follow_up["answered"], follow_up["reason"]
-    assert all(c["document_id"] == document["document_id"] for c in follow_up["citations"])
-    turns = out["session"]["turns"]
-    assert [(t["role"], t["content"]) for t in turns][::2] == [("user", out["question"]),
-                                                               ("user", out["follow_up_question"])]
-    assert [t["role"] for t in turns][1::2] == ["assistant", "assistant"]
+    assert follow_up["citations"] and all(c["document_id"] == document["document_id"]
+                                          and quotes_the_document(c["quote"], document["content"])
+                                          for c in follow_up["citations"]), follow_up
+    if not follow_up["revised"]:
+        assert "".join(e["text_delta"] for e in deltas) == follow_up["text"]
 
-    # The stream: provisional text deltas, then one final event with the checked answer.
-    *deltas, final = out["stream"]
-    assert final["event"] == "final" and all(e["event"] == "text_delta" for e in deltas)
-    streamed = final["final"]["answer"]
-    assert streamed["answered"] and streamed["citations"]
-    if not streamed["revised"]:
-        assert "".join(e["text_delta"] for e in deltas) == streamed["text"]
+    # Both turns are stored in the session, questions as asked.
+    turns = [(t["role"], t["content"]) for t in out["session"]["turns"]]
+    assert turns == [("user", out["question"]), ("assistant", grounded["text"]),
+                     ("user", out["follow_up_question"]), ("assistant", follow_up["text"])]

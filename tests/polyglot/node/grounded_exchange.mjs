@@ -1,6 +1,7 @@
 // A Node client of Freki and Geri built from protos/ alone (no generated code, no Python): it indexes a
 // document, retrieves, asks Geri for a grounded answer with that context, asks an off-topic question, and
-// follows up in a session (RewriteQuery -> RetrieveContext -> Answer), then streams one answer.
+// follows up in the session (RewriteQuery -> RetrieveContext -> AnswerStream: text deltas, then the checked
+// answer).
 //
 // Usage: node grounded_exchange.mjs --freki HOST:PORT --geri HOST:PORT
 // Prints one JSON object with every reply, field names as in the .proto files; exits 1 with the gRPC
@@ -108,10 +109,8 @@ async function main() {
     request: { request_id: "node-rewrite", model_type: "LLM", prompt: FOLLOW_UP, metadata: { session_id: SESSION } },
   });
   out.follow_up_context = await retrieve(freki, out.rewrite.query);
-  out.follow_up = await unary(geri, "Answer", answerRequest(FOLLOW_UP, out.follow_up_context, SESSION));
+  out.follow_up_stream = await serverStream(geri, "AnswerStream", answerRequest(FOLLOW_UP, out.follow_up_context, SESSION));
   out.session = await unary(geri, "GetSession", { request_id: "node-session", session_id: SESSION });
-
-  out.stream = await serverStream(geri, "AnswerStream", answerRequest(QUESTION, out.context));
 
   freki.close();
   geri.close();
