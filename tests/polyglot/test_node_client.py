@@ -83,6 +83,7 @@ def test_a_node_client_indexes_retrieves_and_gets_cited_answers_and_abstentions(
     for citation in grounded["citations"]:
         assert citation["document_id"] == document["document_id"]
         assert quotes_the_document(citation["quote"], document["content"]), citation
+        assert citation["title"] == document["source"] and citation["location"]["heading_path"] == ["Hrafn Relay"]
         assert f"[{citation['marker']}]" in grounded["text"]
     assert any("9427" in c["quote"] for c in grounded["citations"]), grounded
 
