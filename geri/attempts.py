@@ -1,10 +1,11 @@
 """One attempt at an answer on one backend: generate, split reasoning, check the contract, repair once.
 
 Free text streams as it is produced. A reply under a contract (JSON schema or tools) is checked
-before anything of it leaves: if it breaks the contract, the model sees its reply and what was wrong
-and gets ``structured.repair_attempts`` more tries; then the attempt fails with FAILED_PRECONDITION
-naming the backend and the violation, which also sends the request down the model list. Unvalidated
-JSON is never passed on as valid.
+before anything of it is passed on as the answer (a caller that asks for ``drafts`` sees its raw text as
+it is produced, marked provisional, and a ``draft_reset`` before every repair try): if it breaks the
+contract, the model sees its reply and what was wrong and gets ``structured.repair_attempts`` more
+tries; then the attempt fails with FAILED_PRECONDITION naming the backend and the violation, which also
+sends the request down the model list. Unvalidated JSON is never passed on as valid.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class _Output:
 
 
 def _generate(backend: Backend, messages: Sequence[ChatMessage], params: GenerationParams, model: str,
-              cancel: threading.Event, stream_text: bool) -> Generator[Piece_, None, _Output]:
+              cancel: threading.Event, stream_text: bool, drafts: bool) -> Generator[Piece_, None, _Output]:
     out = _Output([], [], [])
     splitter = ThinkSplitter()
 
@@ -52,6 +53,8 @@ def _generate(backend: Backend, messages: Sequence[ChatMessage], params: Generat
         (out.text if piece.kind == "text" else out.thinking).append(piece.content)
         if piece.kind == "thinking" or stream_text:
             yield piece.kind, piece.content
+        elif drafts:
+            yield "draft", piece.content
 
     for event in backend.generate(messages, params, model, cancel):
         if isinstance(event, Completion):
@@ -73,8 +76,12 @@ def _generate(backend: Backend, messages: Sequence[ChatMessage], params: Generat
 
 def attempt(backend: Backend, model: str, messages: Sequence[ChatMessage], params: GenerationParams,
             contract: OutputContract, *, repairs: int, cancel: threading.Event,
-            count_tokens: Callable[[Sequence[ChatMessage]], int]) -> Generator[Piece_, None, AttemptResult]:
+            count_tokens: Callable[[Sequence[ChatMessage]], int], drafts: bool = False
+            ) -> Generator[Piece_, None, AttemptResult]:
     """Answer on ``backend``; yields streamable pieces, returns the checked result.
+
+    ``drafts``: also yield a constrained reply's text as ``("draft", text)`` pieces while it is produced,
+    and ``("draft_reset", "")`` before a repair try (the drafts so far are void).
 
     Raises:
         FailedPrecondition: the reply broke the contract after every repair try, or was cut off.
@@ -87,7 +94,10 @@ def attempt(backend: Backend, model: str, messages: Sequence[ChatMessage], param
     prompt_tokens = completion_tokens = 0
     thinking: list[str] = []
     for tries in range(repairs + 1):
-        out = yield from _generate(backend, messages, params, model, cancel, stream_text=not contract.constrained)
+        if tries and drafts:
+            yield "draft_reset", ""
+        out = yield from _generate(backend, messages, params, model, cancel, stream_text=not contract.constrained,
+                                   drafts=drafts)
         assert out.completion is not None
         prompt_tokens += out.completion.prompt_tokens or count_tokens(messages)
         completion_tokens += out.completion.completion_tokens

@@ -5,6 +5,8 @@ Both RPCs (unary ``Generate`` and ``GenerateStream``) run this same pipeline, so
 answer and a unary one are built identically; the unary call simply keeps the final event.
 A backend that fails before anything of its answer was streamed hands the request to the next
 entry of the model list; once text has reached the client, a failure is the client's error.
+Grounded answers (``geri.answering``) run through here too: they store their own turn (``remember=False``)
+and may read a constrained reply's provisional text as it is produced (``drafts=True``).
 """
 
 from __future__ import annotations
@@ -37,9 +39,13 @@ _MAX_ERROR = 300
 
 @dataclass(frozen=True)
 class StreamEvent:
-    """What the pipeline emits: answer text, reasoning text, or the final response (last)."""
+    """What the pipeline emits: answer text, reasoning text, or the final response (last).
 
-    kind: Literal["text", "thinking", "final"]
+    With ``drafts``: ``draft`` is provisional text of a constrained reply (not yet checked), and
+    ``draft_reset`` says the drafts so far are void (a repair try, or the next backend of the list).
+    """
+
+    kind: Literal["text", "thinking", "draft", "draft_reset", "final"]
     text: str = ""
     response: common_pb2.WolfResponse | None = None
 
@@ -52,13 +58,17 @@ class GenerationPipeline:
         self._router = router
         self._sessions = sessions
 
-    def run(self, request: common_pb2.WolfRequest, cancel: threading.Event) -> Generator[StreamEvent, None, None]:
+    def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
+            drafts: bool = False) -> Generator[StreamEvent, None, None]:
         """Generate the answer to ``request``.
 
         Args:
             request: The client's request (validated here).
             cancel: Set when the client is gone; generation stops and the final event says
                 ``finish_reason="cancelled"``.
+            remember: Store the exchange in ``metadata.session_id``'s session (the caller stores its own
+                turn when False; the session's history is read either way).
+            drafts: Emit ``draft`` / ``draft_reset`` events for a constrained reply (see StreamEvent).
 
         Raises:
             InvalidArgument: a field is wrong, or the question alone does not fit the window.
@@ -73,17 +83,22 @@ class GenerationPipeline:
             check_owner(record, req.owner_id)
             history = [t.message() for t in record.turns] if record else []
         failures: list[tuple[str, Exception | None]] = []
+        drafted = False
         for route, model in self._router.candidates(req.model):
             if not route.breaker.allow():
                 failures.append((f"{route.label}: circuit breaker open", None))
                 continue
             streamed = False
             attempt_started = time.monotonic()
-            work = self._on_route(route, model, req, history, cancel)
+            if drafted:
+                yield StreamEvent("draft_reset")
+                drafted = False
+            work = self._on_route(route, model, req, history, cancel, drafts)
             try:
                 while True:
                     event = next(work)
                     streamed = streamed or event.kind == "text"
+                    drafted = drafted or event.kind == "draft"
                     yield event
             except StopIteration as done:
                 result, fitted = done.value
@@ -102,13 +117,15 @@ class GenerationPipeline:
                 route.breaker.release()
             else:
                 self._router.succeeded(route)
-                self._remember(req, result)
+                if remember:
+                    self._remember(req, result)
             yield StreamEvent("final", response=self._response(req, route, result, fitted, started, attempt_started))
             return
         raise self._exhausted(failures)
 
     def _on_route(self, route: Route, model: str, req: ValidatedRequest, history: Sequence[ChatMessage],
-                  cancel: threading.Event) -> Generator[StreamEvent, None, tuple[AttemptResult, FittedPrompt]]:
+                  cancel: threading.Event, drafts: bool
+                  ) -> Generator[StreamEvent, None, tuple[AttemptResult, FittedPrompt]]:
         backend = route.backend
         model = backend.resolve_model(model)
 
@@ -122,7 +139,8 @@ class GenerationPipeline:
             history=turns,
         )
         pieces = attempt(backend, model, fitted.messages, req.params, req.contract,
-                         repairs=self._settings.structured.repair_attempts, cancel=cancel, count_tokens=count)
+                         repairs=self._settings.structured.repair_attempts, cancel=cancel, count_tokens=count,
+                         drafts=drafts)
         try:
             while True:
                 kind, text = next(pieces)

@@ -28,12 +28,14 @@ RELOADABLE = frozenset({
     "ollama_options",
     "ollama_keep_alive",
     "ollama_token_margin",
+    "answering",
 })
 
 
 def _llm(message: Any) -> common_pb2.LLMResponse | None:
-    """The LLMResponse of a Generate reply or of GenerateStream's final event (None for deltas)."""
-    if isinstance(message, geri_pb2.GenerateEvent):
+    """The LLMResponse of a Generate or Answer reply or of a stream's final event (None for deltas, and for
+    an answer that abstained without a generation)."""
+    if isinstance(message, geri_pb2.GenerateEvent | geri_pb2.AnswerEvent):
         if message.WhichOneof("event") != "final":
             return None
         message = message.final
@@ -52,6 +54,18 @@ def _generation_target(request: common_pb2.WolfRequest) -> str:
     return f"model={request.generation.model or 'default'}"
 
 
+def _answer_target(request: geri_pb2.AnswerRequest | geri_pb2.RewriteQueryRequest) -> str:
+    return _generation_target(request.request)
+
+
+def _answer_details(message: Any) -> dict[str, Any]:
+    final = message.final if isinstance(message, geri_pb2.AnswerEvent) else message
+    if not isinstance(final, geri_pb2.AnswerResponse):
+        return {}
+    grounded = final.answer
+    return {**_generation_details(final), "answered": grounded.answered, "citations": len(grounded.citations)}
+
+
 def _session_target(request: Any) -> str:
     return f"session={request.session_id[:128]}"
 
@@ -59,6 +73,10 @@ def _session_target(request: Any) -> str:
 AUDITED: dict[str, AuditedRpc] = {
     "GeriService/Generate": AuditedRpc("geri.generate", _generation_target, _generation_details),
     "GeriService/GenerateStream": AuditedRpc("geri.generate_stream", _generation_target, _generation_details),
+    "GeriService/Answer": AuditedRpc("geri.answer", _answer_target, _answer_details),
+    "GeriService/AnswerStream": AuditedRpc("geri.answer_stream", _answer_target, _answer_details),
+    "GeriService/RewriteQuery": AuditedRpc("geri.rewrite_query", _answer_target,
+                                           lambda r: {"rewritten": r.rewritten, "variants": len(r.variants)}),
     "GeriService/GetSession": AuditedRpc("geri.get_session", _session_target, lambda r: {"turns": len(r.turns)}),
     "GeriService/DeleteSession": AuditedRpc("geri.delete_session", _session_target,
                                             lambda r: {"deleted": bool(r.deleted)}),
@@ -122,6 +140,6 @@ def install_metrics(metrics: ServiceMetrics, router: Router) -> None:
         prompted.labels(model).inc(llm.prompt_tokens)
         finished.labels(model, llm.finish_reason or "unknown").inc()
 
-    metrics.observe_responses("GeriService/Generate", on_response)
-    metrics.observe_responses("GeriService/GenerateStream", on_response)
+    for method in ("Generate", "GenerateStream", "Answer", "AnswerStream"):
+        metrics.observe_responses(f"GeriService/{method}", on_response)
     metrics.add_collector(BackendCollector(router))

@@ -22,6 +22,7 @@ import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
+from geri.answering.pipeline import AnswerPipeline, AnswerStep
 from geri.backends.base import ModelDescription
 from geri.generation import GenerationPipeline, StreamEvent
 from geri.routing import Router
@@ -64,6 +65,20 @@ class ClosableStream(Iterator[T]):
                 self._lock.release()
 
 
+def closable_for(context: grpc.ServicerContext, events: Generator[T, None, None],
+                 cancel: threading.Event) -> ClosableStream[T]:
+    """``events`` as a stream that sets ``cancel`` and closes itself when the RPC terminates."""
+    stream = ClosableStream(events)
+
+    def on_terminate() -> None:
+        cancel.set()
+        stream.close_if_idle()
+
+    if not context.add_callback(on_terminate):
+        on_terminate()
+    return stream
+
+
 class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
     """Generation over gRPC: unary, server-streaming, and the model list."""
 
@@ -71,6 +86,7 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self._router = router
         self._sessions = sessions
         self._pipeline = GenerationPipeline(settings, router, sessions)
+        self._answers = AnswerPipeline(settings, self._pipeline, sessions)
 
     def Generate(  # noqa: N802 - name fixed by the proto
         self, request: common_pb2.WolfRequest, context: grpc.ServicerContext
@@ -87,14 +103,7 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
     ) -> Iterator[geri_pb2.GenerateEvent]:
         """Stream text (and reasoning) deltas, then one final event with the full response."""
         cancel = threading.Event()
-        events: ClosableStream[StreamEvent] = ClosableStream(self._pipeline.run(request, cancel))
-
-        def on_terminate() -> None:
-            cancel.set()
-            events.close_if_idle()
-
-        if not context.add_callback(on_terminate):
-            on_terminate()
+        events: ClosableStream[StreamEvent] = closable_for(context, self._pipeline.run(request, cancel), cancel)
         rid = request.request_id
         for event in events:
             if cancel.is_set():
@@ -103,8 +112,40 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
                 yield geri_pb2.GenerateEvent(request_id=rid, text_delta=event.text)
             elif event.kind == "thinking":
                 yield geri_pb2.GenerateEvent(request_id=rid, thinking_delta=event.text)
-            else:
+            elif event.kind == "final":
                 yield geri_pb2.GenerateEvent(request_id=rid, final=event.response)
+
+    def Answer(  # noqa: N802
+        self, request: geri_pb2.AnswerRequest, context: grpc.ServicerContext
+    ) -> geri_pb2.AnswerResponse:
+        """A grounded answer with checked citations, or an abstention saying why."""
+        cancel = cancel_event_for(context)
+        for event in self._answers.answer(request, cancel):
+            if event.response is not None:
+                return event.response
+        raise AssertionError("the answer pipeline ends with a response or raises")  # pragma: no cover
+
+    def AnswerStream(  # noqa: N802
+        self, request: geri_pb2.AnswerRequest, context: grpc.ServicerContext
+    ) -> Iterator[geri_pb2.AnswerEvent]:
+        """Provisional answer text as the model writes it, then the checked answer."""
+        cancel = threading.Event()
+        events: ClosableStream[AnswerStep] = closable_for(
+            context, self._answers.answer(request, cancel, stream=True), cancel)
+        rid = request.request.request_id
+        for event in events:
+            if cancel.is_set():
+                return  # nobody is listening; the backend has been told to stop
+            if event.kind == "text":
+                yield geri_pb2.AnswerEvent(request_id=rid, text_delta=event.text)
+            else:
+                yield geri_pb2.AnswerEvent(request_id=rid, final=event.response)
+
+    def RewriteQuery(  # noqa: N802
+        self, request: geri_pb2.RewriteQueryRequest, context: grpc.ServicerContext
+    ) -> geri_pb2.RewriteQueryResponse:
+        """A follow-up as a standalone search query (from its conversation), and paraphrases when asked."""
+        return self._answers.rewrite(request, cancel_event_for(context))
 
     def ListModels(  # noqa: N802
         self, request: geri_pb2.ListModelsRequest, context: grpc.ServicerContext

@@ -102,6 +102,30 @@ class StructuredSettings(BaseModel):
     )
 
 
+class AnsweringSettings(BaseModel):
+    """Grounded answers (Answer, AnswerStream, RewriteQuery; docs/answers.md). AnswerOptions override the first
+    five per request, within the same bounds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Chosen on the squad-answers dev split (scripts/eval_answers.py --sweep): the highest threshold whose own
+    # cost in false abstention stays within half of the 0.1 budget.
+    min_score: float = Field(default=0.35, ge=0, le=1,
+                             description="Abstain without asking the model when no source scores this high.")
+    max_sources: int = Field(default=4, ge=1, le=20, description="Context documents numbered for the model.")
+    max_citations: int = Field(default=1, ge=1, le=5, description="Sentences an answer may cite.")
+    min_support: float = Field(default=0.5, ge=0, le=1,
+                               description="Share of the answer's words its cited sentences must contain.")
+    # Off for SmolLM2-135M: its "the sources are silent" was noise on the dev split (false abstention 0.55).
+    model_abstains: bool = Field(default=False,
+                                 description="The model may say the sources are silent (else only min_score).")
+    max_tokens: int = Field(default=320, ge=64,
+                            description="Tokens of a grounded answer unless metadata.max_tokens says otherwise.")
+    max_query_variants: int = Field(default=3, ge=0, le=10, description="RewriteQuery.variants allowed, at most.")
+    history_turns: int = Field(default=6, ge=0, le=64,
+                               description="Latest conversation turns a follow-up is rewritten from.")
+
+
 class GeriSettings(FileSettings):
     """Configuration of the Geri generation service."""
 
@@ -127,6 +151,7 @@ class GeriSettings(FileSettings):
     breaker: BreakerSettings = BreakerSettings()
     sessions: SessionSettings = SessionSettings()
     structured: StructuredSettings = StructuredSettings()
+    answering: AnsweringSettings = AnsweringSettings()
 
     # --- generation defaults and limits -------------------------------------------------
     system_prompt: str = DEFAULT_SYSTEM_PROMPT

@@ -33,9 +33,13 @@ FREKI_ALLOWED: dict[str, set[str]] = {
     "freki.api": _ENGINE_DEPS | {"freki.engine", "freki.watch", "freki.gdpr"},
     "freki.cli": {"freki.settings", "freki.api", "freki.engine", "freki.store"},
 }
-# Geri: backends sit below the generation pipeline and the gRPC face.
+# Geri: backends sit below the generation pipeline and the grounded answers, and those below the gRPC face.
 GERI_ALLOWED: dict[str, set[str]] = {
+    "geri.settings": set(),
     "geri.backends": {"geri.settings"},
+    "geri.answering": {"geri.backends", "geri.settings"},
+    "geri.service": {"geri.answering", "geri.backends", "geri.settings"},
+    "geri.server": {"geri.service", "geri.backends", "geri.settings"},
 }
 
 

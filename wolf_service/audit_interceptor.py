@@ -19,7 +19,15 @@ import grpc
 
 from wolf_service.audit_log import AuditLog, Scalar, identifier
 from wolf_service.error_mapping import request_id_of
-from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, final_code, observe_stream, rpc_name
+from wolf_service.wrapping import (
+    StreamCall,
+    UnaryCall,
+    WrappingInterceptor,
+    envelope_of,
+    final_code,
+    observe_stream,
+    rpc_name,
+)
 
 log = logging.getLogger("wolf_service.auditing")
 
@@ -69,7 +77,7 @@ class AuditInterceptor(WrappingInterceptor):
         spec = self._audited[rpc_name(method)]
         actor = (self._identify(context) if self._identify else None) or context.peer()
         details: dict[str, Scalar] = {
-            "tenant": identifier(str(getattr(request, "tenant_id", "") or self._default_tenant)),
+            "tenant": identifier(str(getattr(envelope_of(request), "tenant_id", "") or self._default_tenant)),
             "request_id": identifier(request_id_of(request, context)),
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         }

@@ -4,9 +4,9 @@ Clients send ``authorization: Bearer <key>`` metadata. Settings hold only the ke
 SHA-256 (hex), never the key, so a leaked settings file or ``ps`` listing does not leak
 credentials; ``python -m wolf_service.auth`` hashes a key read from stdin. Each key
 belongs to exactly one tenant, and the interceptor enforces it on every request that
-has a ``tenant_id`` field: empty → filled with the key's tenant; another tenant →
-PERMISSION_DENIED. Health checks and reflection stay open so probes and grpcurl work.
-Auth is on as soon as at least one key is configured, off otherwise (local demo).
+has a ``tenant_id`` field, or wraps a WolfRequest that has one (GeriService.Answer): empty → filled
+with the key's tenant; another tenant → PERMISSION_DENIED. Health checks and reflection stay open so
+probes and grpcurl work. Auth is on as soon as at least one key is configured, off otherwise (local demo).
 
 Scopes: a key may list the scopes it holds (``read``, ``write``, ``delete``, ``admin``); each service
 says which scope each of its RPCs needs (an RPC it does not list needs ``admin``: fail closed). ``admin``
@@ -27,7 +27,14 @@ import grpc
 from pydantic import BaseModel, Field, field_validator
 
 from wolf_service.tls import TlsSettings
-from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, is_infrastructure, rpc_name
+from wolf_service.wrapping import (
+    StreamCall,
+    UnaryCall,
+    WrappingInterceptor,
+    envelope_of,
+    is_infrastructure,
+    rpc_name,
+)
 
 AUTH_HEADER = "authorization"
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -153,6 +160,7 @@ class ApiKeyInterceptor(WrappingInterceptor):
         self._pin_tenant(key, request, context)
 
     def _pin_tenant(self, key: ApiKey, request: Any, context: grpc.ServicerContext) -> None:
+        request = envelope_of(request)  # an AnswerRequest's tenant is in its nested WolfRequest
         if not hasattr(request, "tenant_id"):
             return  # e.g. ListModels (no tenant-scoped data), or a stream of requests (pinned one by one)
         asked = str(request.tenant_id or "")

@@ -15,7 +15,7 @@ from typing import Any
 import grpc
 
 from wolf_service.errors import status_code_of
-from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor
+from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, envelope_of
 
 log = logging.getLogger("wolf_service.errors")
 
@@ -58,7 +58,7 @@ def bounded(text: str, limit: int = MAX_DETAILS) -> str:
 
 def request_id_of(request: Any, context: grpc.ServicerContext) -> str:
     """Find the request id: the message's ``request_id`` field, then ``x-request-id`` metadata."""
-    rid = getattr(request, "request_id", "") or ""
+    rid = getattr(envelope_of(request), "request_id", "") or ""
     if rid:
         return str(rid)
     for key, value in context.invocation_metadata() or ():

@@ -22,7 +22,15 @@ import grpc
 from pydantic import BaseModel, Field, field_validator
 
 from wolf_service.error_mapping import request_id_of
-from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, final_code, observe_stream, rpc_name
+from wolf_service.wrapping import (
+    StreamCall,
+    UnaryCall,
+    WrappingInterceptor,
+    envelope_of,
+    final_code,
+    observe_stream,
+    rpc_name,
+)
 
 access_log = logging.getLogger("wolf_service.access")
 
@@ -121,7 +129,7 @@ def apply_levels(settings: LogSettings) -> None:
 
 def tenant_of_request(request: Any) -> str:
     """The request's tenant field, when the message has one (after auth filled it in)."""
-    return str(getattr(request, "tenant_id", "") or "")
+    return str(getattr(envelope_of(request), "tenant_id", "") or "")
 
 
 class AccessLogInterceptor(WrappingInterceptor):

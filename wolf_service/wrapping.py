@@ -23,6 +23,15 @@ StreamCall = Callable[[Any, grpc.ServicerContext], Iterator[Any]]
 INFRASTRUCTURE_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 
+def envelope_of(request: Any) -> Any:
+    """The message that carries a request's id and tenant: the request itself, or the ``WolfRequest`` it
+    wraps in its ``request`` field (GeriService.Answer, RewriteQuery)."""
+    if hasattr(request, "tenant_id") or hasattr(request, "request_id"):
+        return request
+    nested = getattr(request, "request", None)
+    return nested if hasattr(nested, "tenant_id") else request
+
+
 def is_infrastructure(method: str) -> bool:
     """True for health-check and reflection methods."""
     return method.startswith(INFRASTRUCTURE_PREFIXES)

@@ -70,3 +70,39 @@ def test_geri_metrics_audit_and_keys(embedded_backend, tmp_path: Path) -> None: 
     assert stream["action"] == "geri.generate_stream" and stream["messages"] == len(events)
     text = audit.read_text()
     assert PROMPT not in text and "50052" not in text and KEYS["acme"] not in text
+
+
+def test_a_key_reaches_only_its_own_tenants_conversations_through_answer_and_rewrite(embedded_backend) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """The tenant of Answer and RewriteQuery is in their nested WolfRequest: it is pinned to the key's like
+    Generate's (no generation needed: a context below min_score abstains, a question without history is kept)."""
+    def answer(tenant: str = "") -> geri_pb2.AnswerRequest:
+        return geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+            request_id="a", prompt="What is the secret plan?", tenant_id=tenant,
+            metadata=common_pb2.RequestMetadata(session_id="shared"),
+            context=common_pb2.RAGContext(documents=[common_pb2.RetrievedDocument(
+                document_id="d", content="The plan is secret.", relevance_score=0.1)])))
+
+    def rewrite(tenant: str = "") -> geri_pb2.RewriteQueryRequest:
+        return geri_pb2.RewriteQueryRequest(request=common_pb2.WolfRequest(
+            request_id="r", prompt="and when?", tenant_id=tenant,
+            metadata=common_pb2.RequestMetadata(session_id="shared")))
+
+    settings = geri_settings(security={"api_keys": api_keys()})
+    with start_geri(settings, embedded_backend) as handle, grpc.insecure_channel(handle.address) as channel:
+        stub = geri_pb2_grpc.GeriServiceStub(channel)
+        assert not stub.Answer(answer(), metadata=bearer("acme")).answer.answered  # stored in acme's "shared"
+        for call, request in ((stub.Answer, answer("acme")), (stub.RewriteQuery, rewrite("acme")),
+                              (lambda r, metadata: list(stub.AnswerStream(r, metadata=metadata)), answer("acme"))):
+            with pytest.raises(grpc.RpcError) as refused:
+                call(request, metadata=bearer("globex"))
+            assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            assert "cannot act on tenant 'acme'" in refused.value.details()
+        with pytest.raises(grpc.RpcError) as anonymous:
+            stub.RewriteQuery(rewrite(), timeout=60)
+        assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        # globex's own "shared" is another conversation: no history, nothing to rewrite from acme's.
+        kept = stub.RewriteQuery(rewrite(), metadata=bearer("globex"))
+        assert (kept.query, kept.rewritten) == ("and when?", False)
+        stub.Answer(answer(), metadata=bearer("globex"))
+        acme = stub.GetSession(geri_pb2.SessionRequest(request_id="s", session_id="shared"), metadata=bearer("acme"))
+        assert acme.tenant_id == "acme" and len(acme.turns) == 2

@@ -1,0 +1,192 @@
+"""Answer, AnswerStream and RewriteQuery: grounded answers on top of the generation pipeline.
+
+An answer: check the request → choose the sources (``min_score``, ``max_sources``) → none left: abstain
+without a generation → else number them and ask the model for JSON under the answer schema, through
+:class:`~geri.generation.GenerationPipeline` (model list and fallback, window fitting that drops the
+lowest-scored sources first, the session's history, cancellation) → ground the reply. With a
+``metadata.session_id`` the turn stored is the question and the answer's text — or, for an abstention,
+its reason — never the JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Literal
+
+from google.protobuf import timestamp_pb2
+from wolf.v1 import common_pb2, geri_pb2
+
+from geri.answering.answer_text import DraftText
+from geri.answering.grounding import abstention, ground
+from geri.answering.queries import (
+    REWRITE_MAX_TOKENS,
+    REWRITE_SCHEMA,
+    REWRITE_SYSTEM,
+    VARIANT_MAX_TOKENS,
+    VARIANTS_SYSTEM,
+    history_turns,
+    parse_rewrite,
+    parse_variants,
+    variants_schema,
+)
+from geri.answering.requests import (
+    answer_generation,
+    answer_policy,
+    check_request,
+    choose_sources,
+    gate_reason,
+    side_generation,
+)
+from geri.generation import GenerationPipeline
+from geri.routing import FALLBACK_ERRORS
+from geri.sessions import SessionStore, Turn
+from geri.sessions.store import SessionRecord, check_owner
+from geri.settings import GeriSettings
+from geri.validation import ValidatedRequest
+from wolf_service.errors import Cancelled, InvalidArgument
+
+
+@dataclass(frozen=True)
+class AnswerStep:
+    """What :meth:`AnswerPipeline.answer` emits: provisional answer text, then the final response (last)."""
+
+    kind: Literal["text", "final"]
+    text: str = ""
+    response: geri_pb2.AnswerResponse | None = None
+
+
+class AnswerPipeline:
+    """Grounded answers and query rewrites over the generation pipeline."""
+
+    def __init__(self, settings: GeriSettings, generation: GenerationPipeline, sessions: SessionStore) -> None:
+        self._settings = settings
+        self._generation = generation
+        self._sessions = sessions
+
+    def answer(self, request: geri_pb2.AnswerRequest, cancel: threading.Event, *, stream: bool = False
+               ) -> Generator[AnswerStep, None, None]:
+        """The grounded answer to ``request`` (with ``stream``, preceded by the answer text as it is written).
+
+        Raises:
+            InvalidArgument: a field is wrong (named), or the question alone does not fit the window.
+            PermissionDenied: the session belongs to another data owner.
+            Cancelled: the client went away.
+            FailedPrecondition / Unavailable / DeadlineExceeded: no backend of the model list could answer.
+        """
+        started = time.monotonic()
+        outer = request.request
+        req = check_request(outer, self._settings, what="the question")
+        policy = answer_policy(self._settings.answering, request.options)
+        sources = choose_sources(outer.context, policy)
+        if not sources:
+            check_owner(self._session(req), req.owner_id)
+            grounded = abstention(gate_reason(outer.context, policy))
+            self._remember(req, grounded)
+            yield AnswerStep("final", response=geri_pb2.AnswerResponse(
+                request_id=req.request_id, answer=grounded, metadata=_metadata(started)))
+            return
+        numbered, inner = answer_generation(outer, sources, policy)
+        drafts = DraftText()
+        final: common_pb2.WolfResponse | None = None
+        for event in self._generation.run(inner, cancel, remember=False, drafts=stream):
+            if event.kind == "draft":
+                delta = drafts.feed(event.text)
+                if delta:
+                    yield AnswerStep("text", delta)
+            elif event.kind == "draft_reset":
+                drafts.reset()
+            elif event.kind == "final":
+                final = event.response
+        llm = final.llm_response if final is not None else None
+        if final is None or llm is None or llm.finish_reason == "cancelled" or cancel.is_set():
+            raise Cancelled(f"the answer to request {req.request_id} was cancelled")
+        # Sources dropped to fit the window are the last ones (best first): the model did not see them.
+        shown = numbered[: len(numbered) - len(final.metadata.dropped_document_ids)]
+        grounded = ground(json.loads(llm.json), shown, min_support=policy.min_support)
+        grounded.sources_used = len(shown)
+        if stream:
+            tail, grounded.revised = drafts.finish(grounded.text)
+            if tail:
+                yield AnswerStep("text", tail)
+        self._remember(req, grounded)
+        metadata = common_pb2.ResponseMetadata()
+        metadata.CopyFrom(final.metadata)
+        metadata.duration_ms = int((time.monotonic() - started) * 1000)
+        yield AnswerStep("final", response=geri_pb2.AnswerResponse(
+            request_id=req.request_id, answer=grounded, llm_response=llm, metadata=metadata))
+
+    def rewrite(self, request: geri_pb2.RewriteQueryRequest, cancel: threading.Event
+                ) -> geri_pb2.RewriteQueryResponse:
+        """The standalone query for a follow-up, and paraphrases of it when asked.
+
+        The rewrite and the variants are optional: when their generation fails the question is kept and a
+        warning says why.
+
+        Raises:
+            InvalidArgument: a field is wrong, or more variants than ``answering.max_query_variants``.
+            PermissionDenied: the session belongs to another data owner.
+        """
+        outer = request.request
+        req = check_request(outer, self._settings, what="the follow-up question")
+        limit = self._settings.answering.max_query_variants
+        if not 0 <= request.variants <= limit:
+            raise InvalidArgument(f"variants must be in [0, {limit}] (answering.max_query_variants; "
+                                  f"got {request.variants})")
+        keep = self._settings.answering.history_turns
+        if req.session_id:
+            record = self._session(req)
+            check_owner(record, req.owner_id)
+            turns = history_turns(record.turns, keep) if record else []
+        else:
+            turns = history_turns(outer.generation.messages, keep)
+        question = outer.prompt.strip()
+        reply = geri_pb2.RewriteQueryResponse(request_id=req.request_id, query=question)
+        if turns:
+            rewritten = self._optional(reply, "the rewrite", cancel, side_generation(
+                outer, question, schema=REWRITE_SCHEMA, system=REWRITE_SYSTEM, max_tokens=REWRITE_MAX_TOKENS,
+                turns=turns))
+            reply.query = parse_rewrite(rewritten, question) if rewritten is not None else question
+        reply.rewritten = reply.query != question
+        if request.variants:
+            asked = self._optional(reply, "the query variants", cancel, side_generation(
+                outer, reply.query, schema=variants_schema(request.variants), system=VARIANTS_SYSTEM,
+                max_tokens=VARIANT_MAX_TOKENS * request.variants))
+            if asked is not None:
+                reply.variants.extend(parse_variants(asked, reply.query, request.variants))
+        return reply
+
+    def _optional(self, reply: geri_pb2.RewriteQueryResponse, what: str, cancel: threading.Event,
+                  inner: common_pb2.WolfRequest) -> str | None:
+        """The JSON of an optional generation, or None with a warning on ``reply`` when no backend could do it."""
+        try:
+            for event in self._generation.run(inner, cancel, remember=False):
+                if event.response is not None:
+                    reply.warnings.extend(event.response.metadata.warnings)
+                    if event.response.llm_response.finish_reason == "cancelled":
+                        raise Cancelled(f"request {inner.request_id} was cancelled")
+                    return event.response.llm_response.json
+        except FALLBACK_ERRORS as exc:
+            reply.warnings.append(f"{what} failed, the question was kept: {str(exc)[:300]}")
+        return None
+
+    def _session(self, req: ValidatedRequest) -> SessionRecord | None:
+        return self._sessions.get(req.tenant, req.session_id) if req.session_id else None
+
+    def _remember(self, req: ValidatedRequest, grounded: geri_pb2.GroundedAnswer) -> None:
+        """Store the exchange: the caller's turns, the question, the answer text (or the abstention's reason)."""
+        if not req.session_id:
+            return
+        turns = [Turn(m.role, m.content, m.tool_calls, m.tool_call_id) for m in req.messages]
+        turns.append(Turn("user", req.prompt))
+        turns.append(Turn("assistant", grounded.text if grounded.answered else grounded.reason))
+        self._sessions.append(req.tenant, req.session_id, req.owner_id, turns)
+
+
+def _metadata(started: float) -> common_pb2.ResponseMetadata:
+    timestamp = timestamp_pb2.Timestamp()
+    timestamp.GetCurrentTime()
+    return common_pb2.ResponseMetadata(timestamp=timestamp, duration_ms=int((time.monotonic() - started) * 1000))
