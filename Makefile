@@ -109,6 +109,7 @@ eval-german: install
 # Answer quality (scripts/eval_answers.py) with the embedded model, and through a real Ollama-protocol
 # server: ollama-proxy-plus in front of llama.cpp's llama-server (grammar-enforced JSON), built below.
 eval-answers: install llama-server
+	$(PIP) install --quiet -e '.[dev,answers-eval]'
 	$(PY) scripts/eval_answers.py --backend embedded --split test
 	$(PY) scripts/eval_answers.py --backend ollama --split test
 

