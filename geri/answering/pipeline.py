@@ -31,6 +31,7 @@ from geri.answering.queries import (
     REWRITE_SYSTEM,
     VARIANT_MAX_TOKENS,
     VARIANTS_SYSTEM,
+    grounded_rewrite,
     history_turns,
     parse_rewrite,
     parse_variants,
@@ -157,6 +158,9 @@ class AnswerPipeline:
                 outer, question, schema=REWRITE_SCHEMA, system=REWRITE_SYSTEM, max_tokens=REWRITE_MAX_TOKENS,
                 turns=turns))
             reply.query = parse_rewrite(rewritten, question) if rewritten is not None else question
+            reply.query, unused = grounded_rewrite(reply.query, question, turns)
+            if unused:
+                reply.warnings.append(unused)
         reply.rewritten = reply.query != question
         if request.variants:
             asked = self._optional(reply, "the query variants", cancel, side_generation(

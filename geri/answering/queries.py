@@ -8,6 +8,8 @@ from typing import Any, Protocol
 
 from wolf.v1 import common_pb2
 
+from geri.answering.grounding import content_words
+
 REWRITE_SYSTEM = (
     "Rewrite the user's last question so that it can be understood without the conversation: replace "
     "pronouns and references with what they mean. Keep it short. Reply in JSON."
@@ -62,6 +64,22 @@ def parse_rewrite(json_text: str, fallback: str) -> str:
     except (ValueError, AttributeError):
         return fallback
     return query or fallback
+
+
+# A standalone rewrite only restates the conversation: nearly all of its words were said in it.
+MIN_REWRITE_GROUNDING = 0.75
+
+
+def grounded_rewrite(query: str, question: str, turns: Sequence[common_pb2.ChatTurn]) -> tuple[str, str]:
+    """``query`` when MIN_REWRITE_GROUNDING of its content words occur in the question or the conversation,
+    else the question and a warning saying why: a small model sometimes answers with an invented URL or a guess."""
+    words = content_words(query)
+    said = content_words(" ".join([question, *(t.content for t in turns)]))
+    share = len(words & said) / len(words) if words else 0.0
+    if share >= MIN_REWRITE_GROUNDING:
+        return query, ""
+    return question, (f"the rewrite {query[:80]!r} was not used: {share:.0%} of its words occur in the conversation, "
+                      f"below {MIN_REWRITE_GROUNDING:.0%}; the question was kept")
 
 
 def parse_variants(json_text: str, original: str, count: int) -> list[str]:

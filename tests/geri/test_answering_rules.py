@@ -10,7 +10,7 @@ import pytest
 from wolf.v1 import common_pb2
 
 from geri.answering.grounding import ground, support
-from geri.answering.queries import history_turns, parse_rewrite, parse_variants
+from geri.answering.queries import grounded_rewrite, history_turns, parse_rewrite, parse_variants
 from geri.answering.schema import answer_schema
 from geri.answering.sources import NumberedSource, number_sources, split_sentences
 
@@ -130,3 +130,13 @@ def test_rewrites_and_variants_are_parsed_defensively() -> None:
     assert parse_variants('{"variants": ["relay port", "Relay Port", "the query", "port of relay"]}',
                           "The query", 2) == ["relay port", "port of relay"]
     assert parse_variants("[]", "q", 2) == []
+
+
+def test_a_rewrite_is_used_only_when_it_restates_the_conversation() -> None:
+    turns = [common_pb2.ChatTurn(role="user", content="Which port does the Hrafn relay admin API use?"),
+             common_pb2.ChatTurn(role="assistant", content="It listens on TCP port 9427 [1].")]
+    question = "Where does it write its logs?"
+    assert grounded_rewrite("Where does the Hrafn relay write its logs?", question, turns) == (
+        "Where does the Hrafn relay write its logs?", "")
+    kept, warning = grounded_rewrite("https://api.hrafn.com/v2/admin/logs/1", question, turns)
+    assert kept == question and "was not used" in warning and "50% of its words" in warning and "below 75%" in warning
