@@ -28,7 +28,14 @@ import grpc
 from prometheus_client import Counter
 from pydantic import BaseModel, Field
 
-from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, is_infrastructure, rpc_name
+from wolf_service.wrapping import (
+    StreamCall,
+    UnaryCall,
+    WrappingInterceptor,
+    envelope_of,
+    is_infrastructure,
+    rpc_name,
+)
 
 # Buckets kept at most; the least recently used is dropped first (it starts full again if it comes back).
 MAX_BUCKETS = 10_000
@@ -163,10 +170,7 @@ class Limiter:
 
 def request_tenant(request: Any) -> str:
     """The tenant a request names: its ``tenant_id`` or its nested ``request``'s (empty when none)."""
-    tenant = getattr(request, "tenant_id", None)
-    if tenant is None:
-        tenant = getattr(getattr(request, "request", None), "tenant_id", None)
-    return str(tenant or "")
+    return str(getattr(envelope_of(request), "tenant_id", "") or "")
 
 
 class RateLimitInterceptor(WrappingInterceptor):
