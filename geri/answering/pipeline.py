@@ -158,7 +158,7 @@ class AnswerPipeline:
                 outer, question, schema=REWRITE_SCHEMA, system=REWRITE_SYSTEM, max_tokens=REWRITE_MAX_TOKENS,
                 turns=turns))
             reply.query = parse_rewrite(rewritten, question) if rewritten is not None else question
-            reply.query, unused = grounded_rewrite(reply.query, question, turns)
+            reply.query, unused = grounded_rewrite(reply.query, question, turns, outer.metadata.language or "en")
             if unused:
                 reply.warnings.append(unused)
         reply.rewritten = reply.query != question

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from wolf.v1 import common_pb2
 
-from geri.answering.grounding import content_words
+from geri.answering.evidence import terms
 
 REWRITE_SYSTEM = (
     "Rewrite the user's last question so that it can be understood without the conversation: replace "
@@ -70,11 +70,13 @@ def parse_rewrite(json_text: str, fallback: str) -> str:
 MIN_REWRITE_GROUNDING = 0.75
 
 
-def grounded_rewrite(query: str, question: str, turns: Sequence[common_pb2.ChatTurn]) -> tuple[str, str]:
-    """``query`` when MIN_REWRITE_GROUNDING of its content words occur in the question or the conversation,
-    else the question and a warning saying why: a small model sometimes answers with an invented URL or a guess."""
-    words = content_words(query)
-    said = content_words(" ".join([question, *(t.content for t in turns)]))
+def grounded_rewrite(query: str, question: str, turns: Sequence[common_pb2.ChatTurn],
+                     language: str = "en") -> tuple[str, str]:
+    """``query`` when MIN_REWRITE_GROUNDING of its content terms (stemmed: "log" meets "logs") occur in the
+    question or the conversation, else the question and a warning saying why: a small model sometimes
+    answers with an invented URL or a guess."""
+    words = terms(query, language)
+    said = terms(" ".join([question, *(t.content for t in turns)]), language)
     share = len(words & said) / len(words) if words else 0.0
     if share >= MIN_REWRITE_GROUNDING:
         return query, ""

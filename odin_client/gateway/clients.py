@@ -144,14 +144,20 @@ class ClientPool:
         return out
 
     def stream(self, api_key: str, make: Callable[[OdinClient], Iterator[str]]) -> Iterator[str]:
-        """``make(client)``'s events with the client leased until the stream ends; the key is checked (and
-        the lease taken) now, so a refusal is an HTTP error rather than a broken stream."""
+        """``make(client)``'s events with the client leased until the stream ends. The key is checked, the
+        lease taken and ``make`` called now (it starts the upstream call), so a refusal is an HTTP error
+        rather than a broken stream."""
         stack = ExitStack()
         client = stack.enter_context(self.lease(api_key))
+        try:
+            inner = make(client)
+        except BaseException:
+            stack.close()
+            raise
 
         def events() -> Iterator[str]:
             with stack:
-                yield from make(client)
+                yield from inner
 
         return events()
 

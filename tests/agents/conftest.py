@@ -59,7 +59,10 @@ def keyed_freki(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iter
 
     settings = FrekiSettings(host="127.0.0.1", port=0, data_dir=tmp_path_factory.mktemp("mcp-freki"),
                              shutdown_grace_s=1.0, security={"api_keys": key_entries()},
-                             chunking={"max_tokens": 200, "min_tokens": 40, "overlap_tokens": 20})
+                             chunking={"max_tokens": 200, "min_tokens": 40, "overlap_tokens": 20},
+                             # The crowd tests measure the MCP server: 100 agents of one tenant at once would
+                             # otherwise meet Freki's per-tenant concurrency limit (tests/ops/test_rate_limits.py).
+                             max_workers=32, rate_limits={"per_tenant": {"concurrent": 0}})
     handle, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
     try:
         with OdinClient(OdinSettings(freki_target=handle.address, api_key=secret("acme-rw"))) as acme:

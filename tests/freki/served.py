@@ -19,12 +19,25 @@ class FrekiProcess:
     """``freki serve --config config`` on a free port, stderr appended to ``log``; ``fault`` names the
     ``wolf_service.faults`` point at which the process kills itself ("none": never)."""
 
-    def __init__(self, config: Path, log: Path, fault: str = "none") -> None:
+    @staticmethod
+    def command(config: Path, fault: str = "none") -> tuple[list[str], dict[str, str]]:
+        """The ``freki serve`` command line and environment."""
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'protos'}", "HF_HUB_OFFLINE": "1",
                "WOLF_FAULT_POINT": fault}
+        return [sys.executable, "-m", "freki.cli", "serve", "--config", str(config), "--port", "0"], env
+
+    @classmethod
+    def run_to_exit(cls, config: Path, log: Path, timeout: float = 180) -> int:
+        """Run ``freki serve`` expecting it to stop on its own (a refused start-up); its exit code."""
+        args, env = cls.command(config)
+        with log.open("a") as err:
+            return subprocess.run(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                  timeout=timeout, check=False).returncode
+
+    def __init__(self, config: Path, log: Path, fault: str = "none") -> None:
+        args, env = self.command(config, fault)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "freki.cli", "serve", "--config", str(config), "--port", "0"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=open(log, "a"), text=True,  # noqa: SIM115
+            args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=open(log, "a"), text=True,  # noqa: SIM115
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()

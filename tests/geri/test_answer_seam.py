@@ -56,7 +56,7 @@ def rewrite_request(session: str = "", tenant: str = "acme", variants: int = 0,
 def test_a_rewrite_is_asked_with_the_sessions_latest_turns_and_stores_nothing() -> None:
     generation = ScriptedGeneration({"query": "Where does the relay log?"}, {"variants": ["relay log place"]})
     answers, sessions = pipeline(generation)
-    turns = [Turn("user", f"q{i}") if i % 2 == 0 else Turn("assistant", f"a{i}") for i in range(8)]
+    turns = [Turn("user", f"q{i} on the relay") if i % 2 == 0 else Turn("assistant", f"a{i}") for i in range(8)]
     sessions.append("acme", "s", "", [Turn("tool", "x", tool_call_id="c"), *turns])
     sessions.append("other", "s", "", [Turn("user", "another tenant's secret")])
     reply = answers.rewrite(rewrite_request("s", variants=1), threading.Event())

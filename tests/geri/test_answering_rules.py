@@ -139,4 +139,4 @@ def test_a_rewrite_is_used_only_when_it_restates_the_conversation() -> None:
     assert grounded_rewrite("Where does the Hrafn relay write its logs?", question, turns) == (
         "Where does the Hrafn relay write its logs?", "")
     kept, warning = grounded_rewrite("https://api.hrafn.com/v2/admin/logs/1", question, turns)
-    assert kept == question and "was not used" in warning and "50% of its words" in warning and "below 75%" in warning
+    assert kept == question and "was not used" in warning and "of its words occur" in warning and "below 75%" in warning

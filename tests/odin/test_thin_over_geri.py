@@ -29,7 +29,8 @@ def test_an_answer_is_geris_over_freki_context(make_client, freki, scripted_geri
     backend, handle = scripted_geri
     client = make_client(freki_target=freki[1].address, geri_target=handle.address)
     result = client.ask("Which port?")
-    assert result.answered and result.text.startswith("Port 7443") and "[1]" in result.text
+    # Geri's rules (short answers: the phrase of the cited sentence that answers) make the text, not Odin.
+    assert result.answered and "7443" in result.text and "[1]" in result.text
     (cite,) = result.citations
     assert (cite.document_id, cite.quote) == ("gateway-ports", "The Skadi gateway listens on TCP port 7443 by default.")
     assert result.confidence == 0.91  # capped by the cited source's relevance, by Geri
@@ -49,5 +50,7 @@ def test_a_streamed_answer_from_geri_ends_with_the_checked_answer(make_client, f
     _, handle = scripted_geri
     client = make_client(freki_target=freki[1].address, geri_target=handle.address)
     *deltas, final = client.ask_stream("Which port?")
-    assert isinstance(final, Answer) and final.answered and not final.revised
-    assert "".join(str(d) for d in deltas).startswith("Port 7443") and final.text.startswith("".join(map(str, deltas)))
+    assert isinstance(final, Answer) and final.answered and "7443" in final.text
+    streamed = "".join(map(str, deltas))
+    assert streamed.startswith("Port 7443"), "the model's own words stream before the check"
+    assert final.revised == (final.text != streamed), "revised says exactly whether the checked text differs"
