@@ -17,13 +17,13 @@ Order, so that nothing half-restored is ever served:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from freki.backup.files import fsync_path
 from freki.backup.manifest import BackupInvalid, Manifest
 from freki.backup.reapply import Reapplied, collections, reapply
 from freki.backup.snapshot import KEYS
@@ -74,7 +74,7 @@ def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Pat
     data_dir.mkdir(parents=True, exist_ok=True)
     marker = data_dir / RESTORE_MARKER
     marker.touch()
-    _fsync_dir(data_dir)
+    fsync_path(data_dir)
     written_keys = False
     try:
         source.extract(data_dir)
@@ -99,7 +99,7 @@ def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Pat
             keys.close()
         _merge_erasure_log(settings, data_dir, entries)
         marker.unlink()
-        _fsync_dir(data_dir)
+        fsync_path(data_dir)
     except BaseException:
         for item in data_dir.iterdir():
             if item.name != RESTORE_MARKER:
@@ -178,14 +178,6 @@ def _merge_erasure_log(settings: FrekiSettings, data_dir: Path, entries: list[Er
     for entry in entries:
         if json.dumps(asdict(entry), sort_keys=True) not in have:
             log.append(entry)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 __all__ = ["BackupInvalid", "RestoreReport", "restore"]

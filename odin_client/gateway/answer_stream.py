@@ -59,30 +59,42 @@ def closing_text(answer: Answer, sent: str) -> str:
     return REVISED_NOTE + final
 
 
+def guarded(frames: Iterator[str], upstream: Iterator[Any]) -> Iterator[str]:
+    """``frames`` (SSE events made from ``upstream``), then ``data: [DONE]``. A failure of the upstream call
+    becomes an ``error`` event; ``upstream`` is closed however the stream ends, so a client that went away
+    stops the generation."""
+    try:
+        yield from frames
+    except OdinError as exc:
+        yield f"data: {json.dumps(body(exc.details or str(exc), 'upstream_error'))}\n\n"
+    finally:
+        close = getattr(upstream, "close", None)
+        if close is not None:
+            close()
+    yield "data: [DONE]\n\n"
+
+
 def relay(cid: str, model: str, first: str | Answer, events: Iterator[str | Answer], *, provisional: bool,
           usage: Callable[[Generation | None], dict[str, int]]) -> Iterator[str]:
     """The SSE events of a grounded answer stream (``first`` and the rest of ``ask_stream``'s ``events``),
     ending with ``data: [DONE]``; a failure after the first event is an ``error`` event."""
+    return guarded(_answer_frames(cid, model, first, events, provisional=provisional, usage=usage), events)
+
+
+def _answer_frames(cid: str, model: str, first: str | Answer, events: Iterator[str | Answer], *,
+                   provisional: bool, usage: Callable[[Generation | None], dict[str, int]]) -> Iterator[str]:
     yield chunk(cid, model, {"role": "assistant", "content": ""})
     sent: list[str] = []
-    try:
-        for event in itertools.chain([first], events):
-            if isinstance(event, Answer):
-                gen = event.generation
-                name = gen.model if gen else model
-                rest = closing_text(event, "".join(sent))
-                if rest:
-                    yield chunk(cid, name, {"content": rest})
-                rag = {**rag_extension(event), "answer": answer_text(event), "revised": event.revised,
-                       "provisional_streamed": bool(sent)}
-                yield chunk(cid, name, {}, "stop", usage=usage(gen), rag=rag)
-            elif provisional and event:
-                sent.append(event)
-                yield chunk(cid, model, {"content": event})
-    except OdinError as exc:
-        yield f"data: {json.dumps(body(exc.details or str(exc), 'upstream_error'))}\n\n"
-    finally:
-        close = getattr(events, "close", None)
-        if close is not None:
-            close()  # a client that went away stops the generation
-    yield "data: [DONE]\n\n"
+    for event in itertools.chain([first], events):
+        if isinstance(event, Answer):
+            gen = event.generation
+            name = gen.model if gen else model
+            rest = closing_text(event, "".join(sent))
+            if rest:
+                yield chunk(cid, name, {"content": rest})
+            rag = {**rag_extension(event), "answer": answer_text(event), "revised": event.revised,
+                   "provisional_streamed": bool(sent)}
+            yield chunk(cid, name, {}, "stop", usage=usage(gen), rag=rag)
+        elif provisional and event:
+            sent.append(event)
+            yield chunk(cid, model, {"content": event})

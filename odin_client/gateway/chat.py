@@ -6,7 +6,6 @@ the earlier messages as the conversation."""
 from __future__ import annotations
 
 import itertools
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -15,9 +14,8 @@ from typing import Any
 from wolf.v1 import common_pb2
 
 from odin_client.client import OdinClient
-from odin_client.errors import OdinError
-from odin_client.gateway.answer_stream import answer_text, chunk, rag_extension, relay
-from odin_client.gateway.errors import GatewayError, body
+from odin_client.gateway.answer_stream import answer_text, chunk, guarded, rag_extension, relay
+from odin_client.gateway.errors import GatewayError
 from odin_client.gateway.schemas import ChatRequest
 from odin_client.gateway.settings import GatewaySettings
 from odin_client.results import Answer, Generation
@@ -113,22 +111,19 @@ def stream(client: OdinClient, req: ChatRequest, *, provisional: bool) -> Iterat
 
 
 def _relay(cid: str, model: str, first: str | Generation, events: Iterator[str | Generation]) -> Iterator[str]:
+    return guarded(_generation_frames(cid, model, first, events), events)
+
+
+def _generation_frames(cid: str, model: str, first: str | Generation,
+                       events: Iterator[str | Generation]) -> Iterator[str]:
     yield chunk(cid, model, {"role": "assistant", "content": ""})
     sent = False
-    try:
-        for event in itertools.chain([first], events):
-            if isinstance(event, Generation):
-                if not sent and (event.json or event.text):
-                    yield chunk(cid, event.model, {"content": event.json or event.text})
-                yield chunk(cid, event.model, {}, "length" if event.finish_reason == "length" else "stop",
-                             usage=_usage(event))
-            else:
-                sent = True
-                yield chunk(cid, model, {"content": event})
-    except OdinError as exc:
-        yield f"data: {json.dumps(body(exc.details or str(exc), 'upstream_error'))}\n\n"
-    finally:
-        close = getattr(events, "close", None)
-        if close is not None:
-            close()  # a client that went away stops the generation
-    yield "data: [DONE]\n\n"
+    for event in itertools.chain([first], events):
+        if isinstance(event, Generation):
+            if not sent and (event.json or event.text):
+                yield chunk(cid, event.model, {"content": event.json or event.text})
+            yield chunk(cid, event.model, {}, "length" if event.finish_reason == "length" else "stop",
+                        usage=_usage(event))
+        else:
+            sent = True
+            yield chunk(cid, model, {"content": event})
