@@ -31,12 +31,12 @@ $(STAMP): pyproject.toml
 
 # Test-only Debian packages, not needed at run time: the OCR tests and evaluation render known text with a real
 # font (DejaVu); promtool (Debian's prometheus package) checks and unit-tests the alert rules in monitoring/; the
-# documented grpcurl exchange (tests/ops/test_grpcurl_docs.py) pipes one service's reply into the next with jq.
-# The Node client test (tests/polyglot) proves the gRPC contract from a second language: Node.js and npm
+# documented grpcurl exchange (tests/system/test_grpcurl_docs.py) pipes one service's reply into the next with jq.
+# The Node client test (tests/system/polyglot) proves the gRPC contract from a second language: Node.js and npm
 # (Debian's, when either is missing) and the npm packages of its committed lock, installed again only when
 # the lock changes.
 TEST_APT := fonts-dejavu-core prometheus jq
-NODE_TEST := tests/polyglot/node
+NODE_TEST := tests/system/polyglot/node
 test-packages: $(NODE_TEST)/node_modules/.installed
 	@dpkg -s $(TEST_APT) >/dev/null 2>&1 || { $(SUDO) apt-get update && \
 		$(SUDO) apt-get install -y --no-install-recommends $(TEST_APT); }
@@ -67,9 +67,9 @@ test: install test-packages check-protos lint typecheck
 
 # Operations: metrics, logs, audit, auth, TLS, reload, compose files, documented grpcurl commands.
 test-ops: install
-	$(VENV)/bin/pytest -q tests/ops
+	$(VENV)/bin/pytest -q tests/wolf_service tests/system
 
-# No Docker engine needed: schema-check the compose files (tests/ops/test_compose.py checks references too).
+# No Docker engine needed: schema-check the compose files (tests/system/test_compose.py checks references too).
 check-compose: install
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.compose-spec docker-compose.yml docker-compose.test.yml
 
