@@ -44,12 +44,11 @@ class OnnxRunner:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # ONNX Runtime's worker threads spin-wait after each run by default. In a server that burns the
-        # cores the gRPC threads and the vector search need: measured on 2 cores, one client's queries
-        # kept 1.7 cores busy with spinning on and 1.2 with it off, and were faster (89 vs 76 queries/s).
+        # cores the gRPC threads and the vector search need (docs/decisions/0002-onnx-torch-int8.md).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         # Memory patterns are planned and kept per input shape; every (batch, length) the server sees is a new
-        # shape, so the plans only piled up (RSS grew through a soak). Same results, no measurable speed cost.
+        # shape, so the plans would only pile up in memory. Same results.
         options.enable_mem_pattern = False
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._inputs = [i.name for i in self._session.get_inputs()]
@@ -97,7 +96,7 @@ class TorchRunner:
                 warnings.simplefilter("ignore")
                 traced = torch.jit.trace(model_pipeline(model).eval(), tuple(sample[n] for n in self._names),
                                          check_trace=False)
-                # Freezing inlines the weights as constants: passes ~7% faster (measured on 60 indexing batches).
+                # Freezing inlines the weights as constants: faster passes (docs/decisions/0002-onnx-torch-int8.md).
                 self._module = torch.jit.freeze(traced.eval())
         finally:
             torch._C._jit_set_autocast_mode(previous)
