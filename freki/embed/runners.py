@@ -63,9 +63,8 @@ class TorchRunner:
     """The torch model on CPU traced to TorchScript, fp32 or (``bf16=True``) under bf16 autocast.
 
     Traced, not eager: eager torch takes the GIL back between its ~100 ops per pass, and in a
-    server whose other threads hold the GIL each re-take can wait a switch interval. Replaying
-    an indexing run's batches next to one busy Python thread took eager bf16 55 s against 16 s
-    for ONNX Runtime. The traced graph runs in C++ without the GIL.
+    server whose other threads hold the GIL each re-take can wait a switch interval
+    (docs/decisions/0002-onnx-torch-int8.md). The traced graph runs in C++ without the GIL.
 
     Batches run side by side on ``workers`` threads, each with its own share of the cores for
     OpenMP, rather than one batch at a time across all cores: torch splits each op statically

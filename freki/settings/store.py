@@ -20,12 +20,13 @@ class StoreSettings(BaseModel):
     timeout_s: float = Field(10.0, gt=0)
     collection: str = Field("freki_chunks", pattern=r"^[A-Za-z0-9_\-]{1,128}$")
     # Edge only. The engine's write-ahead log already survives a killed process (kill -9); flushing
-    # segments after every write also survives power loss / OS crash, at ~5-25x slower writes.
+    # segments after every write also survives power loss / OS crash, at much slower writes
+    # (docs/decisions/0009-edge-durability-and-purge.md).
     flush_each_write: bool = False
     # Edge only. Threads that search the segments of one query. 1 (the default) searches on the calling
-    # thread: the engine holds the GIL for the whole call, so with a pool the caller sat on the GIL
-    # waiting for pool threads the encoder had pushed off the cores (see EdgeStore). More threads pay
-    # only for collections of many segments on a machine with cores to spare.
+    # thread: the engine holds the GIL for the whole call, so a caller waiting for pool threads would hold
+    # it idle (docs/decisions/0005-search-threads.md). More threads pay only for collections of many
+    # segments on a machine with cores to spare.
     search_threads: int = Field(1, ge=1, le=256)
     # Edge only. Every this many seconds, if anything was deleted or replaced since, rewrite the segments
     # holding deleted points and reset the write-ahead log (``purge``: keeps search fast under churn and
