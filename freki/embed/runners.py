@@ -69,10 +69,7 @@ class TorchRunner:
     Batches run side by side on ``workers`` threads, each with its own share of the cores for
     OpenMP, rather than one batch at a time across all cores: torch splits each op statically
     between its threads, so one preempted thread stalls the whole op, and the server's other
-    threads preempt often. On 2 cores, the same batches took (quiet / next to a busy thread):
-    ONNX Runtime 9.5 / 15.6 s, traced bf16 on 2 OpenMP threads 7.7 / 19.8 s, on 2 workers of
-    one thread each 6.0 / 10.4 s. On an AVX2-only CPU (no bf16) the fp32 trace on 2 workers embedded
-    300 SciFact abstracts in 12.0 s against 17.4 s for ONNX Runtime and 14.3 s for sentence-transformers.
+    threads preempt often (docs/decisions/0002-onnx-torch-int8.md).
     """
 
     def __init__(self, model: SentenceTransformer, workers: int | None = None, *, bf16: bool = False) -> None:
