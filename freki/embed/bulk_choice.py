@@ -1,8 +1,7 @@
 """Which runner embeds indexing batches fastest on this machine: a short self-benchmark, remembered on disk.
 
-No fixed choice is right everywhere. Measured on 300 SciFact abstracts: on an AVX2-only AMD EPYC
-(2 vCPU) the traced torch fp32 runner took 12.0 s, ONNX Runtime fp32 17.4 s; on a CPU with native bf16
-(AVX512-BF16 / AMX), bf16 is 1.3-2x faster than fp32 ONNX Runtime. So at start every candidate that passed
+No fixed choice is right everywhere: which runner wins differs by CPU (docs/decisions/0002-onnx-torch-int8.md).
+So at start every candidate that passed
 the probe check runs the same two padded batches (sentence-sized and chunk-sized), best of ``ROUNDS``, and
 the fastest wins; the log line gives the timings. The result is remembered under the cache directory per
 CPU model, core count, library versions and model, so later starts on the same machine skip the timing
@@ -10,8 +9,7 @@ CPU model, core count, library versions and model, so later starts on the same m
 
 From how many padded tokens a batch pays on the chosen runner is measured too (``min_tokens``): query passes
 are many short batches, and where the bulk runner starts to cost less CPU than fp32 ONNX Runtime differs
-by CPU. On an AMD EPYC with AVX512-BF16 (2 vCPU) bf16 cost 5.4-6.1 ms of CPU per SciFact claim in batches
-of 8-64 against 9.4-11.4 ms for ONNX Runtime, and torch fp32 9.6-11.4 ms (so there it would never pay).
+by CPU (on some, torch fp32 never does).
 """
 
 from __future__ import annotations
@@ -37,9 +35,8 @@ log = logging.getLogger("freki.encoders")
 # Bump when the benchmark changes, so choices made by an older one are measured again.
 BENCH_VERSION = 3
 ROUNDS = 2
-# Rows x word-pieces of the timed batches: like the passes of chunks that concurrent indexing calls share
-# (smaller batches of 32 and 128 word-pieces ranked ONNX and torch fp32 as equals on the AVX2-only box,
-# 313 vs 297 ms, where real indexing passes differ 1.4x).
+# Rows x word-pieces of the timed batches: like the passes of chunks that concurrent indexing calls share;
+# smaller batches rank the runners unlike real indexing does (docs/decisions/0002-onnx-torch-int8.md).
 SHAPES = ((12, 160), (4, 256))
 # Query-shaped batches (rows x word-pieces) timed for ``min_tokens``, ``LADDER_ROWS`` rows of each per round.
 LADDER = ((2, 32), (4, 32), (8, 32), (16, 32))

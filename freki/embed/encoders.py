@@ -20,17 +20,15 @@ from freki.embed.runners import BatchRunner, OnnxRunner
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-# Padded tokens (rows x width) from which a batch runs on the bulk runner when none was measured; servers
-# use the figure ``bulk_choice.min_tokens`` measures on their machine. On the AMX reference box, bf16 over
-# fp32 ONNX: 0.56-0.95x for one text under 100 tokens, 1.15-1.3x from ~100-200 tokens, 1.3-2.0x from 256.
+# Padded tokens (rows x width) from which a batch runs on the bulk runner when none was measured (below it
+# bf16 loses to fp32 ONNX); servers use the figure ``bulk_choice.min_tokens`` measures on their machine.
+# See docs/decisions/0002-onnx-torch-int8.md.
 BULK_MIN_TOKENS = 256
 # A text joins a length batch when it is at least this share of the batch's longest (``length_batches``)...
 MIN_LENGTH_RATIO = 0.8
-# ...or (with a bulk runner) at most this many word-pieces shorter. For short texts the ratio splits a query
-# pass (SciFact claims: 10-45 word-pieces) into batches too small for the bulk runner; a 20-piece claim
-# padded to 36 costs less than running on fp32 ONNX. CPU per claim in passes of 8/16/32 claims on bf16
-# with a measured crossover of 64 tokens (AVX512-BF16 EPYC, 2 vCPU, next to another benchmark): 6.7/5.6/4.7
-# ms with a slack of 8, 6.0/5.1/4.7 with 16, 5.5/5.4/5.0 with 24; 7.2/7.1/6.6 ms as before (no slack, 256).
+# ...or (with a bulk runner) at most this many word-pieces shorter. For short texts the ratio alone splits a
+# query pass into batches too small for the bulk runner; a short text padded a little costs less than
+# running on fp32 ONNX. See docs/decisions/0003-length-batches-and-tokenising.md.
 PAD_SLACK = 16
 # Passes of at most this many texts are tokenised one text at a time, holding the GIL (see
 # ``BatchedEncoder._tokenize``); larger ones (indexing) in one parallel batch call.
@@ -108,10 +106,9 @@ class BatchedEncoder:
         """Token ids, attention masks and type ids of ``texts``, truncated to the model's window.
 
         A batch call releases the GIL and must take it back afterwards, which next to busy server
-        threads waits for the holder: tokenising 16 queries took 0.5 ms alone, 6.6 ms next to one
-        busy Python thread and 22 ms next to three, but 1.6 and 3.7 ms one text at a time. In the
-        server at 64 clients the batch call took 25 ms of each 16-query pass. Large batches keep
-        the batch call, whose parallelism pays for the wait.
+        threads waits for the holder, so small passes are tokenised one text at a time. Large batches
+        keep the batch call, whose parallelism pays for the wait
+        (docs/decisions/0003-length-batches-and-tokenising.md).
         """
         if self._single is None or len(texts) > PER_TEXT_TOKENIZE_MAX:
             return self._tokenizer(list(texts), truncation=True, max_length=self._max_length, padding=False)
@@ -163,13 +160,9 @@ def length_batches(order: list[int], lengths: list[int], batch_size: int, slack:
     A batch is padded to its longest text, so one 250-word-piece chunk in a batch of 30-piece
     sentences makes the model do ~8x the work. A new batch starts at ``batch_size`` texts or when a
     text is shorter than ``MIN_LENGTH_RATIO`` of the batch's first and more than ``slack`` word-pieces
-    shorter (see ``PAD_SLACK``). On the texts Freki embeds while
-    indexing 300 SciFact abstracts (chunks and sentences of several documents per call) batching by
-    length cut encoding from 74 s to 34 s against fixed batches of 32. The ratio was 0.5 until the
-    torch runners cut each batch into one row slice per worker: a slice of short rows then finishes
-    long before the slice of long ones and leaves its core idle. In passes of 17 chunk texts (what 8
-    concurrent IndexDocument calls share), 0.8 took 21.6-25.7 s against 30.6-36.1 s for 0.5 on the
-    traced fp32 runner and 24.1-25.1 s against 32.7-38.8 s on ONNX Runtime (AVX2-only EPYC, alternating runs).
+    shorter (see ``PAD_SLACK``). The ratio is high because the torch runners cut each batch into one
+    row slice per worker: a slice of short rows would finish long before the slice of long ones and
+    leave its core idle (docs/decisions/0003-length-batches-and-tokenising.md).
     """
     batches: list[list[int]] = []
     for i in order:

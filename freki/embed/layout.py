@@ -5,7 +5,7 @@ type-specific routes and each model's collection. The engine builds it from sett
 narrows it to the models that loaded (``without``), and compares layouts to tell whether an index must be
 rebuilt (a migration). It is plain data: building it loads nothing.
 
-Storage: the standard model's chunks stay in ``<collection>`` (as before type-specific models existed);
+Storage: the standard model's chunks live in ``<collection>`` (an index without type-specific models reads as is);
 each other model's chunks live in ``<collection>__m<hash>``, with that model's dimension and model check.
 A document's chunks — dense and BM25 vectors alike — live in its model's collection only, so hybrid search
 runs within each collection unchanged and the per-model results are merged on the relevance scale.
@@ -76,7 +76,7 @@ class EmbeddingLayout:
     def fingerprint(self) -> str:
         """What goes into each document's content hash: a change re-indexes (and so moves) documents.
 
-        Equal to the standard model's name without routes, as before type-specific models existed.
+        Equal to the standard model's name without routes, so documents indexed without routes keep their hash.
         """
         if not self.routes:
             return self.standard

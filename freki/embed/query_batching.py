@@ -13,9 +13,9 @@ There is no background thread: whichever caller finds the model free becomes the
 pending calls up to ``max_batch`` texts (always at least one call, however large), encodes them
 in one pass, hands every waiter its rows and steps down, handing the lead to the next caller still
 waiting. Each waiter sleeps on its own event and is woken once, when its rows are ready or when it
-is to lead: with one shared condition and ``notify_all`` every pass woke every waiter (30 of them
-at 64 clients) only for most to find nothing to do and sleep again, each wake-up a thread switch
-and a GIL hand-off (0.43 ms of server CPU per query at 64 clients; scripts/bench_query_stages.py).
+is to lead: one shared condition with ``notify_all`` would wake every waiter on every pass only for
+most to find nothing to do, each wake-up a thread switch and a GIL hand-off
+(docs/decisions/0007-query-micro-batching.md).
 
 Queries jump the queue: a call made with ``urgent=True`` (``Embedder.embed_query``) is taken
 before every waiting indexing call, and a pass that carries urgent calls carries nothing else,
@@ -153,7 +153,7 @@ class QueryBatcher:
     def _company_likely(self) -> bool:
         """Whether to wait ``max_wait_s`` for more calls: others are already queued, or the last pass was shared.
         A lone client's passes serve one call each, so its queries are not delayed; under load the waits fill
-        the passes (64 clients, 10k chunks: 9.9 -> 8.8 ms server CPU per query with 3 ms, docs/scaling.md)."""
+        the passes (docs/decisions/0007-query-micro-batching.md)."""
         with self._cond:
             return self._shared or len(self._pending) > 1
 

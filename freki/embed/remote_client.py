@@ -4,7 +4,8 @@
 them. Transient failures (connection refused or reset, a timeout, HTTP 408/429/5xx) are retried with
 exponential backoff and jitter, within the caller's deadline when one is set (``caller_deadline``): the
 earlier of that deadline and ``timeout_s`` bounds each request, and no retry starts after the deadline.
-Every error names the server and what to change; the API key never appears in one.
+Every error names the server and what to change; the API key never appears in one. Who retries what, across
+the services: docs/decisions/0001-retry-policy.md.
 """
 
 from __future__ import annotations

@@ -44,12 +44,11 @@ class OnnxRunner:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # ONNX Runtime's worker threads spin-wait after each run by default. In a server that burns the
-        # cores the gRPC threads and the vector search need: measured on 2 cores, one client's queries
-        # kept 1.7 cores busy with spinning on and 1.2 with it off, and were faster (89 vs 76 queries/s).
+        # cores the gRPC threads and the vector search need (docs/decisions/0002-onnx-torch-int8.md).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         # Memory patterns are planned and kept per input shape; every (batch, length) the server sees is a new
-        # shape, so the plans only piled up (RSS grew through a soak). Same results, no measurable speed cost.
+        # shape, so the plans would only pile up in memory. Same results.
         options.enable_mem_pattern = False
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._inputs = [i.name for i in self._session.get_inputs()]
@@ -64,17 +63,13 @@ class TorchRunner:
     """The torch model on CPU traced to TorchScript, fp32 or (``bf16=True``) under bf16 autocast.
 
     Traced, not eager: eager torch takes the GIL back between its ~100 ops per pass, and in a
-    server whose other threads hold the GIL each re-take can wait a switch interval. Replaying
-    an indexing run's batches next to one busy Python thread took eager bf16 55 s against 16 s
-    for ONNX Runtime. The traced graph runs in C++ without the GIL.
+    server whose other threads hold the GIL each re-take can wait a switch interval
+    (docs/decisions/0002-onnx-torch-int8.md). The traced graph runs in C++ without the GIL.
 
     Batches run side by side on ``workers`` threads, each with its own share of the cores for
     OpenMP, rather than one batch at a time across all cores: torch splits each op statically
     between its threads, so one preempted thread stalls the whole op, and the server's other
-    threads preempt often. On 2 cores, the same batches took (quiet / next to a busy thread):
-    ONNX Runtime 9.5 / 15.6 s, traced bf16 on 2 OpenMP threads 7.7 / 19.8 s, on 2 workers of
-    one thread each 6.0 / 10.4 s. On an AVX2-only CPU (no bf16) the fp32 trace on 2 workers embedded
-    300 SciFact abstracts in 12.0 s against 17.4 s for ONNX Runtime and 14.3 s for sentence-transformers.
+    threads preempt often (docs/decisions/0002-onnx-torch-int8.md).
     """
 
     def __init__(self, model: SentenceTransformer, workers: int | None = None, *, bf16: bool = False) -> None:
@@ -97,7 +92,7 @@ class TorchRunner:
                 warnings.simplefilter("ignore")
                 traced = torch.jit.trace(model_pipeline(model).eval(), tuple(sample[n] for n in self._names),
                                          check_trace=False)
-                # Freezing inlines the weights as constants: passes ~7% faster (measured on 60 indexing batches).
+                # Freezing inlines the weights as constants: faster passes (docs/decisions/0002-onnx-torch-int8.md).
                 self._module = torch.jit.freeze(traced.eval())
         finally:
             torch._C._jit_set_autocast_mode(previous)

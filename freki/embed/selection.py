@@ -1,10 +1,9 @@
 """Which encoder a server runs, chosen once at start: ONNX Runtime (default on CPU) or torch, and the fastest
 runner for indexing batches on this machine.
 
-Both compute the same sentence-transformers pipeline (transformer, pooling, normalisation).
-On the 2-core AMX box ONNX Runtime is about 2x faster than eager torch for indexing batches and
-about 3x faster for a single query than torch, with vectors equal to torch's to 1e-5 (measured by
-the encoders section of ``scripts/bench_freki.py``).
+Both compute the same sentence-transformers pipeline (transformer, pooling, normalisation); ONNX Runtime
+is the default because it is the faster of the two on CPU, with the same vectors
+(docs/decisions/0002-onnx-torch-int8.md).
 
 The ONNX graph is exported from the loaded torch model on first use and cached under
 ``embedding_cache_dir`` (a file per model and exporter version, written atomically, so concurrent
@@ -17,15 +16,11 @@ Batches of many texts (indexing, and query passes under concurrency), from as ma
 ``bulk_choice.min_tokens`` measured on this machine, may run on another
 runner (``freki.embed.runners.TorchRunner``): the model traced to TorchScript, in fp32 or under bf16
 autocast (matrix products take bf16 inputs and accumulate in fp32; normalisation and softmax stay
-fp32), each batch cut into row slices on one worker per core. Which one pays depends on the CPU: on an
-AVX2-only AMD EPYC the fp32 trace is 1.45x faster than ONNX Runtime for indexing batches, on a CPU
-with native bf16 (AVX512-BF16 or AMX) bf16 is 1.3-2.0x faster than fp32 ONNX Runtime (cosine to fp32
-0.99997), and emulated bf16 is slower than fp32. So ``embedding_bulk_runner: auto`` times every
+fp32), each batch cut into row slices on one worker per core. Which one pays depends on the CPU (bf16
+only with native bf16 kernels: AVX512-BF16 or AMX), so ``embedding_bulk_runner: auto`` times every
 candidate that passes the probe check on this machine and keeps the fastest (``freki.embed.bulk_choice``).
-A lone text always runs in fp32 ONNX.
-
-int8 quantisation (onnxruntime dynamic, per channel) was measured and rejected: 1.5x faster than
-fp32 ONNX but cosine to fp32 down to 0.988 on short sentences, below the 0.99 equivalence bar.
+A lone text always runs in fp32 ONNX. No int8: it falls below the probe's cosine bar on short sentences
+(docs/decisions/0002-onnx-torch-int8.md).
 """
 
 from __future__ import annotations
@@ -75,7 +70,7 @@ def build_encoder(
     if device != "cpu":
         log.info("embedding on %s: using torch (the ONNX path is CPU-only)", device)
         return torch_encoder
-    # torch's probe vectors, computed once for every check (~130 ms) and only when a check runs.
+    # torch's probe vectors (a torch pass), computed once for every check and only when a check runs.
     reference = functools.cache(lambda: probe_vectors(torch_encoder))
     onnx = _checked_runner(lambda: OnnxRunner(export_onnx(model, model_path, cache_dir)), reference, model,
                            max_length, what="ONNX embedding", instead="using torch")

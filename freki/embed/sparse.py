@@ -109,7 +109,7 @@ class SparseEncoder:
 
     Each passage is analyzed in its language (``freki.embed.language``'s rule, ``freki.embed.analyzers``);
     a query with the analyzer of its own language, and of each of ``query_languages`` (terms merged) for
-    tenants whose passages are in a language other than their questions (docs/decisions/0131).
+    tenants whose passages are in a language other than their questions (docs/decisions/0131-language-analyzers.md).
     """
 
     def __init__(self, params: Bm25Params | None = None, lexical: LexicalConfig | None = None, *,

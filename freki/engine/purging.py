@@ -2,7 +2,7 @@
 erasures and the start (an interrupted erasure leaves ``.purge-pending``).
 
 On a full disk a purge is put off (``DiskFull``): the marker stays, so maintenance or the next start runs it.
-The erased text is unreadable meanwhile: its keys were destroyed (crypto-shredding, docs/operations.md).
+The erased text is unreadable meanwhile: its keys were destroyed (docs/decisions/0006-crypto-shredding.md).
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ The Mindnet formula (seed 004, "Scoring-Formel"), per candidate chunk of documen
 
 With ``graph.follow_seeds`` (default), a document linked with a seed the retriever ranked above it stays
 below that seed (just below its total): the graph may pull a linked passage up to right after the passage
-that matched, never above it. Without that rule, the Node.js study (docs/retrieval.md) lost most of its
-direct look-ups (nDCG@10 0.96 -> 0.63 at edge weight 0.3) to the neighbours of the matching passage.
+that matched, never above it, so direct look-ups are not lost to the neighbours of the matching passage
+(docs/retrieval.md has the Node.js study that showed it).
 
 Without links every bonus is 0 and, with ``semantic_weight`` 1, the ranking and scores are the retriever's.
 A hit's ``relevance_score`` is the total clipped to [0, 1] (the order uses the unclipped total).

@@ -6,8 +6,8 @@ Two signals, chosen by ``chunking.boundary_signal``:
   English terms of the sparse index (lower-cased, stop words dropped, Porter-stemmed; other languages keep
   their surface forms, whose overlap still follows the topic); the similarity at a gap
   is the cosine between the summed terms of the ``CONTEXT_SENTENCES`` before it and of as many after it.
-  Costs a tokenizer pass, no model: on 150 SciFact abstracts the embedding signal took 41 % of all indexing
-  time (11.4 of 27.9 s), the lexical one under 0.1 s. Retrieval quality was measured equal (docs/retrieval.md).
+  Costs a tokenizer pass, no model, for the same retrieval quality as the embedding signal (docs/retrieval.md,
+  "Chunking boundaries", has the comparison).
 * ``embedding``: the cosine between the next sentence's embedding and the sum of the
   ``CONTEXT_SENTENCES`` before it (the model embeds every sentence of a section that needs splitting,
   once more than its chunks). Catches topic shifts that change words

@@ -15,7 +15,7 @@ import numpy as np
 
 # Texts per model call when indexing. The model runs one call at a time, so a 100-chunk document in one
 # call would hold every query behind it for the whole document; in slices, queries join the next call.
-# 32 = sentence-transformers' own batch size: smaller slices cost up to ~45% more CPU on 2 cores.
+# 32 = sentence-transformers' own batch size; smaller slices cost CPU (docs/decisions/0010-ingest-caches.md).
 INDEX_SLICE = 32
 
 
@@ -36,7 +36,7 @@ class SentenceVectorCache:
     """
 
     # 20,000 sentences = ~34 MiB (a 384-d float32 vector and its key each): the last ~200 documents of 100
-    # sentences. 50,000 held ~85 MiB, filled over a soak and read as RSS growth; edits hit recent documents.
+    # sentences; edits hit recent documents (docs/decisions/0010-ingest-caches.md).
     def __init__(self, max_sentences: int = 20_000) -> None:
         self._docs: OrderedDict[tuple[str, str], dict[str, np.ndarray]] = OrderedDict()
         self._max = max_sentences
@@ -94,12 +94,12 @@ class TokenCountCache:
     """Bounded LRU of model token counts, keyed by a digest of the text (so it holds no content).
 
     The chunker counts model tokens of every sentence and candidate chunk; for an edited document
-    almost all of them are the same as last time, and tokenizing them again was about half the time
-    of an incremental re-index.
+    almost all of them are the same as last time, and tokenizing them again would dominate an
+    incremental re-index (docs/decisions/0010-ingest-caches.md).
     """
 
     # ~170 bytes an entry; two of these live in a server (tiktoken and model counts). 50,000 each = ~17 MiB
-    # together and covers the sentences and chunks of ~40 large documents (200,000 each was ~68 MiB).
+    # together and covers the sentences and chunks of ~40 large documents.
     def __init__(self, count: Callable[[str], int], max_entries: int = 50_000) -> None:
         self._count = count
         self._max = max_entries
@@ -121,5 +121,5 @@ class TokenCountCache:
         return value
 
     # As a tiktoken counter for the chunker (``CountsTokens``): it counts every sentence of an edited
-    # document again, ~1,200 counts and 15 ms per edit of a 100-paragraph document.
+    # document again.
     count = __call__

@@ -238,8 +238,8 @@ class Retriever:
             lists = 2 if sparse_query.indices else 1
             return self._scored(points, payloads, lambda s: fusion.rrf_relevance(s, lists, self.config.rrf_k))
         # Convex fusion runs in the engine, in one call with the payloads of the top (fusion.convex defines it):
-        # fusing ~200 candidates here needed the cosines of the lexical-only ones from a second call, and
-        # converting the candidate lists cost more than the searches (docs/retrieval.md).
+        # converting candidate lists into Python costs more than the searches
+        # (docs/decisions/0004-fusion-in-the-engine.md).
         # A type-specific model's cosines are aligned to the standard model's scale in the same formula.
         weights = ConvexWeights(self.config.sparse_weight, self._half_score(sparse_query),
                                 cosine_scale=lane.calibrate.scale, cosine_shift=lane.calibrate.shift)

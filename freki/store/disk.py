@@ -37,7 +37,7 @@ log = logging.getLogger("freki.disk")
 
 MIB = 1024 * 1024
 # What the engine allocates for a batch, as a multiple of the batch's raw bytes: the write-ahead log entry,
-# the vector and payload storage, the payload indexes and the id tracker (measured: scripts/bench_disk.py).
+# the vector and payload storage, the payload indexes and the id tracker (docs/decisions/0221-disk-and-integrity.md).
 WRITE_AMPLIFICATION = 4
 # Pages the engine touches on any write however small (log entry header, tracker, flush of index pages).
 WRITE_FLOOR_BYTES = 1 * MIB

@@ -3,13 +3,12 @@
 One ``EdgeShard`` per collection (layout in ``edge_layout``). Durability: every operation goes to the
 engine's write-ahead log before ``update`` returns and the WAL is replayed on open, so ``kill -9`` loses
 nothing acknowledged (``tests/freki/store/test_edge.py``); ``flush_writes=True`` also flushes each batch to
-the segments (survives power loss, 50-300 ms per batch once optimised, ``scripts/bench_store.py``).
+the segments (survives power loss, at a cost per batch: docs/decisions/0009-edge-durability-and-purge.md).
 ``purge`` removes deleted data from segments and WAL (``edge_purge``).
 
 Searches run on the calling thread by default (``search_threads=1``): qdrant-edge holds the GIL for a whole
-``query`` call, and with its pool the caller waited there holding the GIL while pool threads searched, which
-stalled every other Python thread whenever the encoder had the cores (dense + sparse on SciFact, next to two
-busy encoder threads: 1.71 ms with the pool, 0.71 ms on the calling thread; ``docs/retrieval.md``).
+``query`` call, so a caller waiting there for pool threads would stall every other Python thread whenever the
+encoder has the cores (docs/decisions/0005-search-threads.md).
 
 If the engine fails part-way through a batch, the points it touched are put back (before-image rollback).
 A ``kill -9`` mid-batch can leave it partly applied; Freki's start-up consistency pass

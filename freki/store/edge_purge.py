@@ -4,9 +4,10 @@
 rewrites every segment holding a deleted point. The write-ahead log still holds the operations: qdrant-edge
 keeps them in 32 MiB segment files, deletes a file only once a newer one is closed and flushed, and has no
 call to truncate it; removing the files by hand makes the engine silently ignore later updates of existing
-points (measured: operation numbers restart below the points' versions). So the log is rolled over instead:
+points (operation numbers restart below the points' versions). So the log is rolled over instead:
 a padding point is rewritten with 1 MiB payloads until every log file that held an operation before has
-been closed, flushed and deleted (about 64 MiB, ~0.5 s), then the padding is deleted and vacuumed too.
+been closed, flushed and deleted (about 64 MiB written), then the padding is deleted and vacuumed too
+(docs/decisions/0009-edge-durability-and-purge.md).
 ``tests/freki/gdpr/test_erasure_on_disk.py`` greps the whole data dir to prove it.
 """
 

@@ -9,7 +9,7 @@ The keys live in one SQLite file (``<data_dir>/keys.sqlite``, mode 0600) opened 
 (deleted rows are overwritten with zeros, not just unlinked) and a rollback journal that is deleted at each
 commit, so a destroyed key is gone from the file itself, not only from the index. With ``master_key`` set
 (32 bytes, e.g. from a file outside the data dir), each stored key is itself encrypted with it, so a copy
-of the data dir alone reveals no text.
+of the data dir alone reveals no text. Why crypto-shredding: docs/decisions/0006-crypto-shredding.md.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def canonical_ids(ids: Sequence[str]) -> list[str]:
 def check_dense(vector: Sequence[float], dim: int, what: str = "dense vector") -> list[float]:
     """Return ``vector`` as a list of floats after checking size, finiteness and non-zero length."""
     try:
-        # numpy checks a 384-d vector ~20x faster than a Python loop; indexing batches are thousands of them
+        # numpy, not a Python loop: indexing batches hold thousands of vectors of hundreds of floats
         array = numpy.asarray(vector, dtype=numpy.float64)
     except (TypeError, ValueError):
         raise InvalidStoreInput(f"{what} must be a sequence of numbers") from None

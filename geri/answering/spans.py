@@ -1,7 +1,7 @@
 """Short answers: the phrase of the cited source that answers, copied from it.
 
 The small model picks the right *source* far more often than it writes a correct answer or cites the
-right sentence (SmolLM2-135M cites sentence 1 almost always; decision 0191). So the model chooses the
+right sentence (docs/decisions/0191-short-answers-and-abstention.md). So the model chooses the
 source, and the answer is extracted from it without another model call:
 
 1. The sentence: the one of the cited source that covers the question's weighted content terms best
@@ -46,7 +46,7 @@ _KINDS = (  # the first pattern that matches the question names the kind of answ
 
 @dataclass(frozen=True)
 class Weights:
-    """How a span is scored (chosen on the dev split; decision 0191)."""
+    """How a span is scored (weights tuned on the dev split: docs/decisions/0191-short-answers-and-abstention.md)."""
 
     kind: float = 2.0
     question_word: float = 0.5

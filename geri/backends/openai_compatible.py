@@ -5,7 +5,7 @@ Structured output goes as ``response_format`` (json_schema) and tools as native 
 a server that ignores either is caught by Geri's reply check (one repair, then a clear error), and
 one that refuses them (HTTP 400/422) is FAILED_PRECONDITION naming the server. Retries are not the
 client's job here: ``max_retries=0``, because Geri's model list falls back to the next backend and
-its circuit breaker decides when to try this one again.
+its circuit breaker decides when to try this one again (docs/decisions/0001-retry-policy.md).
 """
 
 from __future__ import annotations

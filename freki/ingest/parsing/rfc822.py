@@ -1,7 +1,7 @@
 """RFC 822 e-mail (.eml): headers, the body part and the attachments, handed to ``mail`` to assemble.
 
 The MIME structure is read with the stdlib's ``compat32`` policy and only the top-level header block with
-``policy.default``: the modern policy parses every header of every part into objects, which costs ~1 ms a
+``policy.default``: the modern policy parses every header of every part into objects, which is slow per
 part and lets a message of 20,000 tiny parts run past ``limits.parse_timeout_s``
 (docs/decisions/0101-office-email-ebook-formats.md).
 """
