@@ -40,6 +40,7 @@ SERVICE_NAME = settings_pb2.DESCRIPTOR.services_by_name["SettingsService"].full_
 FILE_ONLY = ("security",)
 # A change is a handful of settings; a bigger body is a mistake or an attack.
 MAX_CHANGE_BYTES = 64 * 1024
+MAX_CHANGE_DEPTH = 16
 
 SCOPES = {"SettingsService/GetSettings": "admin", "SettingsService/UpdateSettings": "admin"}
 
@@ -94,7 +95,7 @@ class SettingsApi(settings_pb2_grpc.SettingsServiceServicer):
         path = state[1].path if state and state[1].path else None
         return settings_pb2.SettingsView(
             service=self._service, settings_json=json.dumps(redact(self._live.model_dump(mode="json"))),
-            reloadable=[name for name in reloadable if not overlaps(name, self.file_only)],
+            reloadable=[n for n in reloadable if not any(n == p or n.startswith(p + ".") for p in self.file_only)],
             file_only=list(self.file_only), settings_file=str(path or ""))
 
     def GetSettings(self, request: settings_pb2.GetSettingsRequest,  # noqa: N802 - gRPC method name
@@ -147,7 +148,11 @@ class SettingsApi(settings_pb2_grpc.SettingsServiceServicer):
             current = read_settings_file(path)
         except SettingsError as exc:
             raise FailedPrecondition(f"{exc}; fix the file first, nothing was changed") from exc
-        staged = staged_copy(path, merge_patch(current, patch))
+        try:
+            staged = staged_copy(path, merge_patch(current, patch))
+        except OSError as exc:
+            raise FailedPrecondition(f"cannot write beside the settings file {path}: {exc}; nothing was changed"
+                                     ) from exc
         try:
             load = source.load_file or type(self._live).load  # type: ignore[attr-defined]
             try:
@@ -186,7 +191,20 @@ def _parse_change(text: str) -> dict[str, Any]:
         raise InvalidArgument(f"changes_json is not valid JSON: {exc}") from None
     if not isinstance(patch, dict) or not patch:
         raise InvalidArgument('changes_json must be a non-empty JSON object, e.g. {"retrieval": {"top_k": 8}}')
+    if _depth(patch) > MAX_CHANGE_DEPTH:
+        raise InvalidArgument(f"changes_json nests deeper than {MAX_CHANGE_DEPTH} levels; no setting is that deep")
     return patch
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests (iteratively: a hostile body must not exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _leaves(settings: BaseModel) -> dict[str, Any]:

@@ -77,7 +77,8 @@ def test_admin_reads_the_effective_settings_with_secrets_redacted(freki: tuple[S
     assert settings["retrieval"]["top_k"] == 5 and settings["chunking"]["max_tokens"] == 200
     assert [k["sha256"] for k in settings["security"]["api_keys"]] == [REDACTED, REDACTED]
     assert hash_key(KEYS["ops"]) not in view.settings_json
-    assert "retrieval.top_k" in view.reloadable and not any(n.startswith("security") for n in view.reloadable)
+    assert {"retrieval.top_k", "watch"} <= set(view.reloadable)
+    assert not any(n.startswith("security") for n in view.reloadable)
     assert {"security", "watch.folders"} <= set(view.file_only)
 
 
@@ -105,6 +106,7 @@ REFUSED = [
     ("invalid", {"retrieval": {"top_k": -1}}, "ops", "INVALID_ARGUMENT", "top_k"),
     ("not-json", "{retrieval", "ops", "INVALID_ARGUMENT", "not valid JSON"),
     ("not-object", "[1]", "ops", "INVALID_ARGUMENT", "non-empty JSON object"),
+    ("too-deep", '{"retrieval": ' * 40 + "1" + "}" * 40, "ops", "INVALID_ARGUMENT", "deeper than 16 levels"),
     ("new-key", {"security": {"api_keys": [*API_KEYS, {"name": "mine", "tenant": "acme",
                                                        "sha256": hash_key("x" * 20)}]}},
      "ops", "PERMISSION_DENIED", "security.api_keys cannot be changed through the settings API"),
