@@ -165,3 +165,36 @@ def test_a_seed_client_generates_with_geri_and_is_audited(
     assert rag_to_geri == {"code": "INVALID_ARGUMENT", "details": "model_type must be LLM for Geri (got RAG)"}
     [event] = [e for e in read_audit_log(audit) if e.get("request_id") == "seed-g1"]
     assert event["action"] == "geri.generate" and event["actor"] == "acme-ci" and event["tenant"] == "acme"
+
+
+def test_translation_both_ways_at_the_seam() -> None:
+    """Unit test of the adapter's two functions (the integration tests above use them on real servers)."""
+    from wolf.seed import wolf_seed_pb2
+    from wolf.v1 import common_pb2
+
+    from wolf_service.seed_wire import request_from_seed, response_to_seed
+
+    seed = wolf_seed_pb2.WolfRequest(request_id="r", model_type=wolf_seed_pb2.LLM, prompt="p")
+    seed.metadata.temperature = 0.25
+    seed.metadata.max_tokens = 7
+    seed.rag_context.documents.add(document_id="d", content="c", relevance_score=0.5, metadata={"k": "v"})
+    ours = request_from_seed(seed)
+    assert ours.model_type == common_pb2.LLM and ours.metadata.max_tokens == 7
+    assert ours.metadata.temperature == pytest.approx(0.25) and ours.context.documents[0].metadata["k"] == "v"
+    assert not ours.HasField("retrieval") and ours.tenant_id == ""  # the API key decides the tenant
+    bare = request_from_seed(wolf_seed_pb2.WolfRequest(model_type=7))  # type: ignore[arg-type]
+    assert bare.model_type == common_pb2.MODEL_TYPE_UNSPECIFIED and not bare.metadata.HasField("max_tokens")
+
+    empty = common_pb2.WolfResponse(request_id="r", model_type=common_pb2.RAG)
+    empty.rag_context.score_threshold = 0.3
+    empty.rag_context.below_threshold = 2
+    empty.metadata.timestamp.FromMilliseconds(1_764_000_000_123)
+    back = response_to_seed(empty)
+    assert back.HasField("rag_context") and not back.rag_context.documents
+    assert back.metadata.timestamp == 1_764_000_000_123
+    assert back.metadata.error == "no document reached the relevance threshold 0.30 (2 below it)"
+    llm = common_pb2.WolfResponse(model_type=common_pb2.LLM, llm_response=common_pb2.LLMResponse(
+        text="t", tokens_used=3, latency_ms=12, model_used="m"))
+    seed_llm = response_to_seed(llm)
+    assert seed_llm.model_type == wolf_seed_pb2.LLM and seed_llm.llm_response.latency_ms == 12.0
+    assert seed_llm.llm_response.HasField("model_used") and not seed_llm.llm_response.HasField("cost")

@@ -168,3 +168,19 @@ def test_redaction_hides_credentials_and_keeps_the_rest() -> None:
                     "chunking": {"max_tokens": 200}, "security": {"api_keys": [{"name": "a", "sha256": "f" * 64}]}})
     assert shown == {"store": {"url": f"http://{REDACTED}@qdrant:6333", "api_key": REDACTED}, "password": None,
                      "chunking": {"max_tokens": 200}, "security": {"api_keys": [{"name": "a", "sha256": REDACTED}]}}
+
+
+def test_a_change_an_environment_variable_overrides_is_persisted_with_a_warning(
+    start_freki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    monkeypatch.setenv("FREKI_RETRIEVAL__MAX_TOP_K", "40")
+    path = tmp_path / "freki.json"
+    path.write_text(json.dumps({"host": "127.0.0.1", "port": 0, "data_dir": str(tmp_path),
+                                "reload": {"poll_interval_s": 0}, "security": {"api_keys": API_KEYS}}))
+    settings, source = cli_settings(FrekiSettings, str(path), {})
+    handle = start_freki(settings, reload_from=source)
+    done = update(handle, {"retrieval": {"max_top_k": 30}})
+    assert done.persisted and list(done.changed) == [] and settings.retrieval.max_top_k == 40
+    assert [w.split(" is ")[0] for w in done.warnings] == ["retrieval.max_top_k"]
+    assert "environment variable" in done.warnings[0]
+    assert json.loads(path.read_text())["retrieval"]["max_top_k"] == 30
