@@ -198,3 +198,20 @@ def test_translation_both_ways_at_the_seam() -> None:
     seed_llm = response_to_seed(llm)
     assert seed_llm.model_type == wolf_seed_pb2.LLM and seed_llm.llm_response.latency_ms == 12.0
     assert seed_llm.llm_response.HasField("model_used") and not seed_llm.llm_response.HasField("cost")
+
+
+def test_every_seed_rpc_has_the_scope_of_its_wolf_v1_twin() -> None:
+    """The seed's RPCs share wolf.v1's names, so the scope tables cover them; a new seed RPC without a
+    wolf.v1 twin would silently need admin."""
+    from wolf.seed import services_pb2
+    from wolf.v1 import settings_pb2
+
+    from freki.api.operations import SCOPES as FREKI
+    from geri.operations import SCOPES as GERI
+    from wolf_service.settings_api import SCOPES as SETTINGS
+
+    for name, table in (("FrekiService", FREKI), ("GeriService", GERI)):
+        methods = {f"{name}/{m.name}" for m in services_pb2.DESCRIPTOR.services_by_name[name].methods}
+        assert methods and methods <= set(table), name
+    assert {f"SettingsService/{m.name}" for m in settings_pb2.DESCRIPTOR.services_by_name["SettingsService"].methods
+            } == set(SETTINGS)
