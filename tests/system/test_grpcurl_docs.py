@@ -224,7 +224,8 @@ def test_seed_wire_commands(start_freki, embedded_backend) -> None:  # type: ign
     freki = start_freki()
     with grpc.insecure_channel(freki.address) as channel:
         freki_pb2_grpc.FrekiServiceStub(channel).IndexDocument(freki_pb2.IndexDocumentRequest(
-            request_id="seed-doc", document_id="handbook", source="handbook.md", content="Geri listens on TCP port 50052."))
+            request_id="seed-doc", document_id="handbook", source="handbook.md",
+            content="Geri listens on TCP port 50052."))
     with start_geri(geri_settings(), embedded_backend) as geri:
         described, retrieved, generated = (run(c, freki.port, geri_port=geri.port) for c in cmds)
     assert "rpc RetrieveContext ( .wolf.seed.WolfRequest ) returns ( .wolf.seed.WolfResponse )" in described
