@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-PROTO_SRC := $(wildcard protos/wolf/v1/*.proto)
+PROTO_SRC := $(wildcard protos/wolf/v1/*.proto protos/wolf/seed/*.proto)
 STAMP := $(VENV)/.installed
 
 .PHONY: install system-packages test-packages eval-ocr protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-german eval-formats eval-answers llama-server base-image image container-test clean

@@ -15,6 +15,7 @@ from geri.sessions import make_store
 from geri.settings import GeriSettings
 from wolf_service.logs import configure_logging
 from wolf_service.reload import SettingsSource
+from wolf_service.seed_wire import SEED_GERI_SERVICE, seed_handler
 from wolf_service.service_ops import ServiceOps
 from wolf_service.serving import ServerHandle, serve_until_signal
 
@@ -45,9 +46,11 @@ def build_server(
 
     def register(server: grpc.Server) -> None:
         geri_pb2_grpc.add_GeriServiceServicer_to_server(servicer, server)
+        # The seed's own wire format, onto the same servicer (wolf_service.seed_wire).
+        server.add_generic_rpc_handlers((seed_handler(SEED_GERI_SERVICE, "Generate", servicer.Generate),))
 
     operations.install_metrics(ops.metrics, router)
-    handle = ops.start_server(register, SERVICE_NAME)
+    handle = ops.start_server(register, SERVICE_NAME, SEED_GERI_SERVICE)
     # Health follows the backends: NOT_SERVING while none answers (probed in the background).
     router.watch(handle.set_serving)
     handle.closers.extend([router.close, sessions.close])

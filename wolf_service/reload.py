@@ -44,10 +44,13 @@ class SettingsSource:
     Attributes:
         load: Builds settings from the file, environment and command-line overrides.
         path: The settings file (polled for changes); None when there is none.
+        load_file: Builds settings the same way from another file (a changed copy the settings API
+            validates before it replaces ``path``); None = the settings class's own ``load(file)``.
     """
 
     load: Callable[[], BaseModel]
     path: Path | None = None
+    load_file: Callable[[Path], BaseModel] | None = None
 
 
 FileSettingsT = TypeVar("FileSettingsT", bound=FileSettings)
@@ -70,7 +73,10 @@ def cli_settings(
     def load() -> FileSettingsT:
         return settings_cls.load(config, **overrides)
 
-    return load(), SettingsSource(load, Path(path) if path else None)
+    def load_file(file: Path) -> FileSettingsT:
+        return settings_cls.load(file, **overrides)
+
+    return load(), SettingsSource(load, Path(path) if path else None, load_file)
 
 
 @dataclass(frozen=True)

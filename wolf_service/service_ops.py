@@ -15,6 +15,7 @@ TLS / mTLS         ``security.tls.cert_file`` … ``client_ca_file``  plaintext
 audit trail        ``audit_log`` (a file path)              off
 rate limits        ``rate_limits``                          12 running calls per tenant
 hot reload         ``reload.poll_interval_s`` + SIGHUP      2 s when a file is used
+settings API       admin key + a settings file + reload      refused without them
 =================  =======================================  =====================
 """
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from wolf.v1 import settings_pb2_grpc
 
 from wolf_service.audit_interceptor import AuditedRpc, AuditInterceptor
 from wolf_service.audit_log import AuditLog
@@ -36,6 +38,10 @@ from wolf_service.metrics import MetricsInterceptor, MetricsServer, ServiceMetri
 from wolf_service.rate_limits import RateLimitInterceptor
 from wolf_service.reload import ReloadHook, SettingsReloader, SettingsSource
 from wolf_service.serving import ServerHandle, build_grpc_server
+from wolf_service.settings_api import AUDITED as SETTINGS_AUDITED
+from wolf_service.settings_api import SCOPES as SETTINGS_SCOPES
+from wolf_service.settings_api import SERVICE_NAME as SETTINGS_SERVICE
+from wolf_service.settings_api import SettingsApi
 from wolf_service.tls import server_credentials
 
 log = logging.getLogger("wolf_service.ops")
@@ -55,29 +61,35 @@ class ServiceOps:
         scopes: The API-key scope each RPC needs (unlisted RPCs need ``admin``).
         default_tenant: What an empty ``tenant_id`` means, for logs and audit.
         audit_path: The audit file; defaults to ``settings.audit_log`` (None = no audit).
+        file_only: Settings the settings API must not change besides ``security`` (paths on the disk).
     """
 
     def __init__(
         self, service: str, settings: Any, *, audited: Mapping[str, AuditedRpc] | None = None,
         default_tenant: str = "", audit_path: Path | None = None, scopes: Mapping[str, str] | None = None,
+        file_only: Iterable[str] = (),
     ) -> None:
         self.service = service
         self.settings = settings
         self.metrics = ServiceMetrics(service)
         # The lambda reads the live settings, so rotated keys apply on reload without a restart.
-        self.auth = ApiKeyInterceptor(lambda: settings.security.api_keys, scopes)
+        self.auth = ApiKeyInterceptor(lambda: settings.security.api_keys, {**(scopes or {}), **SETTINGS_SCOPES})
         identify = self.auth.identify
         self.audit: AuditInterceptor | None = None
         audit_path = audit_path or settings.audit_log
         if audit_path is not None and audited:
             log = AuditLog(Path(audit_path), getattr(settings, "audit_rotation", None))
-            self.audit = AuditInterceptor(log, dict(audited), identify, default_tenant)
+            self.audit = AuditInterceptor(log, {**audited, **SETTINGS_AUDITED}, identify, default_tenant)
         self._access = AccessLogInterceptor(identify, default_tenant)
         self._limits = RateLimitInterceptor(lambda: settings.rate_limits, identify, default_tenant,
                                             self.metrics.rate_limited)
         self.credentials: grpc.ServerCredentials | None = server_credentials(settings.security.tls)
         self.metrics_server: MetricsServer | None = None
         self.reloader: SettingsReloader | None = None
+        self.source: SettingsSource | None = None
+        self.settings_api = SettingsApi(
+            service, settings, lambda: (self.reloader, self.source) if self.reloader and self.source else None,
+            lambda: bool(settings.security.api_keys), file_only)
 
     def interceptors(self) -> list[grpc.ServerInterceptor]:
         """Outermost first: metrics and the access log see every outcome, including auth refusals;
@@ -88,12 +100,19 @@ class ServiceOps:
         chain += [self.auth, self._limits, ErrorMappingInterceptor()]
         return chain
 
-    def start_server(self, register: Callable[[grpc.Server], None], service_name: str) -> ServerHandle:
+    def start_server(self, register: Callable[[grpc.Server], None], service_name: str,
+                     *more_services: str) -> ServerHandle:
         """Start the service's gRPC server on ``settings.host:port`` with these interceptors and
-        credentials (plus health and reflection), then :meth:`attach` to it."""
+        credentials (plus health, reflection and the settings API), then :meth:`attach` to it.
+        ``more_services``: further services ``register`` adds (the seed's package), for health and reflection."""
+
+        def register_all(server: grpc.Server) -> None:
+            register(server)
+            settings_pb2_grpc.add_SettingsServiceServicer_to_server(self.settings_api, server)
+
         handle = build_grpc_server(
-            register=register,
-            service_names=[service_name],
+            register=register_all,
+            service_names=[service_name, *more_services, SETTINGS_SERVICE],
             address=f"{self.settings.host}:{self.settings.port}",
             max_workers=self.settings.max_workers,
             max_message_bytes=self.settings.max_message_bytes,
@@ -133,6 +152,7 @@ class ServiceOps:
             live=self.settings, load=source.load, reloadable=frozenset(reloadable) | COMMON_RELOADABLE,
             path=source.path, hooks=[_log_levels, *hooks],
         )
+        self.source = source
         if sighup:
             self.reloader.install_sighup()
         self.reloader.start_polling(self.settings.reload.poll_interval_s)

@@ -41,6 +41,10 @@ RELOADABLE = frozenset({
     "watch",  # the folder watcher is restarted with the new folders and options
 })
 
+# Paths on the server's disk: the settings API (wolf_service.settings_api) must not point Freki at files
+# an API caller could then read back through retrieval, so only the settings file sets them.
+FILE_ONLY = ("watch.folders", "watch.lease_file")
+
 INDEXING_RPCS = ("FrekiService/IndexDocument", "FrekiService/IndexDocuments", "FrekiService/FullReindex")
 
 

@@ -19,6 +19,7 @@ from freki.store.errors import DiskFull, EmbeddingModelMismatch, KeyStoreMismatc
 from freki.watch.watcher import Watcher
 from wolf_service.logs import configure_logging
 from wolf_service.reload import SettingsSource
+from wolf_service.seed_wire import SEED_FREKI_SERVICE, seed_handler
 from wolf_service.service_ops import ServiceOps
 from wolf_service.serving import ServerHandle, serve_until_signal
 from wolf_service.startup import StartupError
@@ -46,14 +47,17 @@ def build_server(
     servicer = FrekiServicer(engine, settings, watcher=watcher)
     servicer.retention = Retention(engine, settings, watcher=lambda: servicer.watcher)
     ops = ServiceOps("freki", settings, audited=operations.AUDITED, default_tenant=settings.default_tenant,
-                     scopes=operations.SCOPES,
+                     scopes=operations.SCOPES, file_only=operations.FILE_ONLY,
                      audit_path=settings.audit_log or settings.data_dir / "audit.jsonl")
 
     def register(server: grpc.Server) -> None:
         freki_pb2_grpc.add_FrekiServiceServicer_to_server(servicer, server)
+        # The seed's own wire format, onto the same servicer (wolf_service.seed_wire).
+        server.add_generic_rpc_handlers((seed_handler(SEED_FREKI_SERVICE, "RetrieveContext",
+                                                      servicer.RetrieveContext),))
 
     operations.install_metrics(ops.metrics, engine, operations.current_watcher(servicer))
-    handle = ops.start_server(register, SERVICE_NAME)
+    handle = ops.start_server(register, SERVICE_NAME, SEED_FREKI_SERVICE)
     watch_disk_health(handle, engine)
     if reload_from is not None:
         hooks = [operations.reload_hook(engine, servicer)]

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 
 from freki.settings import FrekiSettings
@@ -47,6 +48,8 @@ EXPECTED = {
     "DeleteOwnerSessions": '"sessions_deleted": 1',
     "Answer": '"answer"',
     "RewriteQuery": '"query"',
+    "GetSettings": '"settings_json"',
+    "UpdateSettings": '"persisted": true',
 }
 
 
@@ -209,3 +212,38 @@ def test_documented_settings_example_is_valid(tmp_path: Path) -> None:
     path.write_text(example.group(1))
     settings = FrekiSettings.load(path)
     assert settings.security.api_keys[0].tenant == "acme" and settings.metrics.port == 9464
+
+
+def test_seed_wire_commands(start_freki, embedded_backend) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """The seed's package (wolf.seed) through grpcurl and reflection alone: Freki retrieves, Geri generates."""
+    from wolf.v1 import freki_pb2, freki_pb2_grpc
+
+    cmds = commands("seed")
+    assert [c.split()[-1] for c in cmds] == ["wolf.seed.FrekiService", "wolf.seed.FrekiService/RetrieveContext",
+                                             "wolf.seed.GeriService/Generate"]
+    freki = start_freki()
+    with grpc.insecure_channel(freki.address) as channel:
+        freki_pb2_grpc.FrekiServiceStub(channel).IndexDocument(freki_pb2.IndexDocumentRequest(
+            request_id="seed-doc", document_id="handbook", source="handbook.md",
+            content="Geri listens on TCP port 50052."))
+    with start_geri(geri_settings(), embedded_backend) as geri:
+        described, retrieved, generated = (run(c, freki.port, geri_port=geri.port) for c in cmds)
+    assert "rpc RetrieveContext ( .wolf.seed.WolfRequest ) returns ( .wolf.seed.WolfResponse )" in described
+    assert json.loads(retrieved)["rag_context"]["documents"][0]["metadata"]["@source"] == "handbook.md"
+    assert json.loads(generated)["model_type"] == "LLM" and json.loads(generated)["llm_response"]["text"]
+
+
+def test_settings_commands(start_freki, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """GetSettings and UpdateSettings with an admin key, on a Freki started from a settings file."""
+    from wolf_service.auth import hash_key
+    from wolf_service.reload import cli_settings
+
+    path = tmp_path / "freki.json"
+    admin = {"name": "ops", "tenant": "acme", "sha256": hash_key("ops-key-0123456789"), "scopes": ["admin"]}
+    path.write_text(json.dumps({"host": "127.0.0.1", "port": 0, "data_dir": str(tmp_path),
+                                "security": {"api_keys": [admin]}}))
+    settings, source = cli_settings(FrekiSettings, str(path), {})
+    handle = start_freki(settings, reload_from=source)
+    for command in commands("settings"):
+        run(command, handle.port, env={"WOLF_ADMIN_KEY": "ops-key-0123456789"})
+    assert settings.retrieval.top_k == 8 and json.loads(path.read_text())["retrieval"]["top_k"] == 8
