@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 from wolf.v1 import common_pb2
 
-from odin_client.errors import DeadlineExceeded, ServiceUnavailable
-from odin_client.results import Answer, Generation, Retrieval, Source, Timings
+from odin_client.types.errors import DeadlineExceeded, ServiceUnavailable
+from odin_client.types.results import Answer, Generation, Retrieval, Source, Timings
 
 
 class SyncRag(Protocol):

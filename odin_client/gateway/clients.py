@@ -26,9 +26,9 @@ import grpc
 from pydantic import SecretStr
 
 from odin_client.client import OdinClient
-from odin_client.errors import OdinError
 from odin_client.gateway.errors import GatewayError
 from odin_client.settings import OdinSettings
+from odin_client.types.errors import OdinError
 from wolf_service.auth import ApiKey, hash_key
 
 MAX_KEY_CHARS = 512

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from odin_client.flows import drive, drive_async
-from odin_client.results import Generation, ToolCallRequest
+from odin_client.protocol.flows import drive, drive_async
 from odin_client.settings import OdinSettings
 from odin_client.tools.loop import (
     AuditCall,
@@ -25,6 +24,7 @@ from odin_client.tools.loop import (
 )
 from odin_client.tools.registry import ToolRegistry
 from odin_client.tools.running import run_call, run_call_async
+from odin_client.types.results import Generation, ToolCallRequest
 from wolf_service.audit_log import AuditLog
 
 Confirm = Callable[[ToolCallRequest], bool]

@@ -3,7 +3,7 @@ registry's checks and the caller's confirmation), hand the results back, until t
 
 The flow yields :class:`GenerateCall`, :class:`ConfirmCall`, :class:`RunToolCall` and :class:`AuditCall`
 and receives their results; the blocking and the asyncio client drive it with
-:func:`odin_client.flows.drive` / ``drive_async``. It is bounded: after ``max_steps`` rounds of tool calls
+:func:`odin_client.protocol.flows.drive` / ``drive_async``. It is bounded: after ``max_steps`` rounds of tool calls
 the model is asked once more with ``tool_choice="none"``, so it must answer with what it has.
 
 A tool that overruns its time limit is not stopped (a thread cannot be), so it may still finish and take
@@ -21,8 +21,8 @@ from typing import Any
 
 from wolf.v1 import common_pb2
 
-from odin_client.results import Generation, ToolCallRequest
 from odin_client.tools.registry import ToolRegistry
+from odin_client.types.results import Generation, ToolCallRequest
 
 
 @dataclass(frozen=True)

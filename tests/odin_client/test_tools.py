@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from odin_client import AsyncOdinClient, OdinClient, OdinSettings
-from odin_client.errors import InvalidRequest
-from odin_client.results import Generation, ToolCallRequest
 from odin_client.tools import Tool, ToolRegistry
 from odin_client.tools.driving import drive_tools
 from odin_client.tools.loop import ToolLoopOptions
+from odin_client.types.errors import InvalidRequest
+from odin_client.types.results import Generation, ToolCallRequest
 
 CITY = {"type": "object", "additionalProperties": False, "required": ["city"],
         "properties": {"city": {"type": "string", "maxLength": 40}}}

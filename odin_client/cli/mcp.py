@@ -11,10 +11,9 @@ import argparse
 import sys
 from typing import Any
 
+from odin_client.cli.exit_codes import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 from odin_client.settings import OdinSettings
 from wolf_service.settings import SettingsError
-
-EXIT_OK, EXIT_SETTINGS, EXIT_MISSING = 0, 2, 3
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -37,7 +36,7 @@ def run(args: argparse.Namespace, odin: OdinSettings) -> int:
     except ImportError as exc:
         print(f"odin mcp: the MCP SDK is not installed ({exc.name}); pip install 'wolfpack-rag[mcp]'",
               file=sys.stderr)
-        return EXIT_MISSING
+        return EXIT_UNAVAILABLE
     overrides: dict[str, Any] = {k: v for k, v in (("transport", args.transport), ("host", args.host),
                                                    ("port", args.port)) if v is not None}
     if args.allow is not None:
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace, odin: OdinSettings) -> int:
                                                                settings.stdio_scopes))
     except (SettingsError, ValueError) as exc:
         print(f"odin mcp: {exc}", file=sys.stderr)
-        return EXIT_SETTINGS
+        return EXIT_USAGE
     if settings.transport == "stdio":
         server.run("stdio")  # stdout carries the protocol: everything else goes to stderr
         return EXIT_OK

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from wolf.v1 import freki_pb2
 
-from odin_client import call_specs
-from odin_client.connection import Connection
+from odin_client.client.blocking_connection import Connection
+from odin_client.protocol import specs as call_specs
 
 
 class GraphCalls(Connection):

@@ -2,8 +2,8 @@
 
 A :class:`CallSpec` names the RPC, carries the request built from the caller's arguments, the deadline
 budget, whether the call is an idempotent read (``DEADLINE_EXCEEDED`` is then retried too, see
-:mod:`odin_client.retry`) and how a response becomes the result. Each client only *runs* a spec — the
-blocking one with :class:`~odin_client.calls.CallRunner`, the asyncio one with ``grpc.aio`` — so the two
+:mod:`odin_client.protocol.retry`) and how a response becomes the result. Each client only *runs* a spec — the
+blocking one with :class:`~odin_client.protocol.attempts.CallRunner`, the asyncio one with ``grpc.aio`` — so the two
 cannot drift apart in what they send, how long they wait, what they retry or what they return.
 """
 
@@ -15,11 +15,11 @@ from typing import Any, Generic, TypeVar
 
 from wolf.v1 import freki_pb2, geri_pb2
 
-from odin_client.document_records import DocumentPage, DocumentRecord, export_record_to_dict, record_from_proto
-from odin_client.messages import new_request_id
-from odin_client.results import Embeddings, Erasure, IndexResult, index_result_from_proto
+from odin_client.protocol.messages import new_request_id
 from odin_client.settings import OdinSettings
-from odin_client.status import (
+from odin_client.types.records import DocumentPage, DocumentRecord, export_record_to_dict, record_from_proto
+from odin_client.types.results import Embeddings, Erasure, IndexResult, index_result_from_proto
+from odin_client.types.status import (
     IndexStatusInfo,
     ModelList,
     ReindexResult,

@@ -9,12 +9,12 @@ from typing import Any, Self, TypeVar
 import grpc
 from wolf.v1 import freki_pb2_grpc, geri_pb2_grpc
 
-from odin_client.call_specs import CallSpec, tenant_of
-from odin_client.calls import CallRunner, RetryListener
-from odin_client.channels import ChannelPool, call_metadata
-from odin_client.errors import ClientClosed, OdinError
-from odin_client.retry import Clock, RetryPolicy, retryable
+from odin_client.protocol.attempts import CallRunner, RetryListener
+from odin_client.protocol.channels import ChannelPool, call_metadata
+from odin_client.protocol.retry import Clock, RetryPolicy, retryable
+from odin_client.protocol.specs import CallSpec, tenant_of
 from odin_client.settings import OdinSettings
+from odin_client.types.errors import ClientClosed, OdinError
 
 R = TypeVar("R")
 
@@ -47,7 +47,7 @@ class Connection:
             settings: Targets, deadlines, retry, TLS; defaults to ``OdinSettings()`` (env + file).
             clock: Time source/sleeper for retries (tests inject a fake).
             rng: Random source for backoff jitter.
-            on_retry: Called with a :class:`~odin_client.calls.RetryNotice` before each retry's wait
+            on_retry: Called with a :class:`~odin_client.protocol.attempts.RetryNotice` before each retry's wait
                 (the CLI prints it), so a caller is not left silent while Odin retries.
         """
         self.settings = settings or OdinSettings()
@@ -65,7 +65,7 @@ class Connection:
         self.close()
 
     def close(self) -> None:
-        """Close all channels. Further calls raise :class:`~odin_client.errors.ClientClosed`."""
+        """Close all channels. Further calls raise :class:`~odin_client.types.errors.ClientClosed`."""
         self.channels.close()
 
     def _freki(self) -> freki_pb2_grpc.FrekiServiceStub:
@@ -97,7 +97,7 @@ class Connection:
         return getattr(self._freki() if spec.service == "freki" else self._geri(), spec.method)
 
     def _call(self, spec: CallSpec[R]) -> R:
-        """Run a unary :class:`~odin_client.call_specs.CallSpec` with retries; its converted result."""
+        """Run a unary :class:`~odin_client.protocol.specs.CallSpec` with retries; its converted result."""
         resp, _ = self._unary(self._stub_method(spec), spec.request, service=spec.service, name=spec.method,
                               budget_s=spec.budget_s, idempotent_read=spec.idempotent_read)
         return spec.convert(resp)

@@ -1,7 +1,7 @@
 """Run one logical call (unary or server-streaming) with retries, a deadline and error conversion.
 
-The policy lives in :mod:`odin_client.retry`; this module applies it to blocking grpc calls and is
-the only place (with its asyncio twin in :mod:`odin_client.aio_connection`) where ``grpc.RpcError`` is caught.
+The policy lives in :mod:`odin_client.protocol.retry`; this module applies it to blocking grpc calls and is
+the only place (with its asyncio twin in :mod:`odin_client.client.async_connection`) where ``grpc.RpcError`` is caught.
 :class:`Attempts` is the bookkeeping both share: the deadline, the attempt count, the decision to retry.
 """
 
@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 
 import grpc
 
-from odin_client.errors import SERVICE_TITLES, DeadlineExceeded, raise_from_rpc_error, status_of
-from odin_client.retry import Clock, RetryPolicy, SystemClock, attempt_timeout
+from odin_client.protocol.retry import Clock, RetryPolicy, SystemClock, attempt_timeout
+from odin_client.types.errors import SERVICE_TITLES, DeadlineExceeded, raise_from_rpc_error, status_of
 
-log = logging.getLogger("odin_client.calls")
+log = logging.getLogger("odin_client.protocol.attempts")
 
 T = TypeVar("T")
 

@@ -8,9 +8,8 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
+from odin_client.cli.exit_codes import EXIT_OK
 from odin_client.client import OdinClient
-
-EXIT_OK = 0
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -12,10 +12,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from odin_client.cli.exit_codes import EXIT_OK
+from odin_client.cli.render import render_answer, render_sources
 from odin_client.client import OdinClient
-from odin_client.errors import OdinError
-from odin_client.render import render_answer, render_sources
-from odin_client.results import Answer
+from odin_client.types.errors import OdinError
+from odin_client.types.results import Answer
 
 PROMPT = "you> "
 
@@ -55,4 +56,4 @@ def run_chat(client: OdinClient, *, session_id: str, owner_id: str, ask_options:
         if last.query and last.query != line:
             print(f"(searched for: {last.query})", file=out)
         print(render_answer(last), file=out)
-    return 0
+    return EXIT_OK

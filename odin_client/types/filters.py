@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from wolf.v1 import common_pb2
 
-from odin_client.errors import InvalidRequest
+from odin_client.types.errors import InvalidRequest
 
 _EXPRESSION = re.compile(r"^\s*(@?[A-Za-z_][A-Za-z0-9_.\-]*)\s*(!=|>=|<=|=|>|<)\s*(.*?)\s*$")
 _BOUNDS = {">=": "gte", ">": "gt", "<=": "lte", "<": "lt"}

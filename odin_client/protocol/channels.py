@@ -11,8 +11,8 @@ from pathlib import Path
 
 import grpc
 
-from odin_client.errors import ClientClosed, OdinError
 from odin_client.settings import OdinSettings
+from odin_client.types.errors import ClientClosed, OdinError
 
 
 def _read_pem(path: Path | None, what: str) -> bytes | None:

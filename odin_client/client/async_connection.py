@@ -1,7 +1,7 @@
 """What every asyncio Odin call needs: settings, grpc.aio channels, and the retrying unary and stream runners.
 
-The asyncio twin of :mod:`odin_client.connection` + :mod:`odin_client.calls`: the same
-:class:`~odin_client.calls.Attempts` decide deadlines and retries; only the waiting (``await clock.sleep``)
+The asyncio twin of :mod:`odin_client.client.blocking_connection` + :mod:`odin_client.protocol.attempts`: the same
+:class:`~odin_client.protocol.attempts.Attempts` decide deadlines and retries; only the waiting (``await clock.sleep``)
 and the channels (``grpc.aio``) differ.
 """
 
@@ -16,13 +16,13 @@ from typing import Any, Protocol, Self, TypeVar
 import grpc
 from wolf.v1 import freki_pb2_grpc, geri_pb2_grpc
 
-from odin_client.call_specs import CallSpec, tenant_of
-from odin_client.calls import Attempts, RetryListener
-from odin_client.channels import call_metadata, channel_credentials, channel_options
-from odin_client.connection import policy_from
-from odin_client.errors import ClientClosed, raise_from_rpc_error
-from odin_client.retry import RetryPolicy, attempt_timeout, retryable
+from odin_client.client.blocking_connection import policy_from
+from odin_client.protocol.attempts import Attempts, RetryListener
+from odin_client.protocol.channels import call_metadata, channel_credentials, channel_options
+from odin_client.protocol.retry import RetryPolicy, attempt_timeout, retryable
+from odin_client.protocol.specs import CallSpec, tenant_of
 from odin_client.settings import OdinSettings
+from odin_client.types.errors import ClientClosed, raise_from_rpc_error
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ class LoopClock:
 
 
 class AsyncConnection:
-    """Channels and retries shared by the calls of :class:`~odin_client.aio.AsyncOdinClient`."""
+    """Channels and retries shared by the calls of :class:`~odin_client.client._async.client.AsyncOdinClient`."""
 
     def __init__(self, settings: OdinSettings | None = None, *, clock: AsyncClock | None = None,
                  rng: random.Random | None = None, on_retry: RetryListener | None = None) -> None:
@@ -74,7 +74,7 @@ class AsyncConnection:
         await self.close()
 
     async def close(self) -> None:
-        """Close all channels; later calls raise :class:`~odin_client.errors.ClientClosed`."""
+        """Close all channels; later calls raise :class:`~odin_client.types.errors.ClientClosed`."""
         self._closed = True
         channels, self._channels = list(self._channels.values()), {}
         for channel in channels:
@@ -169,7 +169,7 @@ class AsyncConnection:
         return getattr(self._freki() if spec.service == "freki" else self._geri(), spec.method)
 
     async def _call(self, spec: CallSpec[T]) -> T:
-        """Run a unary :class:`~odin_client.call_specs.CallSpec` with retries; its converted result."""
+        """Run a unary :class:`~odin_client.protocol.specs.CallSpec` with retries; its converted result."""
         method = self._stub_method(spec)
         resp, _ = await self._unary(lambda t: method(spec.request, timeout=t, metadata=self._metadata),
                                     service=spec.service, method=spec.method, budget_s=spec.budget_s,

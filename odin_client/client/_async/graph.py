@@ -1,12 +1,12 @@
-"""Knowledge-graph calls of the asyncio client (the twin of :mod:`odin_client.graph_calls`): a document's
+"""Knowledge-graph calls of the asyncio client (the twin of :mod:`odin_client.client._sync.graph`): a document's
 links and backlinks, and feedback on answers."""
 
 from __future__ import annotations
 
 from wolf.v1 import freki_pb2
 
-from odin_client import call_specs
-from odin_client.aio_connection import AsyncConnection
+from odin_client.client.async_connection import AsyncConnection
+from odin_client.protocol import specs as call_specs
 
 
 class AsyncGraphCalls(AsyncConnection):

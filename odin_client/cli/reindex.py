@@ -6,9 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from odin_client.cli.exit_codes import EXIT_OK
 from odin_client.client import OdinClient
-
-EXIT_OK = 0
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -1,5 +1,5 @@
 """Document calls of the blocking client: indexing one text, files and folders (see
-:mod:`odin_client.documents`); listing, reading, deleting documents; exporting a data owner's data."""
+:mod:`odin_client.protocol.files`); listing, reading, deleting documents; exporting a data owner's data."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ from typing import Any
 
 from wolf.v1 import freki_pb2
 
-from odin_client import call_specs, messages
-from odin_client.batch_index import IndexBatch, ProgressCallback, stream_index
-from odin_client.connection import Connection
-from odin_client.document_records import DocumentPage, DocumentRecord
-from odin_client.documents import DocumentFile, discover
-from odin_client.errors import OdinError
-from odin_client.results import IndexResult
-from odin_client.status import ReindexResult
+from odin_client.client.blocking_connection import Connection
+from odin_client.protocol import messages
+from odin_client.protocol import specs as call_specs
+from odin_client.protocol.files import DocumentFile, discover
+from odin_client.protocol.index_stream import IndexBatch, ProgressCallback, stream_index
+from odin_client.types.errors import OdinError
+from odin_client.types.records import DocumentPage, DocumentRecord
+from odin_client.types.results import IndexResult
+from odin_client.types.status import ReindexResult
 
 
 class DocumentCalls(Connection):
@@ -38,7 +39,7 @@ class DocumentCalls(Connection):
     def index(self, paths: Iterable[str | os.PathLike[str]], *, metadata: Mapping[str, str] | None = None,
               tenant_id: str | None = None, on_progress: ProgressCallback | None = None,
               stop_on_error: bool = False) -> list[IndexResult | OdinError]:
-        """Index files and folders (recursively); see :mod:`odin_client.documents` for formats."""
+        """Index files and folders (recursively); see :mod:`odin_client.protocol.files` for formats."""
         docs, _skipped = discover(paths)
         return self.index_documents(docs, metadata=metadata, tenant_id=tenant_id, on_progress=on_progress,
                                     stop_on_error=stop_on_error)

@@ -22,9 +22,9 @@ from typing import Any
 import grpc
 from wolf.v1 import freki_pb2
 
-from odin_client import messages
-from odin_client.documents import DocumentFile
-from odin_client.errors import (
+from odin_client.protocol import messages
+from odin_client.protocol.files import DocumentFile
+from odin_client.types.errors import (
     DeadlineExceeded,
     InvalidRequest,
     OdinError,
@@ -33,7 +33,7 @@ from odin_client.errors import (
     from_status,
     status_of,
 )
-from odin_client.results import IndexResult, index_result_from_proto
+from odin_client.types.results import IndexResult, index_result_from_proto
 
 log = logging.getLogger("odin")
 

@@ -1,12 +1,13 @@
-"""The asyncio Odin client (grpc.aio), the twin of :class:`odin_client.client.OdinClient`: the same methods
-with the same arguments, results, errors, deadlines and retries, awaited.
+"""The asyncio Odin client (grpc.aio), the twin of :class:`odin_client.client.OdinClient`: the same methods with the
+same arguments, results, errors, deadlines and retries, awaited.
 
-It sends the same requests (:mod:`odin_client.messages`, :mod:`odin_client.call_specs`), returns the same
-result types and follows the same :class:`~odin_client.retry.RetryPolicy` (:class:`~odin_client.calls.Attempts`);
-only the waiting (``asyncio.sleep``) and the channels (``grpc.aio``) differ. Its calls are in mixins mirroring
-the blocking client's: :mod:`odin_client.aio_documents` and :mod:`odin_client.aio_graph`. ``index(paths)``
-(walking folders) stays in the blocking client, where the CLI's progress and a tree walk belong;
-``index_documents`` takes the files it finds (reading each in a worker thread, off the event loop).
+It sends the same requests (:mod:`odin_client.protocol.messages`, :mod:`odin_client.protocol.specs`), returns the
+same result types and follows the same :class:`~odin_client.protocol.retry.RetryPolicy`
+(:class:`~odin_client.protocol.attempts.Attempts`); only the waiting (``asyncio.sleep``) and the channels
+(``grpc.aio``) differ. Its calls are in mixins mirroring the blocking client's: :mod:`.documents` and
+:mod:`.graph`. ``index(paths)`` (walking folders) stays in the blocking client, where the CLI's progress and a
+tree walk belong; ``index_documents`` takes the files it finds (reading each in a worker thread, off the event
+loop).
 """
 
 from __future__ import annotations
@@ -17,15 +18,18 @@ from typing import Any
 
 from wolf.v1 import common_pb2, geri_pb2
 
-from odin_client import call_specs, messages
-from odin_client.aio_connection import AsyncClock, LoopClock
-from odin_client.aio_documents import AsyncDocumentCalls
-from odin_client.aio_graph import AsyncGraphCalls
 from odin_client.asking.free_text import free_text_ask_async
 from odin_client.asking.grounded import AskOptions, Call, Prepared, RetrieveCall, finish, prepare
-from odin_client.errors import NotFound, StreamInterrupted
-from odin_client.flows import drive_async
-from odin_client.results import (
+from odin_client.client._async.documents import AsyncDocumentCalls
+from odin_client.client._async.graph import AsyncGraphCalls
+from odin_client.client.async_connection import AsyncClock, LoopClock
+from odin_client.protocol import messages
+from odin_client.protocol import specs as call_specs
+from odin_client.protocol.flows import drive_async
+from odin_client.tools import ToolLoopResult, ToolRegistry
+from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, audit_log, drive_tools_async, loop_options
+from odin_client.types.errors import NotFound, StreamInterrupted
+from odin_client.types.results import (
     Answer,
     Embeddings,
     Erasure,
@@ -34,9 +38,7 @@ from odin_client.results import (
     generation_from_proto,
     retrieval_from_proto,
 )
-from odin_client.status import IndexStatusInfo, ModelList
-from odin_client.tools import ToolLoopResult, ToolRegistry
-from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, audit_log, drive_tools_async, loop_options
+from odin_client.types.status import IndexStatusInfo, ModelList
 
 __all__ = ["AsyncClock", "AsyncOdinClient", "LoopClock"]
 

@@ -12,26 +12,34 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from odin_client import cli_docs, cli_graph, cli_reindex
-from odin_client.chat import run_chat
-from odin_client.client import OdinClient
-from odin_client.documents import DocumentFile, discover
-from odin_client.errors import InvalidRequest, OdinError, ServiceUnavailable
-from odin_client.filters import parse_expressions
-from odin_client.mcp import cli as cli_mcp
-from odin_client.messages import SEARCH_MODES
-from odin_client.render import (
+from odin_client.cli import docs as cli_docs
+from odin_client.cli import graph as cli_graph
+from odin_client.cli import mcp as cli_mcp
+from odin_client.cli import reindex as cli_reindex
+from odin_client.cli.chat import run_chat
+from odin_client.cli.exit_codes import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    exit_code_for,
+)
+from odin_client.cli.render import (
     render_after_stream,
     render_answer,
     render_index_line,
     render_retrieval,
     render_status,
 )
-from odin_client.results import Answer, IndexResult
+from odin_client.client import OdinClient
+from odin_client.protocol.files import DocumentFile, discover
+from odin_client.protocol.messages import SEARCH_MODES
 from odin_client.settings import OdinSettings
+from odin_client.types.errors import InvalidRequest, OdinError, ServiceUnavailable
+from odin_client.types.filters import parse_expressions
+from odin_client.types.results import Answer, IndexResult
 from wolf_service.settings import SettingsError
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
 
 
 def _pairs(values: Sequence[str] | None, flag: str) -> dict[str, list[str]]:
@@ -259,14 +267,6 @@ COMMANDS = {"ask": _ask, "chat": _chat, "retrieve": _retrieve, "index": _index, 
             "feedback": cli_graph.feedback}
 
 
-def exit_code_for(exc: OdinError) -> int:
-    """Map an error to the CLI's exit code."""
-    if isinstance(exc, ServiceUnavailable):
-        return EXIT_UNAVAILABLE
-    if isinstance(exc, InvalidRequest):
-        return EXIT_USAGE
-    return EXIT_ERROR
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
@@ -291,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_code_for(exc)
     except KeyboardInterrupt:
         print("odin: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@ from typing import Any
 
 from wolf.v1 import common_pb2, freki_pb2, geri_pb2
 
-from odin_client.documents import DocumentFile, read_document
-from odin_client.errors import InvalidRequest
-from odin_client.filters import Filters, metadata_filters
+from odin_client.protocol.files import DocumentFile, read_document
+from odin_client.types.errors import InvalidRequest
+from odin_client.types.filters import Filters, metadata_filters
 
 SEARCH_MODES = {
     "": common_pb2.SEARCH_MODE_UNSPECIFIED,
@@ -170,7 +170,7 @@ def index_text_request(
 def index_file_request(
     doc: DocumentFile, *, tenant_id: str, metadata: Mapping[str, str] | None = None
 ) -> freki_pb2.IndexDocumentRequest:
-    """IndexDocument request for a file found by :func:`odin_client.documents.discover`."""
+    """IndexDocument request for a file found by :func:`odin_client.protocol.files.discover`."""
     return index_text_request(
         "",
         content_bytes=read_document(doc),

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from odin_client.results import Answer, Citation, IndexResult, Retrieval, Source, Timings
-from odin_client.status import IndexStatusInfo, ModelList
+from odin_client.types.results import Answer, Citation, IndexResult, Retrieval, Source, Timings
+from odin_client.types.status import IndexStatusInfo, ModelList
 
 
 def render_sources(sources: list[Source]) -> str:

@@ -8,7 +8,7 @@ Example:
         print(answer.text, [s.document_id for s in answer.sources])
 
 Every call has a deadline (settings, overridable per call) that bounds all of its retries; see
-:mod:`odin_client.retry` for what is retried. Errors are :class:`odin_client.errors.OdinError`s.
+:mod:`odin_client.protocol.retry` for what is retried. Errors are :class:`odin_client.types.errors.OdinError`s.
 """
 
 from __future__ import annotations
@@ -19,14 +19,18 @@ from typing import Any
 
 from wolf.v1 import common_pb2, geri_pb2
 
-from odin_client import call_specs, messages
 from odin_client.asking.free_text import free_text_ask
 from odin_client.asking.grounded import AskOptions, Call, Prepared, RetrieveCall, finish, prepare
-from odin_client.document_calls import DocumentCalls
-from odin_client.errors import NotFound, StreamInterrupted
-from odin_client.flows import drive
-from odin_client.graph_calls import GraphCalls
-from odin_client.results import (
+from odin_client.client._sync.documents import DocumentCalls
+from odin_client.client._sync.graph import GraphCalls
+from odin_client.protocol import messages
+from odin_client.protocol import specs as call_specs
+from odin_client.protocol.flows import drive
+from odin_client.protocol.retry import RETRY_ALWAYS, retryable
+from odin_client.tools import ToolLoopResult, ToolRegistry
+from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, audit_log, drive_tools, loop_options
+from odin_client.types.errors import NotFound, StreamInterrupted
+from odin_client.types.results import (
     Answer,
     Embeddings,
     Erasure,
@@ -35,10 +39,7 @@ from odin_client.results import (
     generation_from_proto,
     retrieval_from_proto,
 )
-from odin_client.retry import RETRY_ALWAYS, retryable
-from odin_client.status import IndexStatusInfo, ModelList
-from odin_client.tools import ToolLoopResult, ToolRegistry
-from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, audit_log, drive_tools, loop_options
+from odin_client.types.status import IndexStatusInfo, ModelList
 
 
 def _ms_since(start: float) -> float:
@@ -85,7 +86,7 @@ class OdinClient(DocumentCalls, GraphCalls):
                  **options: Any) -> Generation:
         """Generate a complete answer with Geri, grounded in ``context`` when given.
 
-        ``options`` are :func:`odin_client.messages.generate_request`'s: ``json_schema`` (the reply's JSON is
+        ``options`` are :func:`odin_client.protocol.messages.generate_request`'s: ``json_schema`` (the reply's JSON is
         in ``Generation.json``), ``session_id`` / ``owner_id``, ``messages`` (earlier turns, tool results),
         ``tools`` / ``tool_choice`` (the calls are in ``Generation.tool_calls``).
         """

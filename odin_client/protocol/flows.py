@@ -3,7 +3,7 @@
 A flow is a generator that yields the calls it needs (small frozen dataclasses) and receives their
 results; it returns its result. ``drive`` runs one with blocking calls, ``drive_async`` with awaited
 ones, so both clients run the same steps in the same order. A call whose ``optional`` attribute is
-true and that fails with an :class:`~odin_client.errors.OdinError` sends back None instead of failing
+true and that fails with an :class:`~odin_client.types.errors.OdinError` sends back None instead of failing
 the whole flow (e.g. rewriting a follow-up: the question is then searched as asked).
 """
 
@@ -13,9 +13,9 @@ import logging
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
-from odin_client.errors import OdinError
+from odin_client.types.errors import OdinError
 
-log = logging.getLogger("odin_client.flows")
+log = logging.getLogger("odin_client.protocol.flows")
 T = TypeVar("T")
 C = TypeVar("C")
 

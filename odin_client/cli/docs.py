@@ -8,11 +8,10 @@ import os
 import sys
 from typing import Any, TextIO
 
+from odin_client.cli.exit_codes import EXIT_ERROR, EXIT_OK
 from odin_client.client import OdinClient
-from odin_client.document_records import DocumentRecord
-from odin_client.errors import NotFound, OdinError
-
-EXIT_OK, EXIT_ERROR = 0, 1
+from odin_client.types.errors import NotFound, OdinError
+from odin_client.types.records import DocumentRecord
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -1,9 +1,10 @@
-"""Document calls of the asyncio client (the twin of :mod:`odin_client.document_calls`): indexing one text or
-many files, listing, reading, deleting documents, re-indexing, exporting a data owner's data.
+"""Document calls of the asyncio client (the twin of :mod:`odin_client.client._sync.documents`): indexing one text
+or many files, listing, reading, deleting documents, re-indexing, exporting a data owner's data.
 
 ``index(paths)`` is not here: walking folders belongs to the blocking client and the CLI (see
-:mod:`odin_client.aio`). ``index_documents`` takes the :class:`~odin_client.documents.DocumentFile`s a
-``discover`` found and streams them like the blocking client does, reading each file in a worker thread.
+:mod:`odin_client.client._async.client`). ``index_documents`` takes the
+:class:`~odin_client.protocol.files.DocumentFile` objects a ``discover`` found and streams them like the blocking
+client does, reading each file in a worker thread.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from typing import Any
 
 from wolf.v1 import freki_pb2
 
-from odin_client import call_specs, messages
-from odin_client.aio_connection import AsyncConnection
-from odin_client.batch_index import IndexBatch, ProgressCallback, stream_index_async
-from odin_client.document_records import DocumentPage, DocumentRecord
-from odin_client.documents import DocumentFile
-from odin_client.errors import OdinError
-from odin_client.results import IndexResult
-from odin_client.status import ReindexResult
+from odin_client.client.async_connection import AsyncConnection
+from odin_client.protocol import messages
+from odin_client.protocol import specs as call_specs
+from odin_client.protocol.files import DocumentFile
+from odin_client.protocol.index_stream import IndexBatch, ProgressCallback, stream_index_async
+from odin_client.types.errors import OdinError
+from odin_client.types.records import DocumentPage, DocumentRecord
+from odin_client.types.results import IndexResult
+from odin_client.types.status import ReindexResult
 
 
 class AsyncDocumentCalls(AsyncConnection):

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from odin_client.errors import InvalidRequest
+from odin_client.types.errors import InvalidRequest
 from wolf_service import filetypes
 
 

@@ -41,7 +41,7 @@ from typing import Protocol
 
 import grpc
 
-log = logging.getLogger("odin_client.retry")
+log = logging.getLogger("odin_client.protocol.retry")
 
 RETRY_ALWAYS: frozenset[grpc.StatusCode] = frozenset({grpc.StatusCode.UNAVAILABLE})
 RETRY_IDEMPOTENT_READ: frozenset[grpc.StatusCode] = frozenset(
