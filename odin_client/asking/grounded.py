@@ -18,6 +18,7 @@ from typing import Any
 from wolf.v1 import common_pb2, geri_pb2
 
 from odin_client.protocol import messages
+from odin_client.protocol.specs import Took
 from odin_client.settings import OdinSettings
 from odin_client.types.results import Answer, Citation, Generation, Retrieval, Timings, generation_from_proto
 
@@ -128,10 +129,10 @@ def _generation(resp: geri_pb2.AnswerResponse, elapsed_ms: float, attempts: int)
                                  elapsed_ms=elapsed_ms, attempts=attempts)
 
 
-def finish(prepared: Prepared, resp: geri_pb2.AnswerResponse, *, answer_started: float, attempts: int) -> Answer:
-    """The :class:`Answer` of Geri's response (``answer_started``: perf_counter() when Answer was sent)."""
+def finish(prepared: Prepared, resp: geri_pb2.AnswerResponse, took: Took) -> Answer:
+    """The :class:`Answer` of Geri's response, ``took`` the attempts and time of the Answer call."""
     grounded = resp.answer
-    generate_ms = _ms(answer_started)
+    generate_ms, attempts = took.elapsed_ms, took.attempts
     return Answer(
         question=prepared.question, text=grounded.text, sources=prepared.retrieval.sources,
         timings=Timings(prepared.retrieve_ms, generate_ms, _ms(prepared.started)),

@@ -1,4 +1,4 @@
-"""The exit codes of every ``odin`` command, defined here once (docs/operations.md lists them)."""
+"""The exit codes of every ``odin`` command (``odin mcp`` included), defined here once; README.md lists them."""
 
 from __future__ import annotations
 

@@ -1,30 +1,39 @@
-"""What every asyncio Odin call needs: settings, grpc.aio channels, and the retrying unary and stream runners.
+"""The asyncio connection: grpc.aio channels, the retry loops that wait with ``await sleep``, the IndexDocuments
+stream, and what a CancelledError out of grpc.aio means.
 
-The asyncio twin of :mod:`odin_client.client.blocking_connection` + :mod:`odin_client.protocol.attempts`: the same
-:class:`~odin_client.protocol.attempts.Attempts` decide deadlines and retries; only the waiting (``await clock.sleep``)
-and the channels (``grpc.aio``) differ.
+The I/O half of :class:`~odin_client.client.AsyncOdinClient`. Its twin is
+:mod:`odin_client.client.blocking_connection`: the same :class:`~odin_client.protocol.channels.ChannelPool` and
+:class:`~odin_client.protocol.attempts.Attempts`, other waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol, Self, TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, Protocol, Self, TypeAlias, TypeVar
 
 import grpc
-from wolf.v1 import freki_pb2_grpc, geri_pb2_grpc
+from wolf.v1 import freki_pb2, freki_pb2_grpc, geri_pb2_grpc
 
-from odin_client.client.blocking_connection import policy_from
-from odin_client.protocol.attempts import Attempts, RetryListener
-from odin_client.protocol.channels import call_metadata, channel_credentials, channel_options
-from odin_client.protocol.retry import RetryPolicy, attempt_timeout, retryable
+from odin_client.protocol.attempts import Attempts, RetryListener, policy_from
+from odin_client.protocol.channels import ChannelPool, call_metadata
+from odin_client.protocol.index_stream import IndexBatch, IndexStream, StreamMismatch, built, unusable
+from odin_client.protocol.retry import attempt_timeout, retryable
 from odin_client.protocol.specs import CallSpec, tenant_of
 from odin_client.settings import OdinSettings
+from odin_client.tools.driving import Confirm, audit_log
+from odin_client.tools.loop import ToolOutcome
+from odin_client.tools.registry import ToolRegistry
+from odin_client.tools.running import run_call_async
 from odin_client.types.errors import ClientClosed, raise_from_rpc_error
+from odin_client.types.results import ToolCallRequest
 
 T = TypeVar("T")
+# What a server-streaming call hands its reader (a generator: closing it cancels the call).
+Stream: TypeAlias = AsyncGenerator[T, None]
 
 
 class AsyncClock(Protocol):
@@ -51,21 +60,28 @@ class LoopClock:
         await asyncio.sleep(seconds)
 
 
+def _open_channel(target: str, credentials: grpc.ChannelCredentials | None,
+                  options: list[tuple[str, Any]]) -> grpc.aio.Channel:
+    if credentials is None:
+        return grpc.aio.insecure_channel(target, options=options)
+    return grpc.aio.secure_channel(target, credentials, options=options)
+
+
 class AsyncConnection:
-    """Channels and retries shared by the calls of :class:`~odin_client.client._async.client.AsyncOdinClient`."""
+    """Channels and retries shared by the calls of :class:`~odin_client.client.AsyncOdinClient`."""
 
     def __init__(self, settings: OdinSettings | None = None, *, clock: AsyncClock | None = None,
                  rng: random.Random | None = None, on_retry: RetryListener | None = None) -> None:
-        """Create a client; channels open on first use (inside the running event loop); ``on_retry`` as in
+        """Create a client; channels open on first use (inside the running event loop); arguments as in
         :class:`~odin_client.client.OdinClient`."""
-        self.on_retry = on_retry
         self.settings = settings or OdinSettings()
-        self.policy: RetryPolicy = policy_from(self.settings)
+        self.channels: ChannelPool[grpc.aio.Channel] = ChannelPool(self.settings, _open_channel)
+        self.policy = policy_from(self.settings)
         self.clock: AsyncClock = clock or LoopClock()
         self.rng = rng or random.Random()
-        self._channels: dict[str, grpc.aio.Channel] = {}
-        self._closed = False
+        self.on_retry = on_retry
         self._metadata = call_metadata(self.settings)
+        self._tool_audit = audit_log(self.settings.tool_audit_log)
 
     async def __aenter__(self) -> Self:
         return self
@@ -74,115 +90,128 @@ class AsyncConnection:
         await self.close()
 
     async def close(self) -> None:
-        """Close all channels; later calls raise :class:`~odin_client.types.errors.ClientClosed`."""
-        self._closed = True
-        channels, self._channels = list(self._channels.values()), {}
-        for channel in channels:
+        """Close all channels. Further calls raise :class:`~odin_client.types.errors.ClientClosed`."""
+        for channel in self.channels.retire():
             await channel.close()
-
-    def _closed_under(self, exc: asyncio.CancelledError) -> asyncio.CancelledError | ClientClosed:
-        """What a CancelledError out of a grpc.aio call means: ``close()`` cancelled the call (grpc.aio reports a
-        locally cancelled call as CancelledError even in a task nobody cancelled) -> ClientClosed; else the task
-        itself is being cancelled, and the CancelledError goes on as it is."""
-        task = asyncio.current_task()
-        if self._closed and task is not None and task.cancelling() == 0:
-            return ClientClosed("the Odin client was closed while the call was running")
-        return exc
 
     @property
     def open_targets(self) -> list[str]:
-        """Targets with an open channel."""
-        return list(self._channels)
+        """Targets with an open channel, in the order they were opened."""
+        return self.channels.open_targets
 
-    def _channel(self, target: str) -> grpc.aio.Channel:
-        if self._closed:
-            raise ClientClosed("the Odin client is closed; create a new AsyncOdinClient")
-        channel = self._channels.get(target)
-        if channel is None:
-            creds = channel_credentials(self.settings)
-            options = channel_options(self.settings)
-            channel = (grpc.aio.insecure_channel(target, options=options) if creds is None
-                       else grpc.aio.secure_channel(target, creds, options=options))
-            self._channels[target] = channel
-        return channel
+    @property
+    def _closed(self) -> bool:
+        return self.channels.closed
 
     def _freki(self) -> freki_pb2_grpc.FrekiServiceStub:
-        return freki_pb2_grpc.FrekiServiceStub(self._channel(self.settings.freki_target))
+        return freki_pb2_grpc.FrekiServiceStub(self.channels.get(self.settings.freki_target))
 
     def _geri(self) -> geri_pb2_grpc.GeriServiceStub:
-        return geri_pb2_grpc.GeriServiceStub(self._channel(self.settings.geri_target))
+        return geri_pb2_grpc.GeriServiceStub(self.channels.get(self.settings.geri_target))
 
     def _tenant(self, tenant_id: str | None) -> str:
         return tenant_of(self.settings, tenant_id)
 
-    def _attempts(self, service: str, method: str, budget_s: float, idempotent_read: bool) -> Attempts:
-        return Attempts(self.policy, self.clock.monotonic, self.rng, self.on_retry, service=service, method=method,
-                        budget_s=budget_s, retryable=retryable(idempotent_read))
-
-    async def _unary(self, invoke: Callable[[float], Awaitable[T]], *, service: str, method: str,
-                     budget_s: float, idempotent_read: bool) -> tuple[T, int]:
-        """Await ``invoke(timeout)`` until it succeeds, fails for good, or the budget is spent."""
-        tries = self._attempts(service, method, budget_s, idempotent_read)
-        while True:
-            remaining = tries.start()
-            try:
-                return await invoke(attempt_timeout(remaining, self.settings.attempt_timeout_s)), tries.count
-            except grpc.RpcError as exc:
-                delay = tries.failed(exc)
-            except asyncio.CancelledError as exc:
-                raise self._closed_under(exc) from None
-            await self.clock.sleep(delay)
-
-    async def _server_stream(self, open_call: Callable[[float], Any], tries: Attempts,
-                             on_attempt: Callable[[int], None] | None = None) -> AsyncGenerator[Any, None]:
-        """The messages of a server stream, retrying the call only until its first message arrived; a consumer
-        that stops early (or a break) cancels the call."""
-        while True:
-            remaining = tries.start()
-            if on_attempt is not None:
-                on_attempt(tries.count)
-            # The whole remaining budget: a per-attempt cap would cut long generations short.
-            call = open_call(remaining)
-            try:
-                message = await call.read()
-                break
-            except grpc.RpcError as exc:
-                delay = tries.failed(exc)
-            except asyncio.CancelledError as exc:
-                raise self._closed_under(exc) from None
-            await self.clock.sleep(delay)
-        received = 0
-        try:
-            while message is not grpc.aio.EOF:
-                received += 1
-                yield message
-                message = await call.read()
-        except grpc.RpcError as exc:
-            raise_from_rpc_error(exc, service=tries.service, method=tries.method, attempts=tries.count,
-                                 after_messages=received)
-        except asyncio.CancelledError as exc:
-            raise self._closed_under(exc) from None
-        finally:
-            call.cancel()
-
     def _stub_method(self, spec: CallSpec[Any]) -> Any:
         return getattr(self._freki() if spec.service == "freki" else self._geri(), spec.method)
 
-    async def _call(self, spec: CallSpec[T]) -> T:
-        """Run a unary :class:`~odin_client.protocol.specs.CallSpec` with retries; its converted result."""
-        method = self._stub_method(spec)
-        resp, _ = await self._unary(lambda t: method(spec.request, timeout=t, metadata=self._metadata),
-                                    service=spec.service, method=spec.method, budget_s=spec.budget_s,
-                                    idempotent_read=spec.idempotent_read)
-        return spec.convert(resp)
+    def _attempts(self, spec: CallSpec[Any]) -> Attempts:
+        """A new call's attempts, its deadline starting now."""
+        return Attempts(self.policy, self.clock.monotonic, self.rng, self.on_retry, service=spec.service,
+                        method=spec.method, budget_s=spec.budget_s, retryable=retryable(spec.idempotent_read))
 
-    async def _stream_call(self, spec: CallSpec[T]) -> AsyncIterator[T]:
-        """Run a server-streaming spec (retried until its first message); each message converted."""
-        method = self._stub_method(spec)
-        tries = self._attempts(spec.service, spec.method, spec.budget_s, spec.idempotent_read)
-        messages = self._server_stream(lambda t: method(spec.request, timeout=t, metadata=self._metadata), tries)
+    @contextlib.contextmanager
+    def _closing(self) -> Iterator[None]:
+        """What a CancelledError out of a grpc.aio call means: ``close()`` cancelled the call (grpc.aio reports a
+        locally cancelled call as CancelledError even in a task nobody cancelled) -> ClientClosed; else the task
+        itself is being cancelled, and the CancelledError goes on as it is."""
         try:
-            async for message in messages:
-                yield spec.convert(message)
-        finally:
-            await messages.aclose()
+            yield
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self.channels.closed and task is not None and task.cancelling() == 0:
+                raise ClientClosed("the Odin client was closed while the call was running") from None
+            raise
+
+    async def _unary(self, spec: CallSpec[Any]) -> tuple[Any, int]:
+        """Run a unary call until it succeeds, fails for good, or the budget is spent; the response and attempts."""
+        method = self._stub_method(spec)
+        tries = self._attempts(spec)
+        with self._closing():
+            while True:
+                remaining = tries.start()
+                try:
+                    timeout = attempt_timeout(remaining, self.settings.attempt_timeout_s)
+                    return await method(spec.request, timeout=timeout, metadata=self._metadata), tries.count
+                except grpc.RpcError as exc:
+                    delay = tries.failed(exc)
+                await self.clock.sleep(delay)
+
+    async def _server_stream(self, spec: CallSpec[Any], tries: Attempts) -> AsyncGenerator[Any, None]:
+        """The messages of a server stream, retrying the call only until its first message arrived; a consumer
+        that stops early (or a break) cancels the call."""
+        method = self._stub_method(spec)
+        with self._closing():
+            while True:
+                remaining = tries.start()
+                # The whole remaining budget: a per-attempt cap would cut long generations short.
+                call = method(spec.request, timeout=remaining, metadata=self._metadata)
+                try:
+                    message = await call.read()
+                    break
+                except grpc.RpcError as exc:
+                    delay = tries.failed(exc)
+                await self.clock.sleep(delay)
+            received = 0
+            try:
+                while message is not grpc.aio.EOF:
+                    received += 1
+                    yield message
+                    message = await call.read()
+            except grpc.RpcError as exc:
+                raise_from_rpc_error(exc, service=tries.service, method=tries.method, attempts=tries.count,
+                                     after_messages=received)
+            finally:
+                call.cancel()
+
+    async def _offload(self, function: Callable[..., T], *args: Any) -> T:
+        """Run blocking work (reading files, walking folders) in a worker thread, off the event loop."""
+        return await asyncio.to_thread(function, *args)
+
+    async def _confirmed(self, confirm: Confirm | None, call: ToolCallRequest) -> bool:
+        """The caller's say on a tool call marked ``confirm`` (none given: declined); a coroutine function's
+        answer is awaited."""
+        if confirm is None:
+            return False
+        said = confirm(call)
+        return bool(await said) if isinstance(said, Awaitable) else bool(said)
+
+    async def _run_tool(self, registry: ToolRegistry, call: ToolCallRequest) -> ToolOutcome:
+        """Run an allowed tool call within ``tool_timeout_s``: a coroutine handler awaited, others in a thread."""
+        return await run_call_async(registry, call, self.settings.tool_timeout_s)
+
+    async def _index_stream(self, batch: IndexBatch) -> None:
+        """Send the batch over one IndexDocuments stream, settling each outcome (see
+        :mod:`~odin_client.protocol.index_stream`); returns early, leaving documents missing, when it is unusable.
+        Files are read in a worker thread."""
+        stream = IndexStream(batch.docs)
+
+        async def requests() -> AsyncIterator[freki_pb2.IndexDocumentRequest]:
+            for i, doc in enumerate(batch.docs):
+                request = stream.admit(i, await asyncio.to_thread(built, batch.make_request, doc))
+                if request is not None:
+                    yield request
+
+        responses = self._freki().IndexDocuments(requests(), timeout=batch.stream_timeout(
+            self.settings.index_deadline_s), metadata=self._metadata)
+        with self._closing():
+            try:
+                async for result in responses:
+                    batch.settle_all(stream.received(result))
+                batch.settle_all(stream.ended())
+            except grpc.RpcError as exc:
+                stream.broke(exc)
+            except StreamMismatch as exc:
+                unusable(str(exc))
+            finally:
+                responses.cancel()

@@ -1,18 +1,26 @@
 """Lazily opened, reused gRPC channels (one per target), with optional TLS/mTLS and an API key.
 
 A channel is expensive (a TCP/HTTP2 connection, TLS handshake) and multiplexes any number of
-calls, so the pool opens one per target on first use and keeps it until :meth:`ChannelPool.close`.
+calls, so the pool opens one per target on first use and keeps it until :meth:`ChannelPool.retire`. The
+pool is the same for both clients; only the opener differs (``grpc`` or ``grpc.aio``), and closing the
+retired channels, which ``grpc.aio`` awaits.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 import grpc
 
 from odin_client.settings import OdinSettings
 from odin_client.types.errors import ClientClosed, OdinError
+
+C = TypeVar("C")
+# (target, credentials or None for plaintext, channel options) -> a new channel
+OpenChannel = Callable[[str, grpc.ChannelCredentials | None, list[tuple[str, Any]]], C]
 
 
 def _read_pem(path: Path | None, what: str) -> bytes | None:
@@ -66,18 +74,19 @@ def call_metadata(settings: OdinSettings) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {settings.api_key.get_secret_value()}"),)
 
 
-class ChannelPool:
-    """One channel per target, opened on first use, closed together. Thread-safe."""
+class ChannelPool(Generic[C]):
+    """One channel per target, opened on first use, retired together. Thread-safe."""
 
-    def __init__(self, settings: OdinSettings) -> None:
+    def __init__(self, settings: OdinSettings, open_channel: OpenChannel[C]) -> None:
         self._settings = settings
-        self._channels: dict[str, grpc.Channel] = {}
+        self._open_channel = open_channel
+        self._channels: dict[str, C] = {}
         self._lock = threading.Lock()
         self._closed = False
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` ran."""
+        """True once :meth:`retire` ran."""
         return self._closed
 
     @property
@@ -86,32 +95,25 @@ class ChannelPool:
         with self._lock:
             return list(self._channels)
 
-    def get(self, target: str) -> grpc.Channel:
+    def get(self, target: str) -> C:
         """Return the channel for ``target``, opening it on first use.
 
         Raises:
-            ClientClosed: the pool was closed.
+            ClientClosed: the pool was retired (the client closed).
         """
         with self._lock:
             if self._closed:
-                raise ClientClosed("the Odin client is closed; create a new OdinClient")
+                raise ClientClosed("the Odin client is closed; create a new client")
             channel = self._channels.get(target)
             if channel is None:
-                channel = self._open(target)
+                channel = self._open_channel(target, channel_credentials(self._settings),
+                                             channel_options(self._settings))
                 self._channels[target] = channel
             return channel
 
-    def _open(self, target: str) -> grpc.Channel:
-        options = channel_options(self._settings)
-        credentials = channel_credentials(self._settings)
-        if credentials is None:
-            return grpc.insecure_channel(target, options=options)
-        return grpc.secure_channel(target, credentials, options=options)
-
-    def close(self) -> None:
-        """Close every channel; later :meth:`get` calls raise :class:`ClientClosed`. Idempotent."""
+    def retire(self) -> list[C]:
+        """Refuse channels from now on; the open ones, for the caller to close. Idempotent."""
         with self._lock:
             self._closed = True
             channels, self._channels = list(self._channels.values()), {}
-        for channel in channels:
-            channel.close()
+        return channels

@@ -1,23 +1,21 @@
 """Indexing many files over Freki's IndexDocuments stream (one call, results in order).
 
-``stream_index`` (blocking) and ``stream_index_async`` (grpc.aio) send one request per document of an
-:class:`IndexBatch` (built lazily, so a large folder is never held in memory) and settle each document's
+Each connection's ``_index_stream`` (:mod:`odin_client.client`) sends one request per document of an
+:class:`IndexBatch` (built lazily, so a large folder is never held in memory) and settles each document's
 ``IndexResult | OdinError`` as Freki answers. A document Freki refuses becomes an OdinError in its place. If
 the stream cannot be used — an older Freki without IndexDocuments, the stream breaks, or a result does not
-carry the next document's request_id (out of order, one too many) — they log why and stop; the caller
+carry the next document's request_id (out of order, one too many) — ``unusable`` logs why and they stop; the caller
 indexes ``batch.missing()`` one call at a time (with retries). Indexing is idempotent (an unchanged
-document is a no-op), so re-sending is safe. The stream bookkeeping both drivers share is
+document is a no-op), so re-sending is safe. The stream bookkeeping both share is
 :class:`IndexStream`; the outcomes, progress and ``stop_on_error`` are :class:`IndexBatch`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import grpc
 from wolf.v1 import freki_pb2
@@ -95,68 +93,19 @@ class IndexStream:
         code, details = status_of(exc)
         if code in _FINAL:
             raise from_rpc_error(exc, service="freki", method="IndexDocuments", attempts=1) from exc
-        _unusable(f"{code.name}: {details}")
+        unusable(f"{code.name}: {details}")
 
     def ended(self) -> list[tuple[int, Outcome]]:
         """The stream ended: the unread documents after the last result — none when a sent one lacks its
         result (all of them are then left to the caller)."""
         rest = range(self._next, len(self.docs))
         if any(p not in self._local for p in rest):
-            _unusable("the stream ended before every document had its result")
+            unusable("the stream ended before every document had its result")
             return []
         return [(p, self._local[p]) for p in rest]
 
 
-def stream_index(call: Callable[..., Any], batch: IndexBatch, *, timeout: float,
-                 metadata: Sequence[tuple[str, str]]) -> None:
-    """Send the batch's documents over one IndexDocuments stream, settling each outcome (see the module
-    docstring); returns early, leaving documents missing, when the stream is unusable."""
-    stream = IndexStream(batch.docs)
-
-    def requests() -> Iterator[freki_pb2.IndexDocumentRequest]:
-        for i, doc in enumerate(batch.docs):
-            request = stream.admit(i, built(batch.make_request, doc))
-            if request is not None:
-                yield request
-
-    responses = call(requests(), timeout=timeout, metadata=metadata)
-    try:
-        for result in responses:
-            batch.settle_all(stream.received(result))
-        batch.settle_all(stream.ended())
-    except grpc.RpcError as exc:
-        stream.broke(exc)
-    except StreamMismatch as exc:
-        _unusable(str(exc))
-    finally:
-        responses.cancel()
-
-
-async def stream_index_async(call: Callable[..., Any], batch: IndexBatch, *, timeout: float,
-                             metadata: Sequence[tuple[str, str]]) -> None:
-    """:func:`stream_index` on a grpc.aio stub; files are read in a worker thread, off the event loop."""
-    stream = IndexStream(batch.docs)
-
-    async def requests() -> AsyncIterator[freki_pb2.IndexDocumentRequest]:
-        for i, doc in enumerate(batch.docs):
-            request = stream.admit(i, await asyncio.to_thread(built, batch.make_request, doc))
-            if request is not None:
-                yield request
-
-    responses = call(requests(), timeout=timeout, metadata=metadata)
-    try:
-        async for result in responses:
-            batch.settle_all(stream.received(result))
-        batch.settle_all(stream.ended())
-    except grpc.RpcError as exc:
-        stream.broke(exc)
-    except StreamMismatch as exc:
-        _unusable(str(exc))
-    finally:
-        responses.cancel()
-
-
-def _unusable(reason: str) -> None:
+def unusable(reason: str) -> None:
     log.info("IndexDocuments stream unusable (%s); indexing the remaining documents one by one", reason)
 
 

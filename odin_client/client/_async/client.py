@@ -1,151 +1,149 @@
-"""The asyncio Odin client (grpc.aio), the twin of :class:`odin_client.client.OdinClient`: the same methods with the
-same arguments, results, errors, deadlines and retries, awaited.
+"""The Odin client: retrieve from Freki, generate with Geri, or ``ask`` (a grounded answer: Freki's context
+answered by Geri's Answer RPC).
 
-It sends the same requests (:mod:`odin_client.protocol.messages`, :mod:`odin_client.protocol.specs`), returns the
-same result types and follows the same :class:`~odin_client.protocol.retry.RetryPolicy`
-(:class:`~odin_client.protocol.attempts.Attempts`); only the waiting (``asyncio.sleep``) and the channels
-(``grpc.aio``) differ. Its calls are in mixins mirroring the blocking client's: :mod:`.documents` and
-:mod:`.graph`. ``index(paths)`` (walking folders) stays in the blocking client, where the CLI's progress and a
-tree walk belong; ``index_documents`` takes the files it finds (reading each in a worker thread, off the event
-loop).
+Example (the blocking client; the asyncio one awaits the same calls inside ``async with``):
+    with OdinClient(OdinSettings(freki_target="127.0.0.1:50051")) as odin:
+        odin.index(["docs/"])
+        answer = odin.ask("Which port does the gateway listen on?")
+        print(answer.text, [s.document_id for s in answer.sources])
+
+The asyncio client here is the source of both: the blocking one is generated from it (see
+:mod:`odin_client.client`). Every call has a deadline (settings, overridable per call) that bounds all of
+its retries; see :mod:`odin_client.protocol.retry` for what is retried. Errors are
+:class:`~odin_client.types.errors.OdinError`\\ s.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from wolf.v1 import common_pb2, geri_pb2
 
-from odin_client.asking.free_text import free_text_ask_async
+from odin_client.asking.free_text import free_text_answer, without_context
 from odin_client.asking.grounded import AskOptions, Call, Prepared, RetrieveCall, finish, prepare
 from odin_client.client._async.documents import AsyncDocumentCalls
 from odin_client.client._async.graph import AsyncGraphCalls
-from odin_client.client.async_connection import AsyncClock, LoopClock
-from odin_client.protocol import messages
-from odin_client.protocol import specs as call_specs
-from odin_client.protocol.flows import drive_async
+from odin_client.protocol import specs
+from odin_client.protocol.messages import Filters, generate_request
 from odin_client.tools import ToolLoopResult, ToolRegistry
-from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, audit_log, drive_tools_async, loop_options
-from odin_client.types.errors import NotFound, StreamInterrupted
-from odin_client.types.results import (
-    Answer,
-    Embeddings,
-    Erasure,
-    Generation,
-    Retrieval,
-    generation_from_proto,
-    retrieval_from_proto,
-)
+from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, loop_options, record_decision
+from odin_client.tools.loop import ConfirmCall, GenerateCall, LoopCall, RunToolCall, tool_loop
+from odin_client.types.errors import NotFound, OdinError
+from odin_client.types.results import Answer, Embeddings, Erasure, Generation, Retrieval
 from odin_client.types.status import IndexStatusInfo, ModelList
-
-__all__ = ["AsyncClock", "AsyncOdinClient", "LoopClock"]
-
-
-def _ms_since(start: float) -> float:
-    return (time.perf_counter() - start) * 1000.0
 
 
 class AsyncOdinClient(AsyncDocumentCalls, AsyncGraphCalls):
-    """asyncio client for Freki and Geri; ``async with`` it or ``await close()``."""
+    """Typed client for Freki and Geri; close it (or use it as a context manager) when done."""
 
-    async def retrieve(self, query: str, *, top_k: int = 0, filters: messages.Filters | None = None,
-                       mode: str = "", score_threshold: float | None = None, document_ids: Iterable[str] = (),
+    async def retrieve(self, query: str, *, top_k: int = 0, filters: Filters | None = None, mode: str = "",
+                       score_threshold: float | None = None, document_ids: Iterable[str] = (),
                        query_variants: Iterable[str] = (), tenant_id: str | None = None,
                        deadline_s: float | None = None, graph_expand: bool | None = None,
                        explain: bool = False) -> Retrieval:
-        """Retrieve the chunks most relevant to ``query`` (arguments as :meth:`OdinClient.retrieve`)."""
-        request = messages.retrieve_request(
-            query, tenant_id=self._tenant(tenant_id), top_k=top_k, filters=filters, mode=mode,
-            score_threshold=score_threshold, document_ids=list(document_ids), query_variants=list(query_variants),
-            graph_expand=graph_expand, explain=explain,
-        )
-        stub = self._freki()
-        start = time.perf_counter()
-        resp, attempts = await self._unary(
-            lambda t: stub.RetrieveContext(request, timeout=t, metadata=self._metadata),
-            service="freki", method="RetrieveContext", budget_s=deadline_s or self.settings.deadline_s,
-            idempotent_read=True)
-        return retrieval_from_proto(resp, elapsed_ms=_ms_since(start), attempts=attempts)
+        """Retrieve the chunks most relevant to ``query`` from Freki.
 
-    async def generate(self, prompt: str, *, context: common_pb2.RAGContext | None = None,
+        Args:
+            query: The question or search text.
+            top_k: Chunks to return; 0 = server default.
+            filters: Metadata conditions, ``{key: value or [values]}``.
+            mode: "", "dense", "sparse" or "hybrid" ("" = server default).
+            score_threshold: Minimum relevance in [0, 1].
+            document_ids: Restrict to these documents.
+            query_variants: Other phrasings of the query; Freki fuses the results of all.
+            tenant_id: Overrides the configured tenant.
+            deadline_s: Overrides the configured deadline (retries included).
+            graph_expand: Add the top hits' linked documents (None = server default).
+            explain: Each source's ``context`` document carries an Explanation of its score.
+        """
+        return await self._call(specs.retrieve(
+            self.settings, query, tenant_id=tenant_id, top_k=top_k, filters=filters, mode=mode,
+            score_threshold=score_threshold, document_ids=document_ids, query_variants=query_variants,
+            deadline_s=deadline_s, graph_expand=graph_expand, explain=explain))
+
+    async def generate(self, prompt: str, *, context: common_pb2.RAGContext | None = None, model: str = "",
+                       system_prompt: str = "", max_tokens: int | None = None, temperature: float | None = None,
                        tenant_id: str | None = None, deadline_s: float | None = None,
-                       **options: Any) -> Generation:
-        """Generate a full answer; ``options`` as for :meth:`OdinClient.generate` (model, max_tokens, json_schema,
-        session_id, …)."""
-        request = messages.generate_request(prompt, tenant_id=self._tenant(tenant_id), context=context,
-                                            **options)
-        stub = self._geri()
-        start = time.perf_counter()
-        resp, attempts = await self._unary(
-            lambda t: stub.Generate(request, timeout=t, metadata=self._metadata), service="geri",
-            method="Generate", budget_s=deadline_s or self.settings.generate_deadline_s,
-            idempotent_read=False)
-        return generation_from_proto(resp, elapsed_ms=_ms_since(start), attempts=attempts)
+                       json_schema: Mapping[str, Any] | None = None, session_id: str = "", owner_id: str = "",
+                       messages: Sequence[common_pb2.ChatTurn] = (), tools: Sequence[common_pb2.ToolDefinition] = (),
+                       tool_choice: str = "") -> Generation:
+        """Generate a complete answer with Geri, grounded in ``context`` when given.
 
-    async def generate_stream(self, prompt: str, *, context: common_pb2.RAGContext | None = None,
-                              tenant_id: str | None = None, deadline_s: float | None = None,
-                              **options: Any) -> AsyncIterator[str | Generation]:
-        """Text deltas, then one :class:`Generation`; retried only before the first event.
+        ``json_schema`` asks for JSON of that schema (in ``Generation.json``); ``session_id`` / ``owner_id`` put the
+        turn in a stored conversation; ``messages`` are earlier turns (and tool results) the caller keeps;
+        ``tools`` / ``tool_choice`` offer tools (the calls are in ``Generation.tool_calls``).
+        """
+        request = generate_request(
+            prompt, tenant_id=self._tenant(tenant_id), context=context, model=model, system_prompt=system_prompt,
+            max_tokens=max_tokens, temperature=temperature, json_schema=json_schema, session_id=session_id,
+            owner_id=owner_id, messages=messages, tools=tools, tool_choice=tool_choice)
+        return await self._call(specs.generate(self.settings, request, deadline_s=deadline_s))
+
+    async def generate_stream(self, prompt: str, *, context: common_pb2.RAGContext | None = None, model: str = "",
+                              system_prompt: str = "", max_tokens: int | None = None,
+                              temperature: float | None = None, tenant_id: str | None = None,
+                              deadline_s: float | None = None, json_schema: Mapping[str, Any] | None = None,
+                              session_id: str = "", owner_id: str = "", messages: Sequence[common_pb2.ChatTurn] = (),
+                              tools: Sequence[common_pb2.ToolDefinition] = (),
+                              tool_choice: str = "") -> AsyncIterator[str | Generation]:
+        """Stream an answer from Geri: text deltas (``str``), then exactly one :class:`Generation`; arguments as
+        :meth:`generate`.
 
         Raises:
             StreamInterrupted: the stream broke, or ended without its final event.
         """
-        request = messages.generate_request(prompt, tenant_id=self._tenant(tenant_id), context=context,
-                                            **options)
-        stub = self._geri()
-        tries = self._attempts("geri", "GenerateStream", deadline_s or self.settings.generate_deadline_s,
-                               idempotent_read=False)
-        start = time.perf_counter()
-        events = self._server_stream(lambda t: stub.GenerateStream(request, timeout=t, metadata=self._metadata),
-                                     tries)
-        received = 0
+        request = generate_request(
+            prompt, tenant_id=self._tenant(tenant_id), context=context, model=model, system_prompt=system_prompt,
+            max_tokens=max_tokens, temperature=temperature, json_schema=json_schema, session_id=session_id,
+            owner_id=owner_id, messages=messages, tools=tools, tool_choice=tool_choice)
+        items = self._stream_call(specs.generate_stream(self.settings, request, deadline_s=deadline_s))
         try:
-            async for event in events:
-                received += 1
-                kind = event.WhichOneof("event")
-                if kind == "text_delta":
-                    yield event.text_delta
-                elif kind == "final":
-                    yield generation_from_proto(event.final, elapsed_ms=_ms_since(start), attempts=tries.count)
-                    return
+            async for item in items:
+                yield item
         finally:
-            await events.aclose()  # a consumer that stops early cancels the call now
-        raise StreamInterrupted(
-            f"Geri (generation) GenerateStream ended after {received} event(s) without its final event; "
-            "the answer is incomplete", service="geri", details="stream ended without final event")
+            await items.aclose()  # a consumer that stops early cancels the call now
 
-    async def ask(self, question: str, *, top_k: int = 0, filters: messages.Filters | None = None,
-                  mode: str = "", tenant_id: str | None = None, model: str = "", max_tokens: int | None = None,
-                  session_id: str = "", owner_id: str = "", grounded: bool = True, allow_no_context: bool = False,
+    async def ask(self, question: str, *, top_k: int = 0, filters: Filters | None = None, mode: str = "",
+                  tenant_id: str | None = None, model: str = "", max_tokens: int | None = None, session_id: str = "",
+                  owner_id: str = "", grounded: bool = True, allow_no_context: bool = False,
                   temperature: float | None = None, on_text: Callable[[str], None] | None = None,
                   history: Iterable[common_pb2.ChatTurn] = ()) -> Answer:
-        """Answer from the indexed documents (see :meth:`OdinClient.ask`): grounded by default."""
+        """Answer ``question`` from the indexed documents: retrieve with Freki, then answer with Geri.
+
+        By default the answer is grounded (docs/answers.md, GeriService.Answer): cited sentence by sentence,
+        with a summary, key details and a confidence — or ``answered=False`` with a reason when the sources do
+        not say. With ``session_id`` the question continues a conversation (Geri rewrites a follow-up into a
+        standalone query before retrieval); ``history`` does the same with turns the caller keeps.
+        ``on_text`` gets the checked answer text (see :meth:`ask_stream` for text as it is written).
+        ``grounded=False`` gives Geri's free-text answer (streamed to ``on_text`` when given;
+        ``allow_no_context`` answers without sources if Freki is down).
+
+        Raises:
+            ServiceUnavailable: naming Freki or Geri, when a leg failed after retries.
+            OdinError: any other failure (e.g. FAILED_PRECONDITION when no model produced a valid answer).
+        """
         if not grounded:
-            return await free_text_ask_async(self, question, top_k=top_k, filters=filters, mode=mode,
-                                             tenant_id=tenant_id, allow_no_context=allow_no_context, model=model,
-                                             max_tokens=max_tokens, temperature=temperature, on_text=on_text)
+            return await self._free_text_ask(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
+                                             allow_no_context=allow_no_context, model=model, max_tokens=max_tokens,
+                                             temperature=temperature, on_text=on_text)
         prepared = await self._prepare(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
                                        model=model, max_tokens=max_tokens, session_id=session_id, owner_id=owner_id,
                                        temperature=temperature, history=history)
-        spec = call_specs.answer(self.settings, prepared.request)
-        stub = self._geri()
-        started = time.perf_counter()
-        resp, attempts = await self._unary(
-            lambda t: stub.Answer(spec.request, timeout=t, metadata=self._metadata), service="geri",
-            method="Answer", budget_s=spec.budget_s, idempotent_read=spec.idempotent_read)
-        answer = finish(prepared, resp, answer_started=started, attempts=attempts)
+        answer = await self._call(specs.answer(self.settings, prepared.request,
+                                               lambda resp, took: finish(prepared, resp, took)))
         if on_text is not None and answer.text:
             on_text(answer.text)
         return answer
 
-    async def ask_stream(self, question: str, *, top_k: int = 0, filters: messages.Filters | None = None,
-                         mode: str = "", tenant_id: str | None = None, model: str = "",
-                         max_tokens: int | None = None, session_id: str = "", owner_id: str = "",
-                         temperature: float | None = None,
+    async def ask_stream(self, question: str, *, top_k: int = 0, filters: Filters | None = None, mode: str = "",
+                         tenant_id: str | None = None, model: str = "", max_tokens: int | None = None,
+                         session_id: str = "", owner_id: str = "", temperature: float | None = None,
                          history: Iterable[common_pb2.ChatTurn] = ()) -> AsyncIterator[str | Answer]:
-        """Provisional text deltas, then one checked :class:`Answer` (see :meth:`OdinClient.ask_stream`).
+        """The grounded answer of :meth:`ask`, streamed (GeriService.AnswerStream): the provisional answer text
+        (``str`` deltas) as the model writes it, then exactly one checked :class:`Answer`. Its ``revised`` is
+        True when its ``text`` differs from the deltas (the check replaced or withdrew them): show ``text``.
 
         Raises:
             StreamInterrupted: the stream broke, or ended without its final event.
@@ -153,72 +151,90 @@ class AsyncOdinClient(AsyncDocumentCalls, AsyncGraphCalls):
         prepared = await self._prepare(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
                                        model=model, max_tokens=max_tokens, session_id=session_id, owner_id=owner_id,
                                        temperature=temperature, history=history)
-        spec = call_specs.answer_stream(self.settings, prepared.request)
-        stub = self._geri()
-        tries = self._attempts("geri", "AnswerStream", spec.budget_s, idempotent_read=spec.idempotent_read)
-        started = time.perf_counter()
-        events = self._server_stream(lambda t: stub.AnswerStream(spec.request, timeout=t, metadata=self._metadata),
-                                     tries)
-        received = 0
+        items = self._stream_call(specs.answer_stream(self.settings, prepared.request,
+                                                      lambda resp, took: finish(prepared, resp, took)))
         try:
-            async for event in events:
-                received += 1
-                kind = event.WhichOneof("event")
-                if kind == "text_delta":
-                    yield event.text_delta
-                elif kind == "final":
-                    yield finish(prepared, event.final, answer_started=started, attempts=tries.count)
-                    return
+            async for item in items:
+                yield item
         finally:
-            await events.aclose()  # a consumer that stops early cancels the call now
-        raise StreamInterrupted(
-            f"Geri (generation) AnswerStream ended after {received} event(s) without its final event; "
-            "the answer is incomplete", service="geri", details="stream ended without final event")
+            await items.aclose()  # a consumer that stops early cancels the call now
 
     async def _prepare(self, question: str, *, tenant_id: str | None, history: Iterable[common_pb2.ChatTurn],
                        **options: Any) -> Prepared:
         opts = AskOptions(self._tenant(tenant_id), history=tuple(history), **options)
-        return await drive_async(prepare(question, opts, self.settings), self._perform)
+        return await self._drive(prepare(question, opts, self.settings), self._perform)
 
     async def _perform(self, call: Call) -> Any:
         if isinstance(call, RetrieveCall):
             return await self.retrieve(call.query, query_variants=call.variants, **call.options)
-        return await self._call(call_specs.rewrite_query(self.settings, call.request))
+        return await self._call(specs.rewrite_query(self.settings, call.request))
+
+    async def _free_text_ask(self, question: str, *, top_k: int, filters: Filters | None, mode: str,
+                             tenant_id: str | None, allow_no_context: bool, model: str, max_tokens: int | None,
+                             temperature: float | None, on_text: Callable[[str], None] | None) -> Answer:
+        started = time.perf_counter()
+        retrieval: Retrieval | None = None
+        note = ""
+        try:
+            retrieval = await self.retrieve(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id)
+        except OdinError as exc:
+            note = without_context(exc, allow_no_context)
+        generate_started = time.perf_counter()
+        context = retrieval.context if retrieval is not None else None
+        if on_text is None:
+            generation = await self.generate(question, context=context, model=model, max_tokens=max_tokens,
+                                             temperature=temperature, tenant_id=tenant_id)
+        else:
+            async for item in self.generate_stream(question, context=context, model=model, max_tokens=max_tokens,
+                                                   temperature=temperature, tenant_id=tenant_id):
+                if isinstance(item, Generation):
+                    generation = item
+                else:
+                    on_text(item)
+        return free_text_answer(question, retrieval, generation, note=note, started=started,
+                                generate_started=generate_started)
 
     async def run_tools(self, question: str, registry: ToolRegistry, *, confirm: Confirm | None = None,
-                  actor: str = "", max_steps: int | None = None, first_tool_choice: str = "auto",
-                  **options: Any) -> ToolLoopResult:
+                        actor: str = "", max_steps: int | None = None, first_tool_choice: str = "auto",
+                        **options: Any) -> ToolLoopResult:
         opts = loop_options(self.settings, max_steps=max_steps, first_tool_choice=first_tool_choice, **options)
-        return await drive_tools_async(self.generate, question, registry, opts, confirm=confirm, actor=actor,
-                                timeout_s=self.settings.tool_timeout_s,
-                                audit=audit_log(self.settings.tool_audit_log))
+        async def perform(call: LoopCall) -> Any:
+            if isinstance(call, GenerateCall):
+                return await self.generate(call.prompt, **call.options)
+            if isinstance(call, ConfirmCall):
+                return await self._confirmed(confirm, call.call)
+            if isinstance(call, RunToolCall):
+                return await self._run_tool(registry, call.call)
+            return record_decision(self._tool_audit, actor, call)
+
+        return await self._drive(tool_loop(question, registry, opts), perform)
 
     run_tools.__doc__ = RUN_TOOLS_DOC
 
     async def get_session(self, session_id: str, *, tenant_id: str | None = None) -> geri_pb2.Session | None:
         """A conversation's stored turns in Geri, or None when it does not exist (or expired)."""
         try:
-            return await self._call(call_specs.get_session(self.settings, session_id, tenant_id=tenant_id))
+            return await self._call(specs.get_session(self.settings, session_id, tenant_id=tenant_id))
         except NotFound:
             return None
 
     async def delete_session(self, session_id: str, *, tenant_id: str | None = None) -> bool:
         """Forget one conversation; whether it existed."""
-        return await self._call(call_specs.delete_session(self.settings, session_id, tenant_id=tenant_id))
+        return await self._call(specs.delete_session(self.settings, session_id, tenant_id=tenant_id))
 
     async def erase_owner(self, owner_id: str, *, tenant_id: str | None = None) -> Erasure:
         """GDPR erasure of a data owner everywhere: Freki's documents and Geri's conversations."""
-        documents, sessions = call_specs.erase_owner(self.settings, owner_id, tenant_id=tenant_id)
-        return call_specs.erasure(await self._call(documents), await self._call(sessions))
+        documents, sessions = specs.erase_owner(self.settings, owner_id, tenant_id=tenant_id)
+        return specs.erasure(await self._call(documents), await self._call(sessions))
 
     async def embed(self, texts: Sequence[str], *, tenant_id: str | None = None) -> Embeddings:
         """Embed texts with Freki's embedding model (unit vectors, in order)."""
-        return await self._call(call_specs.embed(self.settings, texts, tenant_id=tenant_id))
+        return await self._call(specs.embed(self.settings, texts, tenant_id=tenant_id))
 
     async def status(self, *, tenant_id: str | None = None, deadline_s: float | None = None) -> IndexStatusInfo:
         """Freki's index status (document and chunk counts, embedding model, store)."""
-        return await self._call(call_specs.index_status(self.settings, tenant_id=tenant_id, deadline_s=deadline_s))
+        return await self._call(specs.index_status(self.settings, tenant_id=tenant_id, deadline_s=deadline_s))
 
     async def models(self, *, deadline_s: float | None = None) -> ModelList:
         """Models Geri can serve, and its default."""
-        return await self._call(call_specs.list_models(self.settings, deadline_s=deadline_s))
+        return await self._call(specs.list_models(self.settings, deadline_s=deadline_s))
