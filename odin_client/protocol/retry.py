@@ -1,6 +1,6 @@
 """Retry policy of the Odin client: what is retried, how long to wait, when to give up.
 
-Design (and why it is not gRPC's built-in retry or a retry library):
+The rules:
 
 * **What**: only ``UNAVAILABLE`` (the server is down, restarting or dropped the connection) is
   retried for every call; ``DEADLINE_EXCEEDED`` is retried too for idempotent reads
@@ -21,14 +21,8 @@ Design (and why it is not gRPC's built-in retry or a retry library):
 * **Streams**: retried only until the first message arrived; after that a broken stream is an error
   (``StreamInterrupted``), never a silently truncated answer or a duplicated prefix.
 
-gRPC's service-config ``retryPolicy`` was the first choice but does not fit: it caps ``maxAttempts``
-at 5, has no immediate first retry, cannot report how many attempts were made (our errors carry it),
-and its backoff is not bounded by anything but the RPC deadline it shares with all attempts, so a
-per-attempt timeout for hung reads is impossible. A library (tenacity) would only supply the loop
-below: its stop/wait conditions would still be custom (deadline-aware, per-attempt timeouts,
-first-message streaming rule), and its internal ``time.monotonic``/``random`` calls are not
-injectable, which the tests need to check the exact waits. The loop is ~40 lines, so it is kept here,
-with the clock and the random source as seams.
+Why a loop of ours rather than gRPC's service-config retry policy or tenacity:
+docs/decisions/0242-odin-retry-policy.md.
 """
 
 from __future__ import annotations
