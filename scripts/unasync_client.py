@@ -4,8 +4,8 @@
     python scripts/unasync_client.py --check  # exit 1 when the committed _sync files differ (make check-clients)
 
 unasync (python-trio) removes ``async``/``await`` token by token and renames what the map below names, as
-httpcore does for its own two clients. docs/decisions/0241-one-odin-client.md says why the blocking client is the
-generated one.
+httpcore does for its own two clients; ruff then sorts the imports and formats the result.
+docs/decisions/0241-one-odin-client.md says why the blocking client is the generated one.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ SOURCE = ROOT / "odin_client" / "client" / "_async"
 TARGET = ROOT / "odin_client" / "client" / "_sync"
 RENAMES = {
     "AsyncOdinClient": "OdinClient", "AsyncDocumentCalls": "DocumentCalls", "AsyncGraphCalls": "GraphCalls",
-    "AsyncCalls": "Calls", "AsyncConnection": "Connection", "async_connection": "blocking_connection",
-    "_async": "_sync", "aclose": "close",
+    "AsyncGenerationCalls": "GenerationCalls", "AsyncSessionCalls": "SessionCalls", "AsyncCalls": "Calls",
+    "AsyncConnection": "Connection", "async_connection": "blocking_connection", "_async": "_sync", "aclose": "close",
 }
 HEADER = "# Generated from odin_client/client/_async/{name} by scripts/unasync_client.py: edit the source, not this.\n"
 
@@ -40,9 +40,12 @@ def generate(into: Path) -> dict[str, str]:
         rule = unasync.Rule(fromdir="/_async/", todir="/_sync/", additional_replacements=RENAMES)
         unasync.unasync_files([str(staged / s.name) for s in sources], [rule])
         generated = Path(tmp) / "_sync"
-        # Renaming can unsort an import line; ruff puts it back in the order the lint asks for.
-        subprocess.run([sys.executable, "-m", "ruff", "check", "--quiet", "--fix", "--select", "I",
-                        "--config", str(ROOT / "pyproject.toml"), str(generated)], check=True)
+        # Removing `async `/`await ` and renaming leave imports unsorted and continuation lines out of line with
+        # their brackets: ruff sorts the imports and formats the generated files.
+        ruff = [sys.executable, "-m", "ruff"]
+        config = ["--config", str(ROOT / "pyproject.toml")]
+        subprocess.run([*ruff, "check", "--quiet", "--fix", "--select", "I", *config, str(generated)], check=True)
+        subprocess.run([*ruff, "format", "--quiet", *config, str(generated)], check=True)
         out = {s.name: HEADER.format(name=s.name) + (generated / s.name).read_text() for s in sources}
     into.mkdir(parents=True, exist_ok=True)
     for name, text in out.items():

@@ -16,26 +16,28 @@ its retries; see :mod:`odin_client.protocol.retry` for what is retried. Errors a
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
-from wolf.v1 import common_pb2, geri_pb2
+from wolf.v1 import common_pb2
 
 from odin_client.asking.free_text import free_text_answer, without_context
 from odin_client.asking.grounded import AskOptions, Call, Prepared, RetrieveCall, finish, prepare
 from odin_client.client._async.documents import AsyncDocumentCalls
+from odin_client.client._async.generation import AsyncGenerationCalls
 from odin_client.client._async.graph import AsyncGraphCalls
+from odin_client.client._async.sessions import AsyncSessionCalls
 from odin_client.protocol import specs
-from odin_client.protocol.messages import Filters, generate_request
+from odin_client.protocol.messages import Filters
 from odin_client.tools import ToolLoopResult, ToolRegistry
 from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, loop_options, record_decision
 from odin_client.tools.loop import ConfirmCall, GenerateCall, LoopCall, RunToolCall, tool_loop
-from odin_client.types.errors import NotFound, OdinError
-from odin_client.types.results import Answer, Embeddings, Erasure, Generation, Retrieval
+from odin_client.types.errors import OdinError
+from odin_client.types.results import Answer, Generation, Retrieval
 from odin_client.types.status import IndexStatusInfo, ModelList
 
 
-class AsyncOdinClient(AsyncDocumentCalls, AsyncGraphCalls):
+class AsyncOdinClient(AsyncDocumentCalls, AsyncGraphCalls, AsyncGenerationCalls, AsyncSessionCalls):
     """Typed client for Freki and Geri; close it (or use it as a context manager) when done."""
 
     async def retrieve(self, query: str, *, top_k: int = 0, filters: Filters | None = None, mode: str = "",
@@ -62,48 +64,6 @@ class AsyncOdinClient(AsyncDocumentCalls, AsyncGraphCalls):
             self.settings, query, tenant_id=tenant_id, top_k=top_k, filters=filters, mode=mode,
             score_threshold=score_threshold, document_ids=document_ids, query_variants=query_variants,
             deadline_s=deadline_s, graph_expand=graph_expand, explain=explain))
-
-    async def generate(self, prompt: str, *, context: common_pb2.RAGContext | None = None, model: str = "",
-                       system_prompt: str = "", max_tokens: int | None = None, temperature: float | None = None,
-                       tenant_id: str | None = None, deadline_s: float | None = None,
-                       json_schema: Mapping[str, Any] | None = None, session_id: str = "", owner_id: str = "",
-                       messages: Sequence[common_pb2.ChatTurn] = (), tools: Sequence[common_pb2.ToolDefinition] = (),
-                       tool_choice: str = "") -> Generation:
-        """Generate a complete answer with Geri, grounded in ``context`` when given.
-
-        ``json_schema`` asks for JSON of that schema (in ``Generation.json``); ``session_id`` / ``owner_id`` put the
-        turn in a stored conversation; ``messages`` are earlier turns (and tool results) the caller keeps;
-        ``tools`` / ``tool_choice`` offer tools (the calls are in ``Generation.tool_calls``).
-        """
-        request = generate_request(
-            prompt, tenant_id=self._tenant(tenant_id), context=context, model=model, system_prompt=system_prompt,
-            max_tokens=max_tokens, temperature=temperature, json_schema=json_schema, session_id=session_id,
-            owner_id=owner_id, messages=messages, tools=tools, tool_choice=tool_choice)
-        return await self._call(specs.generate(self.settings, request, deadline_s=deadline_s))
-
-    async def generate_stream(self, prompt: str, *, context: common_pb2.RAGContext | None = None, model: str = "",
-                              system_prompt: str = "", max_tokens: int | None = None,
-                              temperature: float | None = None, tenant_id: str | None = None,
-                              deadline_s: float | None = None, json_schema: Mapping[str, Any] | None = None,
-                              session_id: str = "", owner_id: str = "", messages: Sequence[common_pb2.ChatTurn] = (),
-                              tools: Sequence[common_pb2.ToolDefinition] = (),
-                              tool_choice: str = "") -> AsyncIterator[str | Generation]:
-        """Stream an answer from Geri: text deltas (``str``), then exactly one :class:`Generation`; arguments as
-        :meth:`generate`.
-
-        Raises:
-            StreamInterrupted: the stream broke, or ended without its final event.
-        """
-        request = generate_request(
-            prompt, tenant_id=self._tenant(tenant_id), context=context, model=model, system_prompt=system_prompt,
-            max_tokens=max_tokens, temperature=temperature, json_schema=json_schema, session_id=session_id,
-            owner_id=owner_id, messages=messages, tools=tools, tool_choice=tool_choice)
-        items = self._stream_call(specs.generate_stream(self.settings, request, deadline_s=deadline_s))
-        try:
-            async for item in items:
-                yield item
-        finally:
-            await items.aclose()  # a consumer that stops early cancels the call now
 
     async def ask(self, question: str, *, top_k: int = 0, filters: Filters | None = None, mode: str = "",
                   tenant_id: str | None = None, model: str = "", max_tokens: int | None = None, session_id: str = "",
@@ -210,26 +170,6 @@ class AsyncOdinClient(AsyncDocumentCalls, AsyncGraphCalls):
         return await self._drive(tool_loop(question, registry, opts), perform)
 
     run_tools.__doc__ = RUN_TOOLS_DOC
-
-    async def get_session(self, session_id: str, *, tenant_id: str | None = None) -> geri_pb2.Session | None:
-        """A conversation's stored turns in Geri, or None when it does not exist (or expired)."""
-        try:
-            return await self._call(specs.get_session(self.settings, session_id, tenant_id=tenant_id))
-        except NotFound:
-            return None
-
-    async def delete_session(self, session_id: str, *, tenant_id: str | None = None) -> bool:
-        """Forget one conversation; whether it existed."""
-        return await self._call(specs.delete_session(self.settings, session_id, tenant_id=tenant_id))
-
-    async def erase_owner(self, owner_id: str, *, tenant_id: str | None = None) -> Erasure:
-        """GDPR erasure of a data owner everywhere: Freki's documents and Geri's conversations."""
-        documents, sessions = specs.erase_owner(self.settings, owner_id, tenant_id=tenant_id)
-        return specs.erasure(await self._call(documents), await self._call(sessions))
-
-    async def embed(self, texts: Sequence[str], *, tenant_id: str | None = None) -> Embeddings:
-        """Embed texts with Freki's embedding model (unit vectors, in order)."""
-        return await self._call(specs.embed(self.settings, texts, tenant_id=tenant_id))
 
     async def status(self, *, tenant_id: str | None = None, deadline_s: float | None = None) -> IndexStatusInfo:
         """Freki's index status (document and chunk counts, embedding model, store)."""

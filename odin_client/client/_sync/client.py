@@ -17,33 +17,45 @@ its retries; see :mod:`odin_client.protocol.retry` for what is retried. Errors a
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from wolf.v1 import common_pb2, geri_pb2
+from wolf.v1 import common_pb2
 
 from odin_client.asking.free_text import free_text_answer, without_context
 from odin_client.asking.grounded import AskOptions, Call, Prepared, RetrieveCall, finish, prepare
 from odin_client.client._sync.documents import DocumentCalls
+from odin_client.client._sync.generation import GenerationCalls
 from odin_client.client._sync.graph import GraphCalls
+from odin_client.client._sync.sessions import SessionCalls
 from odin_client.protocol import specs
-from odin_client.protocol.messages import Filters, generate_request
+from odin_client.protocol.messages import Filters
 from odin_client.tools import ToolLoopResult, ToolRegistry
 from odin_client.tools.driving import RUN_TOOLS_DOC, Confirm, loop_options, record_decision
 from odin_client.tools.loop import ConfirmCall, GenerateCall, LoopCall, RunToolCall, tool_loop
-from odin_client.types.errors import NotFound, OdinError
-from odin_client.types.results import Answer, Embeddings, Erasure, Generation, Retrieval
+from odin_client.types.errors import OdinError
+from odin_client.types.results import Answer, Generation, Retrieval
 from odin_client.types.status import IndexStatusInfo, ModelList
 
 
-class OdinClient(DocumentCalls, GraphCalls):
+class OdinClient(DocumentCalls, GraphCalls, GenerationCalls, SessionCalls):
     """Typed client for Freki and Geri; close it (or use it as a context manager) when done."""
 
-    def retrieve(self, query: str, *, top_k: int = 0, filters: Filters | None = None, mode: str = "",
-                       score_threshold: float | None = None, document_ids: Iterable[str] = (),
-                       query_variants: Iterable[str] = (), tenant_id: str | None = None,
-                       deadline_s: float | None = None, graph_expand: bool | None = None,
-                       explain: bool = False) -> Retrieval:
+    def retrieve(
+        self,
+        query: str,
+        *,
+        top_k: int = 0,
+        filters: Filters | None = None,
+        mode: str = "",
+        score_threshold: float | None = None,
+        document_ids: Iterable[str] = (),
+        query_variants: Iterable[str] = (),
+        tenant_id: str | None = None,
+        deadline_s: float | None = None,
+        graph_expand: bool | None = None,
+        explain: bool = False,
+    ) -> Retrieval:
         """Retrieve the chunks most relevant to ``query`` from Freki.
 
         Args:
@@ -59,58 +71,41 @@ class OdinClient(DocumentCalls, GraphCalls):
             graph_expand: Add the top hits' linked documents (None = server default).
             explain: Each source's ``context`` document carries an Explanation of its score.
         """
-        return self._call(specs.retrieve(
-            self.settings, query, tenant_id=tenant_id, top_k=top_k, filters=filters, mode=mode,
-            score_threshold=score_threshold, document_ids=document_ids, query_variants=query_variants,
-            deadline_s=deadline_s, graph_expand=graph_expand, explain=explain))
+        return self._call(
+            specs.retrieve(
+                self.settings,
+                query,
+                tenant_id=tenant_id,
+                top_k=top_k,
+                filters=filters,
+                mode=mode,
+                score_threshold=score_threshold,
+                document_ids=document_ids,
+                query_variants=query_variants,
+                deadline_s=deadline_s,
+                graph_expand=graph_expand,
+                explain=explain,
+            )
+        )
 
-    def generate(self, prompt: str, *, context: common_pb2.RAGContext | None = None, model: str = "",
-                       system_prompt: str = "", max_tokens: int | None = None, temperature: float | None = None,
-                       tenant_id: str | None = None, deadline_s: float | None = None,
-                       json_schema: Mapping[str, Any] | None = None, session_id: str = "", owner_id: str = "",
-                       messages: Sequence[common_pb2.ChatTurn] = (), tools: Sequence[common_pb2.ToolDefinition] = (),
-                       tool_choice: str = "") -> Generation:
-        """Generate a complete answer with Geri, grounded in ``context`` when given.
-
-        ``json_schema`` asks for JSON of that schema (in ``Generation.json``); ``session_id`` / ``owner_id`` put the
-        turn in a stored conversation; ``messages`` are earlier turns (and tool results) the caller keeps;
-        ``tools`` / ``tool_choice`` offer tools (the calls are in ``Generation.tool_calls``).
-        """
-        request = generate_request(
-            prompt, tenant_id=self._tenant(tenant_id), context=context, model=model, system_prompt=system_prompt,
-            max_tokens=max_tokens, temperature=temperature, json_schema=json_schema, session_id=session_id,
-            owner_id=owner_id, messages=messages, tools=tools, tool_choice=tool_choice)
-        return self._call(specs.generate(self.settings, request, deadline_s=deadline_s))
-
-    def generate_stream(self, prompt: str, *, context: common_pb2.RAGContext | None = None, model: str = "",
-                              system_prompt: str = "", max_tokens: int | None = None,
-                              temperature: float | None = None, tenant_id: str | None = None,
-                              deadline_s: float | None = None, json_schema: Mapping[str, Any] | None = None,
-                              session_id: str = "", owner_id: str = "", messages: Sequence[common_pb2.ChatTurn] = (),
-                              tools: Sequence[common_pb2.ToolDefinition] = (),
-                              tool_choice: str = "") -> Iterator[str | Generation]:
-        """Stream an answer from Geri: text deltas (``str``), then exactly one :class:`Generation`; arguments as
-        :meth:`generate`.
-
-        Raises:
-            StreamInterrupted: the stream broke, or ended without its final event.
-        """
-        request = generate_request(
-            prompt, tenant_id=self._tenant(tenant_id), context=context, model=model, system_prompt=system_prompt,
-            max_tokens=max_tokens, temperature=temperature, json_schema=json_schema, session_id=session_id,
-            owner_id=owner_id, messages=messages, tools=tools, tool_choice=tool_choice)
-        items = self._stream_call(specs.generate_stream(self.settings, request, deadline_s=deadline_s))
-        try:
-            for item in items:
-                yield item
-        finally:
-            items.close()  # a consumer that stops early cancels the call now
-
-    def ask(self, question: str, *, top_k: int = 0, filters: Filters | None = None, mode: str = "",
-                  tenant_id: str | None = None, model: str = "", max_tokens: int | None = None, session_id: str = "",
-                  owner_id: str = "", grounded: bool = True, allow_no_context: bool = False,
-                  temperature: float | None = None, on_text: Callable[[str], None] | None = None,
-                  history: Iterable[common_pb2.ChatTurn] = ()) -> Answer:
+    def ask(
+        self,
+        question: str,
+        *,
+        top_k: int = 0,
+        filters: Filters | None = None,
+        mode: str = "",
+        tenant_id: str | None = None,
+        model: str = "",
+        max_tokens: int | None = None,
+        session_id: str = "",
+        owner_id: str = "",
+        grounded: bool = True,
+        allow_no_context: bool = False,
+        temperature: float | None = None,
+        on_text: Callable[[str], None] | None = None,
+        history: Iterable[common_pb2.ChatTurn] = (),
+    ) -> Answer:
         """Answer ``question`` from the indexed documents: retrieve with Freki, then answer with Geri.
 
         By default the answer is grounded (docs/answers.md, GeriService.Answer): cited sentence by sentence,
@@ -126,22 +121,53 @@ class OdinClient(DocumentCalls, GraphCalls):
             OdinError: any other failure (e.g. FAILED_PRECONDITION when no model produced a valid answer).
         """
         if not grounded:
-            return self._free_text_ask(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
-                                             allow_no_context=allow_no_context, model=model, max_tokens=max_tokens,
-                                             temperature=temperature, on_text=on_text)
-        prepared = self._prepare(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
-                                       model=model, max_tokens=max_tokens, session_id=session_id, owner_id=owner_id,
-                                       temperature=temperature, history=history)
-        answer = self._call(specs.answer(self.settings, prepared.request,
-                                               lambda resp, took: finish(prepared, resp, took)))
+            return self._free_text_ask(
+                question,
+                top_k=top_k,
+                filters=filters,
+                mode=mode,
+                tenant_id=tenant_id,
+                allow_no_context=allow_no_context,
+                model=model,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                on_text=on_text,
+            )
+        prepared = self._prepare(
+            question,
+            top_k=top_k,
+            filters=filters,
+            mode=mode,
+            tenant_id=tenant_id,
+            model=model,
+            max_tokens=max_tokens,
+            session_id=session_id,
+            owner_id=owner_id,
+            temperature=temperature,
+            history=history,
+        )
+        answer = self._call(
+            specs.answer(self.settings, prepared.request, lambda resp, took: finish(prepared, resp, took))
+        )
         if on_text is not None and answer.text:
             on_text(answer.text)
         return answer
 
-    def ask_stream(self, question: str, *, top_k: int = 0, filters: Filters | None = None, mode: str = "",
-                         tenant_id: str | None = None, model: str = "", max_tokens: int | None = None,
-                         session_id: str = "", owner_id: str = "", temperature: float | None = None,
-                         history: Iterable[common_pb2.ChatTurn] = ()) -> Iterator[str | Answer]:
+    def ask_stream(
+        self,
+        question: str,
+        *,
+        top_k: int = 0,
+        filters: Filters | None = None,
+        mode: str = "",
+        tenant_id: str | None = None,
+        model: str = "",
+        max_tokens: int | None = None,
+        session_id: str = "",
+        owner_id: str = "",
+        temperature: float | None = None,
+        history: Iterable[common_pb2.ChatTurn] = (),
+    ) -> Iterator[str | Answer]:
         """The grounded answer of :meth:`ask`, streamed (GeriService.AnswerStream): the provisional answer text
         (``str`` deltas) as the model writes it, then exactly one checked :class:`Answer`. Its ``revised`` is
         True when its ``text`` differs from the deltas (the check replaced or withdrew them): show ``text``.
@@ -149,19 +175,31 @@ class OdinClient(DocumentCalls, GraphCalls):
         Raises:
             StreamInterrupted: the stream broke, or ended without its final event.
         """
-        prepared = self._prepare(question, top_k=top_k, filters=filters, mode=mode, tenant_id=tenant_id,
-                                       model=model, max_tokens=max_tokens, session_id=session_id, owner_id=owner_id,
-                                       temperature=temperature, history=history)
-        items = self._stream_call(specs.answer_stream(self.settings, prepared.request,
-                                                      lambda resp, took: finish(prepared, resp, took)))
+        prepared = self._prepare(
+            question,
+            top_k=top_k,
+            filters=filters,
+            mode=mode,
+            tenant_id=tenant_id,
+            model=model,
+            max_tokens=max_tokens,
+            session_id=session_id,
+            owner_id=owner_id,
+            temperature=temperature,
+            history=history,
+        )
+        items = self._stream_call(
+            specs.answer_stream(self.settings, prepared.request, lambda resp, took: finish(prepared, resp, took))
+        )
         try:
             for item in items:
                 yield item
         finally:
             items.close()  # a consumer that stops early cancels the call now
 
-    def _prepare(self, question: str, *, tenant_id: str | None, history: Iterable[common_pb2.ChatTurn],
-                       **options: Any) -> Prepared:
+    def _prepare(
+        self, question: str, *, tenant_id: str | None, history: Iterable[common_pb2.ChatTurn], **options: Any
+    ) -> Prepared:
         opts = AskOptions(self._tenant(tenant_id), history=tuple(history), **options)
         return self._drive(prepare(question, opts, self.settings), self._perform)
 
@@ -170,9 +208,20 @@ class OdinClient(DocumentCalls, GraphCalls):
             return self.retrieve(call.query, query_variants=call.variants, **call.options)
         return self._call(specs.rewrite_query(self.settings, call.request))
 
-    def _free_text_ask(self, question: str, *, top_k: int, filters: Filters | None, mode: str,
-                             tenant_id: str | None, allow_no_context: bool, model: str, max_tokens: int | None,
-                             temperature: float | None, on_text: Callable[[str], None] | None) -> Answer:
+    def _free_text_ask(
+        self,
+        question: str,
+        *,
+        top_k: int,
+        filters: Filters | None,
+        mode: str,
+        tenant_id: str | None,
+        allow_no_context: bool,
+        model: str,
+        max_tokens: int | None,
+        temperature: float | None,
+        on_text: Callable[[str], None] | None,
+    ) -> Answer:
         started = time.perf_counter()
         retrieval: Retrieval | None = None
         note = ""
@@ -183,22 +232,44 @@ class OdinClient(DocumentCalls, GraphCalls):
         generate_started = time.perf_counter()
         context = retrieval.context if retrieval is not None else None
         if on_text is None:
-            generation = self.generate(question, context=context, model=model, max_tokens=max_tokens,
-                                             temperature=temperature, tenant_id=tenant_id)
+            generation = self.generate(
+                question,
+                context=context,
+                model=model,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                tenant_id=tenant_id,
+            )
         else:
-            for item in self.generate_stream(question, context=context, model=model, max_tokens=max_tokens,
-                                                   temperature=temperature, tenant_id=tenant_id):
+            for item in self.generate_stream(
+                question,
+                context=context,
+                model=model,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                tenant_id=tenant_id,
+            ):
                 if isinstance(item, Generation):
                     generation = item
                 else:
                     on_text(item)
-        return free_text_answer(question, retrieval, generation, note=note, started=started,
-                                generate_started=generate_started)
+        return free_text_answer(
+            question, retrieval, generation, note=note, started=started, generate_started=generate_started
+        )
 
-    def run_tools(self, question: str, registry: ToolRegistry, *, confirm: Confirm | None = None,
-                        actor: str = "", max_steps: int | None = None, first_tool_choice: str = "auto",
-                        **options: Any) -> ToolLoopResult:
+    def run_tools(
+        self,
+        question: str,
+        registry: ToolRegistry,
+        *,
+        confirm: Confirm | None = None,
+        actor: str = "",
+        max_steps: int | None = None,
+        first_tool_choice: str = "auto",
+        **options: Any,
+    ) -> ToolLoopResult:
         opts = loop_options(self.settings, max_steps=max_steps, first_tool_choice=first_tool_choice, **options)
+
         def perform(call: LoopCall) -> Any:
             if isinstance(call, GenerateCall):
                 return self.generate(call.prompt, **call.options)
@@ -211,26 +282,6 @@ class OdinClient(DocumentCalls, GraphCalls):
         return self._drive(tool_loop(question, registry, opts), perform)
 
     run_tools.__doc__ = RUN_TOOLS_DOC
-
-    def get_session(self, session_id: str, *, tenant_id: str | None = None) -> geri_pb2.Session | None:
-        """A conversation's stored turns in Geri, or None when it does not exist (or expired)."""
-        try:
-            return self._call(specs.get_session(self.settings, session_id, tenant_id=tenant_id))
-        except NotFound:
-            return None
-
-    def delete_session(self, session_id: str, *, tenant_id: str | None = None) -> bool:
-        """Forget one conversation; whether it existed."""
-        return self._call(specs.delete_session(self.settings, session_id, tenant_id=tenant_id))
-
-    def erase_owner(self, owner_id: str, *, tenant_id: str | None = None) -> Erasure:
-        """GDPR erasure of a data owner everywhere: Freki's documents and Geri's conversations."""
-        documents, sessions = specs.erase_owner(self.settings, owner_id, tenant_id=tenant_id)
-        return specs.erasure(self._call(documents), self._call(sessions))
-
-    def embed(self, texts: Sequence[str], *, tenant_id: str | None = None) -> Embeddings:
-        """Embed texts with Freki's embedding model (unit vectors, in order)."""
-        return self._call(specs.embed(self.settings, texts, tenant_id=tenant_id))
 
     def status(self, *, tenant_id: str | None = None, deadline_s: float | None = None) -> IndexStatusInfo:
         """Freki's index status (document and chunk counts, embedding model, store)."""
