@@ -8,10 +8,10 @@ Example (the blocking client; the asyncio one awaits the same calls inside ``asy
         answer = odin.ask("Which port does the gateway listen on?")
         print(answer.text, [s.document_id for s in answer.sources])
 
-The asyncio client here is the source of both: the blocking one is generated from it (see
-:mod:`odin_client.client`). Every call has a deadline (settings, overridable per call) that bounds all of
-its retries; see :mod:`odin_client.protocol.retry` for what is retried. Errors are
-:class:`~odin_client.types.errors.OdinError`\\ s.
+``_async/client.py`` is the source of both clients; ``_sync/client.py`` is generated from it (see
+:mod:`odin_client.client`). Every call has a deadline (settings, overridable per call) that bounds all of its
+retries; see :mod:`odin_client.protocol.retry` for what is retried. Errors are subclasses of
+:class:`~odin_client.types.errors.OdinError`.
 """
 
 from __future__ import annotations
