@@ -7,7 +7,7 @@ PIP := $(PY) -m pip
 PROTO_SRC := $(wildcard protos/wolf/v1/*.proto protos/wolf/seed/*.proto)
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-packages test-packages eval-ocr protos check-protos lint typecheck test test-fast test-ops check-compose bench demo eval eval-german eval-formats eval-answers llama-server base-image image container-test clean
+.PHONY: install system-packages test-packages eval-ocr protos check-protos clients check-clients lint typecheck test test-fast test-ops check-compose bench demo eval eval-german eval-formats eval-answers llama-server base-image image container-test clean
 
 install: system-packages $(STAMP)
 
@@ -56,13 +56,21 @@ protos: install
 check-protos: protos
 	git diff --exit-code -- protos/ || (echo "generated protos are stale: run 'make protos' and commit" && exit 1)
 
+# The blocking Odin client is generated from the asyncio source (odin_client/client/_async -> _sync).
+clients: install
+	$(PY) scripts/unasync_client.py
+
+# Fails when the committed blocking client is not what the asyncio source generates.
+check-clients: install
+	$(PY) scripts/unasync_client.py --check
+
 lint: install
 	$(VENV)/bin/ruff check freki geri odin_client wolf_service tests scripts
 
 typecheck: install
 	$(VENV)/bin/mypy freki geri odin_client wolf_service
 
-test: install test-packages check-protos lint typecheck
+test: install test-packages check-protos check-clients lint typecheck
 	$(VENV)/bin/pytest -q
 
 # Operations: metrics, logs, audit, auth, TLS, reload, compose files, documented grpcurl commands.

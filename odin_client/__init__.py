@@ -1,12 +1,13 @@
 """Odin: the typed Python client (and ``odin`` CLI) for Wolfpack RAG's Freki and Geri services.
 
-Start with :class:`OdinClient` (blocking) or :class:`odin_client.aio.AsyncOdinClient`; configure it
+Start with :class:`OdinClient` (blocking) or :class:`AsyncOdinClient` (asyncio); configure it
 with :class:`OdinSettings` (``ODIN_*`` environment variables or a JSON file).
 """
 
-from odin_client.aio import AsyncOdinClient
-from odin_client.client import OdinClient
-from odin_client.errors import (
+from odin_client.client import AsyncOdinClient, OdinClient
+from odin_client.protocol.retry import RetryPolicy
+from odin_client.settings import OdinSettings
+from odin_client.types.errors import (
     ClientClosed,
     DeadlineExceeded,
     InvalidRequest,
@@ -17,11 +18,9 @@ from odin_client.errors import (
     ServiceUnavailable,
     StreamInterrupted,
 )
-from odin_client.filters import Filter
-from odin_client.results import Answer, Generation, IndexResult, Retrieval, Source, Timings
-from odin_client.retry import RetryPolicy
-from odin_client.settings import OdinSettings
-from odin_client.status import IndexStatusInfo, ModelList
+from odin_client.types.filters import Filter
+from odin_client.types.results import Answer, Generation, IndexResult, Retrieval, Source, Timings
+from odin_client.types.status import IndexStatusInfo, ModelList
 
 __all__ = [
     "Answer",

@@ -279,7 +279,7 @@ def run_watch(workers: int, corpus: Path, work: Path, embedder, timeout: float) 
 def run_stream(corpus: Path, work: Path, embedder) -> dict[str, float]:  # type: ignore[no-untyped-def]
     from freki.api.server import build_server
     from odin_client import OdinClient
-    from odin_client.documents import discover
+    from odin_client.protocol.files import discover
     from odin_client.settings import OdinSettings
 
     settings = settings_for(work / "data", None, 0)

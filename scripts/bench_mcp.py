@@ -37,8 +37,11 @@ import httpx2  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from odin_client import OdinClient, OdinSettings  # noqa: E402
-from odin_client.aio import AsyncOdinClient  # noqa: E402
+from odin_client import (  # noqa: E402
+    AsyncOdinClient,  # noqa: E402
+    OdinClient,
+    OdinSettings,
+)
 from odin_client.mcp.access import Access  # noqa: E402
 from odin_client.mcp.server import stdio_server  # noqa: E402
 from odin_client.mcp.settings import McpSettings  # noqa: E402

@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "protos")]  # run from a checkout even without the editable install
 
 from odin_client import Answer, IndexResult, OdinClient, OdinError, OdinSettings  # noqa: E402
-from odin_client.render import render_answer  # noqa: E402
+from odin_client.cli.render import render_answer  # noqa: E402
 
 DEFAULT_QUESTION = "Which port does the Hrafn Relay admin API listen on?"
 DEFAULT_EXPECTED = "9427"

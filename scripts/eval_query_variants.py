@@ -29,7 +29,7 @@ from evalsets.harness import doc_ranking, eval_settings, evaluate, freki_server,
 from wolf.v1 import freki_pb2_grpc, geri_pb2_grpc  # noqa: E402
 
 from odin_client import OdinClient, OdinSettings  # noqa: E402
-from odin_client.messages import rewrite_request  # noqa: E402
+from odin_client.protocol.messages import rewrite_request  # noqa: E402
 
 
 def main() -> None:

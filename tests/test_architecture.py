@@ -43,6 +43,25 @@ GERI_ALLOWED: dict[str, set[str]] = {
     "geri.server": {"geri.service", "geri.backends", "geri.settings"},
 }
 
+# Odin, lowest layer first: the values it hands out, the sans-IO protocol, the flows over it (asking, tools), the
+# two clients, and the faces built on a client (framework retrievers, gateway, MCP server, command line). The
+# package's __init__ (the public import surface) sits above them all: nothing inside imports it.
+_ODIN_BASE = {"odin_client.types", "odin_client.settings"}
+_ODIN_FLOWS = _ODIN_BASE | {"odin_client.protocol"}
+_ODIN_CLIENT = _ODIN_FLOWS | {"odin_client.asking", "odin_client.tools", "odin_client.client"}
+ODIN_ALLOWED: dict[str, set[str]] = {
+    "odin_client.types": set(),
+    "odin_client.settings": set(),
+    "odin_client.protocol": _ODIN_BASE,
+    "odin_client.asking": _ODIN_FLOWS,
+    "odin_client.tools": _ODIN_FLOWS,
+    "odin_client.client": _ODIN_FLOWS | {"odin_client.asking", "odin_client.tools"},
+    "odin_client.frameworks": _ODIN_CLIENT,
+    "odin_client.gateway": _ODIN_CLIENT,
+    "odin_client.mcp": _ODIN_CLIENT | {"odin_client.frameworks"},
+    "odin_client.cli": _ODIN_CLIENT | {"odin_client.mcp"},
+}
+
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -153,13 +172,21 @@ def test_no_import_circles() -> None:
     assert _cycles(_graph()) == []
 
 
-@pytest.mark.parametrize(("package", "units"), [("freki", FREKI_ALLOWED), ("geri", GERI_ALLOWED)])
+@pytest.mark.parametrize(("package", "units"), [("freki", FREKI_ALLOWED), ("geri", GERI_ALLOWED),
+                                               ("odin_client", ODIN_ALLOWED)])
 def test_no_stage_imports_a_layer_above_it(package: str, units: dict[str, set[str]]) -> None:
     assert _violations(_graph(), units, package) == []
 
 
 def test_every_freki_module_belongs_to_a_layer() -> None:
     assert [m for m in _modules() if m.startswith("freki.") and _unit(m, FREKI_ALLOWED) is None] == []
+
+
+def test_every_odin_module_belongs_to_a_layer_and_none_imports_the_package_root() -> None:
+    modules = [m for m in _modules() if m.startswith("odin_client.")]
+    assert [m for m in modules if _unit(m, ODIN_ALLOWED) is None] == []
+    graph = _graph()
+    assert sorted(m for m in modules if "odin_client" in graph[m]) == []
 
 
 def test_the_four_packages_stay_apart() -> None:

@@ -1,10 +1,10 @@
-"""The grounded ``ask`` as one sans-IO flow (:mod:`odin_client.flows`), run by both clients.
+"""The grounded ``ask`` as one sans-IO flow (:mod:`odin_client.protocol.flows`), run by both clients.
 
 :func:`prepare` yields the calls before the answer: in a conversation (``session_id`` or caller-kept
 ``history``) or with ``query_variants``, Geri's RewriteQuery turns the question into a standalone query
 (and paraphrases) — optional: when it fails the question is searched as asked; then Freki retrieves.
 It returns the :class:`Prepared` AnswerRequest; the client sends it as Answer (unary) or AnswerStream and
-:func:`finish` turns Geri's AnswerResponse into the :class:`~odin_client.results.Answer` callers know.
+:func:`finish` turns Geri's AnswerResponse into the :class:`~odin_client.types.results.Answer` callers know.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from typing import Any
 
 from wolf.v1 import common_pb2, geri_pb2
 
-from odin_client import messages
-from odin_client.results import Answer, Citation, Generation, Retrieval, Timings, generation_from_proto
+from odin_client.protocol import messages
+from odin_client.protocol.specs import Took
 from odin_client.settings import OdinSettings
+from odin_client.types.results import Answer, Citation, Generation, Retrieval, Timings, generation_from_proto
 
 log = logging.getLogger("odin_client.asking")
 
@@ -128,10 +129,10 @@ def _generation(resp: geri_pb2.AnswerResponse, elapsed_ms: float, attempts: int)
                                  elapsed_ms=elapsed_ms, attempts=attempts)
 
 
-def finish(prepared: Prepared, resp: geri_pb2.AnswerResponse, *, answer_started: float, attempts: int) -> Answer:
-    """The :class:`Answer` of Geri's response (``answer_started``: perf_counter() when Answer was sent)."""
+def finish(prepared: Prepared, resp: geri_pb2.AnswerResponse, took: Took) -> Answer:
+    """The :class:`Answer` of Geri's response, ``took`` the attempts and time of the Answer call."""
     grounded = resp.answer
-    generate_ms = _ms(answer_started)
+    generate_ms, attempts = took.elapsed_ms, took.attempts
     return Answer(
         question=prepared.question, text=grounded.text, sources=prepared.retrieval.sources,
         timings=Timings(prepared.retrieve_ms, generate_ms, _ms(prepared.started)),

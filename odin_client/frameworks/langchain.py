@@ -22,11 +22,10 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from odin_client.aio import AsyncOdinClient
-from odin_client.client import OdinClient
+from odin_client.client import AsyncOdinClient, OdinClient
 from odin_client.frameworks.passages import SearchOptions, aretrieve, passage_metadata, retrieve
-from odin_client.results import Retrieval
 from odin_client.settings import OdinSettings
+from odin_client.types.results import Retrieval
 
 
 def documents(found: Retrieval) -> list[Document]:

@@ -26,12 +26,11 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from odin_client.aio import AsyncOdinClient
-from odin_client.client import OdinClient
-from odin_client.filters import Filters
+from odin_client.client import AsyncOdinClient, OdinClient
 from odin_client.frameworks.passages import SearchOptions, aretrieve, passage_metadata, retrieve
-from odin_client.results import Retrieval
 from odin_client.settings import OdinSettings
+from odin_client.types.filters import Filters
+from odin_client.types.results import Retrieval
 
 # Kept out of the text the LLM and the embedding see: ids and scores are for the program, not the prompt.
 HIDDEN_KEYS = ["document_id", "chunk_id", "chunk_index", "score"]

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from odin_client.aio import AsyncOdinClient
-from odin_client.client import OdinClient
-from odin_client.filters import Filters
-from odin_client.results import Retrieval, Source
+from odin_client.client import AsyncOdinClient, OdinClient
+from odin_client.types.filters import Filters
+from odin_client.types.results import Retrieval, Source
 
 LOCATION_KEYS = ("page", "slide", "sheet", "section")
 

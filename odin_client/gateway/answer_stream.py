@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from odin_client.errors import OdinError
 from odin_client.gateway.errors import body
-from odin_client.results import Answer, Generation
+from odin_client.types.errors import OdinError
+from odin_client.types.results import Answer, Generation
 
 REVISED_NOTE = "\n\n[Checked against the sources, the text above is not supported by them. They say:] "
 

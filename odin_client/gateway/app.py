@@ -13,13 +13,13 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from odin_client.client import OdinClient
-from odin_client.errors import OdinError
 from odin_client.gateway import chat
 from odin_client.gateway.clients import ClientPool, bearer_key
 from odin_client.gateway.errors import GatewayError, body, from_gateway, from_odin
 from odin_client.gateway.schemas import ChatRequest, EmbeddingsRequest, IndexRequest, RetrieveRequest
 from odin_client.gateway.settings import GatewaySettings
 from odin_client.settings import OdinSettings
+from odin_client.types.errors import OdinError
 
 
 class BodyLimit:

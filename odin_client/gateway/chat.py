@@ -18,7 +18,7 @@ from odin_client.gateway.answer_stream import answer_text, chunk, guarded, rag_e
 from odin_client.gateway.errors import GatewayError
 from odin_client.gateway.schemas import ChatRequest
 from odin_client.gateway.settings import GatewaySettings
-from odin_client.results import Answer, Generation
+from odin_client.types.results import Answer, Generation
 
 
 def check(req: ChatRequest, limits: GatewaySettings) -> None:

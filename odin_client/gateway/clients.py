@@ -1,6 +1,6 @@
 """One Odin client per API key, opened on first use and reused (channels stay warm).
 
-Rules (issue 32: 40 requests with random keys closed a client under a legitimate upload):
+Rules (why: docs/decisions/0243-gateway-client-pool.md):
 
 * A key is checked before any client exists: its form first (printable ASCII, at most 512 characters,
   else 401), then, when the gateway has ``api_keys`` configured, against their SHA-256 (unknown key: 401).
@@ -26,9 +26,9 @@ import grpc
 from pydantic import SecretStr
 
 from odin_client.client import OdinClient
-from odin_client.errors import OdinError
 from odin_client.gateway.errors import GatewayError
 from odin_client.settings import OdinSettings
+from odin_client.types.errors import OdinError
 from wolf_service.auth import ApiKey, hash_key
 
 MAX_KEY_CHARS = 512

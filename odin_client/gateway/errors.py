@@ -8,7 +8,7 @@ import math
 import grpc
 from fastapi.responses import JSONResponse
 
-from odin_client.errors import OdinError, RateLimited
+from odin_client.types.errors import OdinError, RateLimited
 
 _STATUS: dict[grpc.StatusCode, tuple[int, str]] = {
     grpc.StatusCode.INVALID_ARGUMENT: (400, "invalid_request_error"),

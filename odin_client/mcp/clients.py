@@ -10,7 +10,7 @@ from collections import OrderedDict
 
 from pydantic import SecretStr
 
-from odin_client.aio import AsyncOdinClient
+from odin_client.client import AsyncOdinClient
 from odin_client.mcp.access import Access
 from odin_client.settings import OdinSettings
 

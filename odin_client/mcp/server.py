@@ -29,13 +29,13 @@ from mcp_types import ResourceTemplate as McpResourceTemplate
 from mcp_types import Tool as McpTool
 from pydantic import AnyUrl
 
-from odin_client.aio import AsyncOdinClient
-from odin_client.errors import NotFound, OdinError
+from odin_client.client import AsyncOdinClient
 from odin_client.mcp.access import Access, ApiKeyVerifier, request_access
 from odin_client.mcp.clients import AsyncClientPool
 from odin_client.mcp.settings import McpSettings
 from odin_client.mcp.tools import OdinTools
 from odin_client.settings import OdinSettings
+from odin_client.types.errors import NotFound, OdinError
 
 INSTRUCTIONS = """Wolfpack RAG: search and cite a private document index. Use `search` to find passages (each
 with document_id, chunk_id, location and score), `ask` for an answer written from the documents with

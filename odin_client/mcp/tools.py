@@ -14,11 +14,11 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from odin_client.aio import AsyncOdinClient
-from odin_client.errors import OdinError
+from odin_client.client import AsyncOdinClient
 from odin_client.frameworks.passages import location_fields
 from odin_client.mcp.settings import McpSettings
-from odin_client.results import Answer, Source
+from odin_client.types.errors import OdinError
+from odin_client.types.results import Answer, Source
 
 P = ParamSpec("P")
 R = TypeVar("R")

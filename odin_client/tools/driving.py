@@ -1,4 +1,5 @@
-"""Driving the tool loop with a client's ``generate``: blocking and asyncio.
+"""What a client needs to run the tool loop (:mod:`odin_client.tools.loop`): its options from the settings, the
+audit record of each decision, and the ``confirm`` callback's type.
 
 ``confirm`` is the caller's say on tools marked ``confirm`` (called with the call, returns a bool; none
 given means every such call is declined). Each decision is appended to ``audit`` when one is given.
@@ -6,72 +7,23 @@ given means every such call is declined). Each decision is appended to ``audit``
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
-from odin_client.flows import drive, drive_async
-from odin_client.results import Generation, ToolCallRequest
 from odin_client.settings import OdinSettings
-from odin_client.tools.loop import (
-    AuditCall,
-    ConfirmCall,
-    GenerateCall,
-    LoopCall,
-    RunToolCall,
-    ToolLoopOptions,
-    ToolLoopResult,
-    audit_details,
-    tool_loop,
-)
-from odin_client.tools.registry import ToolRegistry
-from odin_client.tools.running import run_call, run_call_async
+from odin_client.tools.loop import AuditCall, ToolLoopOptions, audit_details
+from odin_client.types.results import ToolCallRequest
 from wolf_service.audit_log import AuditLog
 
 Confirm = Callable[[ToolCallRequest], bool]
 
 
-def _audit(audit: AuditLog | None, actor: str, call: AuditCall) -> None:
+def record_decision(audit: AuditLog | None, actor: str, call: AuditCall) -> None:
+    """Append one decision of the loop to the audit log (when there is one)."""
     if audit is not None:
         record = call.record
         audit.record(actor=actor, action="odin.tool_call", target=f"tool={record.name[:64]}",
                      outcome=record.outcome, **audit_details(record))
-
-
-def drive_tools(generate: Callable[..., Generation], question: str, registry: ToolRegistry, opts: ToolLoopOptions,
-                *, confirm: Confirm | None, timeout_s: float, audit: AuditLog | None,
-                actor: str) -> ToolLoopResult:
-    """Run the loop with blocking calls."""
-
-    def perform(call: LoopCall) -> Any:
-        if isinstance(call, GenerateCall):
-            return generate(call.prompt, **call.options)
-        if isinstance(call, ConfirmCall):
-            return bool(confirm(call.call)) if confirm is not None else False
-        if isinstance(call, RunToolCall):
-            return run_call(registry, call.call, timeout_s)
-        return _audit(audit, actor, call)
-
-    return drive(tool_loop(question, registry, opts), perform)
-
-
-async def drive_tools_async(generate: Callable[..., Awaitable[Generation]], question: str, registry: ToolRegistry,
-                            opts: ToolLoopOptions, *, confirm: Confirm | None, timeout_s: float,
-                            audit: AuditLog | None, actor: str) -> ToolLoopResult:
-    """Run the loop with awaited calls (``confirm`` may be a plain or a coroutine function)."""
-
-    async def perform(call: LoopCall) -> Any:
-        if isinstance(call, GenerateCall):
-            return await generate(call.prompt, **call.options)
-        if isinstance(call, ConfirmCall):
-            if confirm is None:
-                return False
-            said = confirm(call.call)
-            return bool(await said) if isinstance(said, Awaitable) else bool(said)
-        if isinstance(call, RunToolCall):
-            return await run_call_async(registry, call.call, timeout_s)
-        return _audit(audit, actor, call)
-
-    return await drive_async(tool_loop(question, registry, opts), perform)
 
 
 def audit_log(path: Any) -> AuditLog | None:
@@ -82,7 +34,8 @@ def audit_log(path: Any) -> AuditLog | None:
 RUN_TOOLS_DOC = """Answer ``question`` with Geri, running the tools of ``registry`` the model asks for.
 
         A call runs only when the tool exists, its arguments validate against its schema, the registry's
-        caller holds the tool's scopes and, for a tool marked ``confirm``, ``confirm(call)`` said yes.
+        caller holds the tool's scopes and, for a tool marked ``confirm``, ``confirm(call)`` said yes (the
+        asyncio client also awaits a coroutine function's answer, and awaits coroutine handlers).
         Other calls are answered to the model with the reason. After ``tool_max_steps`` rounds of calls the
         model must answer. Every decision goes to ``tool_audit_log`` (when set) under ``actor``.
         See docs/answers.md (Tools).

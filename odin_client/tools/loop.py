@@ -2,9 +2,9 @@
 registry's checks and the caller's confirmation), hand the results back, until the model answers.
 
 The flow yields :class:`GenerateCall`, :class:`ConfirmCall`, :class:`RunToolCall` and :class:`AuditCall`
-and receives their results; the blocking and the asyncio client drive it with
-:func:`odin_client.flows.drive` / ``drive_async``. It is bounded: after ``max_steps`` rounds of tool calls
-the model is asked once more with ``tool_choice="none"``, so it must answer with what it has.
+and receives their results; both clients drive it in ``run_tools`` (:mod:`odin_client.client`). It is
+bounded: after ``max_steps`` rounds of tool calls the model is asked once more with ``tool_choice="none"``, so it
+must answer with what it has.
 
 A tool that overruns its time limit is not stopped (a thread cannot be), so it may still finish and take
 effect: the model is told exactly that ("unfinished"), and when the loop ends every such call is looked at
@@ -21,8 +21,8 @@ from typing import Any
 
 from wolf.v1 import common_pb2
 
-from odin_client.results import Generation, ToolCallRequest
 from odin_client.tools.registry import ToolRegistry
+from odin_client.types.results import Generation, ToolCallRequest
 
 
 @dataclass(frozen=True)

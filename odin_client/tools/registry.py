@@ -19,8 +19,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 from wolf.v1 import common_pb2
 
-from odin_client.errors import InvalidRequest
-from odin_client.results import ToolCallRequest
+from odin_client.types.errors import InvalidRequest
+from odin_client.types.results import ToolCallRequest
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_RESULT_CHARS = 8_000

@@ -18,9 +18,9 @@ import logging
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from odin_client.results import ToolCallRequest
 from odin_client.tools.loop import ToolOutcome
 from odin_client.tools.registry import ToolRegistry, as_text
+from odin_client.types.results import ToolCallRequest
 
 log = logging.getLogger("odin_client.tools")
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="odin-tool")

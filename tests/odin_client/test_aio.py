@@ -8,8 +8,14 @@ import threading
 import grpc
 import pytest
 
-from odin_client import ClientClosed, InvalidRequest, OdinSettings, ServiceUnavailable, StreamInterrupted
-from odin_client.aio import AsyncOdinClient
+from odin_client import (
+    AsyncOdinClient,
+    ClientClosed,
+    InvalidRequest,
+    OdinSettings,
+    ServiceUnavailable,
+    StreamInterrupted,
+)
 from tests.odin_client.servicers import free_port
 
 

@@ -16,6 +16,7 @@ from google.protobuf.message import Message
 from wolf.v1 import geri_pb2
 
 from odin_client import (
+    AsyncOdinClient,
     DeadlineExceeded,
     IndexResult,
     InvalidRequest,
@@ -25,8 +26,7 @@ from odin_client import (
     ServiceUnavailable,
     StreamInterrupted,
 )
-from odin_client.aio import AsyncOdinClient
-from odin_client.documents import DocumentFile
+from odin_client.protocol.files import DocumentFile
 from tests.odin_client.conftest import running
 from tests.odin_client.document_servicer import DocumentFreki
 from tests.odin_client.servicers import ControlledGeri, serve_freki, serve_geri

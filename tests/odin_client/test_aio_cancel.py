@@ -16,9 +16,8 @@ import grpc
 import pytest
 from wolf.v1 import freki_pb2
 
-from odin_client import ClientClosed, OdinSettings
-from odin_client.aio import AsyncOdinClient
-from odin_client.documents import DocumentFile
+from odin_client import AsyncOdinClient, ClientClosed, OdinSettings
+from odin_client.protocol.files import DocumentFile
 from tests.odin_client.conftest import running
 from tests.odin_client.document_servicer import DocumentFreki
 from tests.odin_client.servicers import Faults, serve_freki

@@ -15,9 +15,15 @@ import pytest
 pytest.importorskip("freki.api.server")
 pytest.importorskip("geri.server")
 
-from odin_client import IndexResult, InvalidRequest, NotFound, OdinClient, OdinSettings  # noqa: E402
-from odin_client.aio import AsyncOdinClient  # noqa: E402
-from odin_client.documents import DocumentFile  # noqa: E402
+from odin_client import (  # noqa: E402
+    AsyncOdinClient,  # noqa: E402
+    IndexResult,
+    InvalidRequest,
+    NotFound,
+    OdinClient,
+    OdinSettings,
+)
+from odin_client.protocol.files import DocumentFile  # noqa: E402
 from tests.geri.fixtures import embedded_backend, geri_server  # noqa: E402, F401
 from wolf_service.serving import ServerHandle  # noqa: E402
 

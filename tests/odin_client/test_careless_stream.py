@@ -13,9 +13,8 @@ import grpc
 import pytest
 from wolf.v1 import freki_pb2
 
-from odin_client import IndexResult, OdinClient, OdinSettings
-from odin_client.aio import AsyncOdinClient
-from odin_client.documents import DocumentFile
+from odin_client import AsyncOdinClient, IndexResult, OdinClient, OdinSettings
+from odin_client.protocol.files import DocumentFile
 from tests.odin_client.conftest import running
 from tests.odin_client.servicers import ControlledFreki, serve_freki
 

@@ -66,7 +66,7 @@ def test_grounded_answer_cites_the_sentence_or_says_the_sources_are_silent(odin:
 def test_a_streamed_grounded_answer_is_provisional_text_then_the_checked_answer(odin: OdinClient):
     """AnswerStream with the real model: the deltas are the answer text as it is written (never JSON), and the
     checked answer either is their concatenation or says it was revised."""
-    from odin_client.results import Answer
+    from odin_client.types.results import Answer
 
     *deltas, final = odin.ask_stream("Which port does the Hrafn Relay admin API listen on?", top_k=3)
     assert isinstance(final, Answer) and final.generation is not None

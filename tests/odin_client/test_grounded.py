@@ -13,10 +13,9 @@ import grpc
 import pytest
 from wolf.v1 import common_pb2
 
-from odin_client import DeadlineExceeded, OdinClient, StreamInterrupted
-from odin_client.aio import AsyncOdinClient
-from odin_client.results import Answer
+from odin_client import AsyncOdinClient, DeadlineExceeded, OdinClient, StreamInterrupted
 from odin_client.settings import OdinSettings
+from odin_client.types.results import Answer
 from tests.odin_client.grounded_servicer import REWRITTEN, GroundedGeri
 from tests.odin_client.servicers import FakeClock, sample_context
 

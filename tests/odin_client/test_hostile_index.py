@@ -14,9 +14,14 @@ import pytest
 
 pytest.importorskip("freki.api.server")
 
-from odin_client import IndexResult, InvalidRequest, OdinClient, OdinSettings  # noqa: E402
-from odin_client.aio import AsyncOdinClient  # noqa: E402
-from odin_client.documents import DocumentFile  # noqa: E402
+from odin_client import (  # noqa: E402
+    AsyncOdinClient,  # noqa: E402
+    IndexResult,
+    InvalidRequest,
+    OdinClient,
+    OdinSettings,
+)
+from odin_client.protocol.files import DocumentFile  # noqa: E402
 from wolf_service.serving import ServerHandle  # noqa: E402
 
 pytestmark = pytest.mark.integration

@@ -17,11 +17,9 @@ from typing import Any
 import pytest
 
 from odin_client import AsyncOdinClient, OdinClient, OdinSettings
-from odin_client.errors import InvalidRequest
-from odin_client.results import Generation, ToolCallRequest
 from odin_client.tools import Tool, ToolRegistry
-from odin_client.tools.driving import drive_tools
-from odin_client.tools.loop import ToolLoopOptions
+from odin_client.types.errors import InvalidRequest
+from odin_client.types.results import Generation, ToolCallRequest
 
 CITY = {"type": "object", "additionalProperties": False, "required": ["city"],
         "properties": {"city": {"type": "string", "maxLength": 40}}}
@@ -64,9 +62,11 @@ def weather_registry(**tool: Any) -> tuple[ToolRegistry, list[dict[str, Any]]]:
 
 def run(geri: ScriptedGeri, registry: ToolRegistry, *, confirm: Callable[[ToolCallRequest], bool] | None = None,
         max_steps: int = 4, session_id: str = "", audit: Any = None, timeout_s: float = 5.0) -> Any:
-    opts = ToolLoopOptions(max_steps=max_steps, session_id=session_id)
-    return drive_tools(geri, "Weather in Oslo?", registry, opts, confirm=confirm, timeout_s=timeout_s,
-                       audit=audit, actor="tester")
+    client = OdinClient(OdinSettings(tool_timeout_s=timeout_s))
+    client.generate = geri  # type: ignore[method-assign]  # the seam: Geri's replies are scripted
+    client._tool_audit = audit
+    return client.run_tools("Weather in Oslo?", registry, confirm=confirm, actor="tester", max_steps=max_steps,
+                            session_id=session_id)
 
 
 def test_a_call_runs_and_its_result_goes_back_with_the_whole_conversation() -> None:

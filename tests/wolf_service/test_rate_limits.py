@@ -16,8 +16,8 @@ import pytest
 import uvicorn
 
 from odin_client import OdinSettings
-from odin_client.errors import RateLimited, from_rpc_error
 from odin_client.gateway import GatewaySettings, create_app
+from odin_client.types.errors import RateLimited, from_rpc_error
 from tests.odin_client.servicers import free_port
 from tests.wolf_service.conftest import api_keys, bearer, freki_stub, index_request, metrics_url, retrieve_request
 from tests.wolf_service.test_metrics import scrape, value

@@ -10,8 +10,8 @@ import pytest
 from wolf.v1 import freki_pb2
 
 from odin_client import OdinClient, OdinSettings
-from odin_client.errors import InvalidRequest
-from odin_client.results import IndexResult
+from odin_client.types.errors import InvalidRequest
+from odin_client.types.results import IndexResult
 from tests.freki.api.corpus import ASTRO_DOC, BAKERY_DOC, GERI_DOC
 
 pytestmark = pytest.mark.integration

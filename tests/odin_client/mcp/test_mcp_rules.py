@@ -124,7 +124,7 @@ def test_odin_and_its_cli_load_without_the_optional_sdks() -> None:
 
     from tests.odin_client.mcp.conftest import ROOT, child_env
 
-    probe = ("import sys, odin_client, odin_client.cli, odin_client.frameworks, odin_client.mcp, odin_client.mcp.cli; "
+    probe = ("import sys, odin_client, odin_client.cli, odin_client.frameworks, odin_client.mcp, odin_client.cli.mcp; "
              "print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'langchain_core', 'llama_index'}))")
     out = subprocess.run([sys.executable, "-c", probe], env=child_env(), cwd=ROOT, capture_output=True, text=True,
                          timeout=120, check=True)
