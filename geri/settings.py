@@ -206,6 +206,12 @@ class GeriSettings(FileSettings):
     embedded_threads: int | None = Field(
         default=None, ge=1, description="torch intra-op threads; None = torch's default."
     )
+    embedded_prompt_cache_entries: int = Field(
+        default=4, ge=0, le=64,
+        description="tenants whose last prompt's KV cache is kept, so a prompt sharing its start (instructions, "
+                    "the same sources) skips that part; each holds up to the context window (~46 KB a token "
+                    "for SmolLM2-135M); 0 = off.",
+    )
 
     # --- operations (docs/operations.md) ------------------------------------------------
     metrics: MetricsSettings = MetricsSettings(port=None)

@@ -117,6 +117,7 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
                        max_depth=limits.max_schema_depth)
     contract = OutputContract(schema=schema, tools=tools, tool_choice=check_tool_choice(gen.tool_choice, tools))
 
+    tenant = _identifier(request.tenant_id, "tenant_id") or "default"
     return ValidatedRequest(
         request_id=request.request_id,
         prompt=request.prompt,
@@ -127,13 +128,14 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
             top_p=top_p,
             seed=seed,
             stop=tuple(gen.stop),
+            cache_scope=tenant,
         ),
         model=gen.model.strip(),
         system_prompt=gen.system_prompt if gen.system_prompt.strip() else settings.system_prompt,
         language=meta.language.strip(),
         contract=contract,
         messages=_messages(gen.messages, limits.max_messages),
-        tenant=_identifier(request.tenant_id, "tenant_id") or "default",
+        tenant=tenant,
         session_id=_identifier(meta.session_id, "metadata.session_id"),
         owner_id=_identifier(meta.owner_id, "metadata.owner_id"),
     )

@@ -12,6 +12,7 @@ the model writes before the answer text starts (the JSON prefix ``{"answered":tr
 
     .venv/bin/python scripts/bench_answer_stream.py --questions 8
     .venv/bin/python scripts/bench_answer_stream.py --questions 8 --threads 2 --json out.json
+    .venv/bin/python scripts/bench_answer_stream.py --questions 8 --prompt-cache-entries 0
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ def measure(stub: geri_pb2_grpc.GeriServiceStub, backend: EmbeddedBackend, qid: 
     _, numbered = number_sources(shown)
     probe = common_pb2.WolfRequest(
         request_id=qid + "-prompt", model_type=common_pb2.LLM, prompt=question, context=numbered,
+        tenant_id="prompt-probe",  # its own prompt cache: the answers' tenant keeps the previous answer's
         metadata=common_pb2.RequestMetadata(max_tokens=1, temperature=0.0),
         generation=common_pb2.GenerationOptions(system_prompt=system_prompt(False)))
     probe_started = time.perf_counter()
@@ -127,10 +129,13 @@ def main() -> int:
     parser.add_argument("--questions", type=int, default=8)
     parser.add_argument("--distractors", type=int, default=2, help="other paragraphs of the article per context")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (embedded_threads)")
+    parser.add_argument("--prompt-cache-entries", type=int, default=4,
+                        help="geri.embedded_prompt_cache_entries (0: every prompt processed in full)")
     parser.add_argument("--json", type=Path, default=None, help="write the samples here")
     args = parser.parse_args()
 
-    settings = GeriSettings(host="127.0.0.1", port=0, backend="embedded", embedded_threads=args.threads)
+    settings = GeriSettings(host="127.0.0.1", port=0, backend="embedded", embedded_threads=args.threads,
+                            embedded_prompt_cache_entries=args.prompt_cache_entries)
     backend = EmbeddedBackend(settings)
     backend.prepare()
     handle = build_server(settings, backend)

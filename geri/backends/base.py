@@ -69,6 +69,7 @@ class GenerationParams:
     json_schema: dict[str, Any] | None = None
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: str = "auto"
+    cache_scope: str = ""  # whose earlier prompts a backend may reuse work from (the tenant); never shared
 
 
 @dataclass(frozen=True)

@@ -44,13 +44,31 @@ class JsonSchemaConstraint(LogitsProcessor):
         self._mask = llg_torch.allocate_token_bitmask(1, tokenizer.vocab_size)
         self._prompt_length: int | None = None
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        if self._prompt_length is None:
-            self._prompt_length = int(input_ids.shape[1])
-        elif not self._matcher.is_stopped():
-            self._matcher.consume_token(int(input_ids[0, -1]))
+    def forced(self) -> list[int]:
+        """The tokens the grammar allows as the only continuation from here (may be empty)."""
+        return list(self._matcher.compute_ff_tokens())
+
+    def consume(self, tokens: list[int]) -> None:
+        """Advance the grammar over tokens the output now holds."""
+        if tokens and not self._matcher.is_stopped():
+            self._matcher.consume_tokens(tokens)
+
+    def stopped(self) -> bool:
+        """True once the grammar admits no further token."""
+        return bool(self._matcher.is_stopped())
+
+    def mask(self, scores: torch.Tensor) -> None:
+        """Set the scores of the tokens the grammar forbids next to -inf, in place."""
         llg_torch.fill_next_token_bitmask(self._matcher, self._mask, 0)
         apply_bitmask(scores, self._mask)
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        """The same rule as a ``transformers`` logits processor (one token per step)."""
+        if self._prompt_length is None:
+            self._prompt_length = int(input_ids.shape[1])
+        else:
+            self.consume([int(input_ids[0, -1])])
+        self.mask(scores)
         return scores
 
 

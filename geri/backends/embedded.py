@@ -24,6 +24,7 @@ from geri.backends.base import (
     GenerationParams,
     ModelDescription,
 )
+from geri.backends.decoding import PromptCache
 from geri.backends.loaded_model import LoadedModel, load_model
 from geri.backends.stop_strings import StopScanner
 from geri.settings import GeriSettings
@@ -64,6 +65,7 @@ class EmbeddedBackend:
         self._load_lock = threading.Lock()
         # Two generations at once would only halve each one's speed on a small CPU box.
         self._generate_lock = threading.Lock()
+        self._prompt_cache = PromptCache(settings.embedded_prompt_cache_entries)
         self.stats = BackendStats()
 
     @property
@@ -154,6 +156,7 @@ class EmbeddedBackend:
             params,
             should_stop=lambda: cancel.is_set() or stop_hit.is_set() or abandoned.is_set(),
             on_token=self.stats.produced,
+            prompt_cache=self._prompt_cache,
         )
         scanner = StopScanner(params.stop)
         try:

@@ -17,17 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import (
-    AutoModelForCausalLM,
-    AutoTokenizer,
-    LogitsProcessorList,
-    StoppingCriteria,
-    StoppingCriteriaList,
-    TextIteratorStreamer,
-)
+from transformers import AutoModelForCausalLM, AutoTokenizer, TextIteratorStreamer
 
 from geri.backends.base import ChatMessage, GenerationParams
 from geri.backends.constrained import JsonSchemaConstraint, llg_tokenizer
+from geri.backends.decoding import PromptCache, decode
 
 log = logging.getLogger("geri.embedded")
 
@@ -91,61 +85,38 @@ class LoadedModel:
         *,
         should_stop: Callable[[], bool],
         on_token: Callable[[int], None],
+        prompt_cache: PromptCache | None = None,
     ) -> GenerationRun:
         """Start generating in a worker thread.
 
         Args:
             input_ids: The encoded prompt.
             params: Length and sampling settings.
-            should_stop: Polled after every token; True ends the generation.
+            should_stop: Polled after every step; True ends the generation.
             on_token: Called with the number of tokens produced since the last call.
+            prompt_cache: Earlier prompts' KV caches to start from, and where this prompt's is kept.
         """
         streamer = TextIteratorStreamer(
-            self.tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=_STREAMER_POLL_S
+            self.tokenizer, skip_prompt=False, skip_special_tokens=True, timeout=_STREAMER_POLL_S
         )
         run = GenerationRun(streamer=streamer, thread=threading.Thread())
-        prompt_len = len(input_ids)
+        constraint = (JsonSchemaConstraint(self.grammar_tokenizer(), params.json_schema)
+                      if params.json_schema is not None else None)
 
-        class _Watch(StoppingCriteria):
-            def __call__(
-                self, ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any
-            ) -> torch.BoolTensor:
-                produced = ids.shape[1] - prompt_len
-                on_token(produced - run.completion_tokens)
-                run.completion_tokens = produced
-                stop = should_stop()
-                return torch.full((ids.shape[0],), stop, dtype=torch.bool)  # type: ignore[return-value]
-
-        processors = LogitsProcessorList()
-        if params.json_schema is not None:
-            processors.append(JsonSchemaConstraint(self.grammar_tokenizer(), params.json_schema))
-        kwargs: dict[str, Any] = {
-            "logits_processor": processors,
-            "input_ids": torch.tensor([input_ids]),
-            "attention_mask": torch.ones(1, prompt_len, dtype=torch.long),
-            "max_new_tokens": params.max_tokens,
-            "streamer": streamer,
-            "stopping_criteria": StoppingCriteriaList([_Watch()]),
-            "pad_token_id": self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
-        }
-        if params.temperature > 0:
-            kwargs.update(do_sample=True, temperature=params.temperature, top_k=0)
-            if params.top_p is not None:
-                kwargs["top_p"] = params.top_p
-            if params.seed is not None:
-                # The generate lock is held, so seeding the global RNG affects only this run.
-                torch.manual_seed(params.seed)
-        else:
-            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        def emit(tokens: list[int]) -> None:
+            run.completion_tokens += len(tokens)
+            on_token(len(tokens))
+            streamer.put(torch.tensor(tokens))
 
         def work() -> None:
             try:
-                with torch.inference_mode():
-                    output = self.model.generate(**kwargs)
-                run.completion_tokens = int(output.shape[1]) - prompt_len
-                run.hit_eos = run.completion_tokens > 0 and int(output[0, -1]) in self.eos_ids
+                result = decode(self.model, input_ids, params, constraint=constraint,
+                                prompt_cache=prompt_cache, eos_ids=self.eos_ids, emit=emit,
+                                should_stop=should_stop)
+                run.hit_eos = result.hit_eos
             except BaseException as exc:  # surfaced to the consumer thread, which re-raises it
                 run.error = exc
+            finally:
                 streamer.end()
 
         run.thread = threading.Thread(target=work, name="geri-generate", daemon=True)
