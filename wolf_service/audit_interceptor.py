@@ -3,7 +3,7 @@
 Each service lists the RPCs it audits (index, delete, export, generate…) with an action
 name and how to name the target from the request. The interceptor appends one
 :class:`~wolf_service.audit_log.AuditLog` line per such call — also for calls that were
-refused or failed — with the caller (API-key name, else the peer address), the tenant
+refused or failed — with the caller (API-key name, else the peer address), the user (``x-wolf-user``), the tenant
 and ids, the status, the duration and a few counts from the response. Never content.
 """
 
@@ -19,6 +19,7 @@ import grpc
 
 from wolf_service.audit_log import AuditLog, Scalar, identifier
 from wolf_service.error_mapping import request_id_of
+from wolf_service.identity import UserIdError, user_id_of
 from wolf_service.wrapping import (
     StreamCall,
     UnaryCall,
@@ -78,6 +79,7 @@ class AuditInterceptor(WrappingInterceptor):
         actor = (self._identify(context) if self._identify else None) or context.peer()
         details: dict[str, Scalar] = {
             "tenant": identifier(str(getattr(envelope_of(request), "tenant_id", "") or self._default_tenant)),
+            "user": _user(context),
             "request_id": identifier(request_id_of(request, context)),
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         }
@@ -114,3 +116,11 @@ class AuditInterceptor(WrappingInterceptor):
             self._record(method, request, context, code, started, last, sent)
 
         return observe_stream(call, request, context, on_end)
+
+
+def _user(context: grpc.ServicerContext) -> str:
+    """The call's ``x-wolf-user`` for the log; a malformed one (the call is refused) is not copied into it."""
+    try:
+        return user_id_of(context, 1024)
+    except UserIdError:
+        return "<invalid>"

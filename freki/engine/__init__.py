@@ -23,7 +23,7 @@ from freki.engine.health import DiskPoller, health
 from freki.engine.index_set import IndexSet, build_index, built_with, drop_index, embedding_config
 from freki.engine.purging import Purger
 from freki.engine.reindex import ReindexReport, full_reindex
-from freki.engine.status import EngineStatus, engine_status
+from freki.engine.status import EngineStatus, engine_status, visible_counts
 from freki.ingest.deadline import NO_DEADLINE, Deadline
 from freki.ingest.indexing import IndexInput, IndexResult, document_chunks
 from freki.ingest.limits import ChunkingConfig
@@ -35,6 +35,7 @@ from freki.search.result_cache import ResultCache, hit_bytes
 from freki.search.retrieval import Hits, Query
 from freki.settings import FrekiSettings
 from freki.store import FieldMatch, StoredPoint, VectorStore
+from freki.store.access import visible_to
 from freki.store.errors import DiskFull
 from freki.store.integrity import Quarantine
 from freki.store.keys import KeyStore
@@ -189,10 +190,11 @@ class FrekiEngine:
         return self.results.lookup(query.tenant_id, f"v{self.active.version} {query!r}", search,
                                    lambda hit: hit_bytes(hit.payload))
 
-    def get_document(self, tenant: str, document_id: str) -> DocumentRecord:
-        """A document's record, or NotFound."""
+    def get_document(self, tenant: str, document_id: str, groups: frozenset[str] | None = None) -> DocumentRecord:
+        """A document's record, or NotFound (also when the caller's access ``groups`` do not reach it: a hidden
+        document reads exactly like a missing one)."""
         record = self.registry.get(tenant, document_id)
-        if record is None:
+        if record is None or not _reaches(groups, record.access_groups):
             raise NotFound(f"document {document_id!r} is not indexed for tenant {tenant!r}")
         return record
 
@@ -291,20 +293,22 @@ class FrekiEngine:
         """Remove what deletes left in the engine's files (``freki.engine.purging``); False if it cannot."""
         return self.purger.purge()
 
-    def export_owner(self, tenant: str, owner_id: str, *, with_vectors: bool = False) -> Iterator[
-        tuple[DocumentRecord, list[StoredPoint]]
-    ]:
-        """Each document of a data owner with its chunks, one document at a time (bounded memory)."""
-        for record in self.registry.iterate(tenant, owner_id=owner_id):
+    def export_owner(self, tenant: str, owner_id: str, *, with_vectors: bool = False,
+                     groups: frozenset[str] | None = None) -> Iterator[tuple[DocumentRecord, list[StoredPoint]]]:
+        """Each document of a data owner (that the caller's access ``groups`` reach) with its chunks, one
+        document at a time (bounded memory)."""
+        for record in self.registry.iterate(tenant, owner_id=owner_id, visible=visible_to(groups)):
             yield record, self.chunks_of(tenant, record.document_id, with_vectors=with_vectors)
 
     # -- status ----------------------------------------------------------------------------
-    def status(self, tenant: str | None) -> EngineStatus:
-        """Counts for one tenant (or all) and the configuration in force."""
+    def status(self, tenant: str | None, groups: frozenset[str] | None = None) -> EngineStatus:
+        """Counts for one tenant (or all; only of the documents the caller's access ``groups`` reach) and the
+        configuration in force."""
         disk = self.disk.disk.read()
-        return engine_status(self.active, self.settings, self.blue_green.status(), tenant, disk=disk,
-                             health=health(disk, len(self.quarantine.entries())),
-                             quarantined=tuple(self.quarantine.entries(tenant)))
+        found = engine_status(self.active, self.settings, self.blue_green.status(), tenant, disk=disk,
+                              health=health(disk, len(self.quarantine.entries())),
+                              quarantined=tuple(self.quarantine.entries(tenant)))
+        return found if groups is None or tenant is None else visible_counts(found, self.registry, tenant, groups)
 
     def scrub(self) -> ScrubReport:
         """Check every stored chunk against its checksum now (``integrity.scrub_interval_s`` runs it too)."""
@@ -328,3 +332,7 @@ class FrekiEngine:
 
 
 __all__ = ["EngineStatus", "FrekiEngine", "build_embedder", "store_config"]
+
+
+def _reaches(groups: frozenset[str] | None, document_groups: list[str]) -> bool:
+    return groups is None or not document_groups or bool(groups & set(document_groups))

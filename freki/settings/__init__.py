@@ -229,7 +229,9 @@ class FrekiSettings(FileSettings):
     watch: WatchSettings = WatchSettings()
     backup: BackupSettings = BackupSettings()
     retention: RetentionSettings = RetentionSettings()
-    # Append-only JSON-lines log of erasures and exports (who, what, when); None = <data_dir>/audit.jsonl.
+    # Append-only JSON-lines audit of every read, write, erasure and export (who, user, ids, counts; never text
+    # or queries): on unless audit_enabled is False. None = <data_dir>/audit.jsonl.
+    audit_enabled: bool = True
     audit_log: Path | None = None
     audit_rotation: AuditRotation = Field(default_factory=AuditRotation)  # size-based, docs/operations.md
 
