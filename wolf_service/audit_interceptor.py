@@ -56,6 +56,7 @@ class AuditInterceptor(WrappingInterceptor):
         audited: RPCs to audit, keyed ``"FrekiService/IndexDocument"``.
         identify: The caller's API-key name, when keys are on.
         default_tenant: Recorded when the request leaves its tenant empty.
+        user_id_max_chars: The live ``security.user_id_max_chars`` (a longer user id is recorded as invalid).
     """
 
     def __init__(
@@ -64,8 +65,10 @@ class AuditInterceptor(WrappingInterceptor):
         audited: Mapping[str, AuditedRpc],
         identify: Callable[[grpc.ServicerContext], str | None] | None = None,
         default_tenant: str = "",
+        user_id_max_chars: Callable[[], int] = lambda: 128,
     ) -> None:
         self.audit = audit
+        self._user_max = user_id_max_chars
         self._audited = dict(audited)
         self._identify = identify
         self._default_tenant = default_tenant
@@ -79,7 +82,7 @@ class AuditInterceptor(WrappingInterceptor):
         actor = (self._identify(context) if self._identify else None) or context.peer()
         details: dict[str, Scalar] = {
             "tenant": identifier(str(getattr(envelope_of(request), "tenant_id", "") or self._default_tenant)),
-            "user": _user(context),
+            "user": _user(context, self._user_max()),
             "request_id": identifier(request_id_of(request, context)),
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         }
@@ -118,9 +121,9 @@ class AuditInterceptor(WrappingInterceptor):
         return observe_stream(call, request, context, on_end)
 
 
-def _user(context: grpc.ServicerContext) -> str:
+def _user(context: grpc.ServicerContext, max_chars: int) -> str:
     """The call's ``x-wolf-user`` for the log; a malformed one (the call is refused) is not copied into it."""
     try:
-        return user_id_of(context, 1024)
+        return user_id_of(context, max_chars)
     except UserIdError:
         return "<invalid>"

@@ -72,7 +72,8 @@ class ServiceOps:
         audit_path = settings.audit_log or audit_path
         if getattr(settings, "audit_enabled", True) and audit_path is not None and audited:
             log = AuditLog(Path(audit_path), getattr(settings, "audit_rotation", None))
-            self.audit = AuditInterceptor(log, dict(audited), identify, default_tenant)
+            self.audit = AuditInterceptor(log, dict(audited), identify, default_tenant,
+                                          lambda: settings.security.user_id_max_chars)
         self._access = AccessLogInterceptor(identify, default_tenant)
         self._limits = RateLimitInterceptor(lambda: settings.rate_limits, identify, default_tenant,
                                             self.metrics.rate_limited)

@@ -49,8 +49,11 @@ def as_(name: str) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {KEYS[name]}"), ("x-wolf-user", f"{name}-user"))
 
 
+Served = tuple[freki_pb2_grpc.FrekiServiceStub, Path]
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[tuple[freki_pb2_grpc.FrekiServiceStub, Path]]:  # type: ignore[no-untyped-def]
+def server(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Served]:  # type: ignore[no-untyped-def]
     data = tmp_path_factory.mktemp("access")
     settings = freki_settings(data, security={"api_keys": [
         key("admin", None), key("agent-a", ["team-a"], ["read", "write", "delete"]),
