@@ -60,6 +60,7 @@ class FrekiEngine:
         self.settings = settings
         self._given_embedder = embedder
         self.quarantine = Quarantine()  # chunks that failed their integrity check (freki.store.integrity)
+        self.store_problem: str | None = None  # set by the server's store probe (freki.engine.health)
         self._models: dict[str, EmbeddingModel] = {}  # every model loaded, by name (``_load``)
         self._models_lock = threading.Lock()
         self.erasures = erasure_log(settings)  # what erasures destroy, for a restore to re-apply (freki.backup)
@@ -305,8 +306,11 @@ class FrekiEngine:
         """Counts for one tenant (or all; only of the documents the caller's access ``groups`` reach) and the
         configuration in force."""
         disk = self.disk.disk.read()
+        state, reasons = health(disk, len(self.quarantine.entries()))
+        if self.store_problem:
+            state, reasons = "unavailable", (self.store_problem, *reasons)
         found = engine_status(self.active, self.settings, self.blue_green.status(), tenant, disk=disk,
-                              health=health(disk, len(self.quarantine.entries())),
+                              health=(state, reasons),
                               quarantined=tuple(self.quarantine.entries(tenant)))
         return found if groups is None or tenant is None else visible_counts(found, self.registry, tenant, groups)
 
