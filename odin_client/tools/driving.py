@@ -34,7 +34,7 @@ def _audit(audit: AuditLog | None, actor: str, call: AuditCall) -> None:
     if audit is not None:
         record = call.record
         audit.record(actor=actor, action="odin.tool_call", target=f"tool={record.name[:64]}",
-                     outcome=record.outcome, **audit_details(record))
+                     outcome=record.outcome, user=call.user[:128], **audit_details(record))
 
 
 def drive_tools(generate: Callable[..., Generation], question: str, registry: ToolRegistry, opts: ToolLoopOptions,
@@ -48,7 +48,7 @@ def drive_tools(generate: Callable[..., Generation], question: str, registry: To
         if isinstance(call, ConfirmCall):
             return bool(confirm(call.call)) if confirm is not None else False
         if isinstance(call, RunToolCall):
-            return run_call(registry, call.call, timeout_s)
+            return run_call(registry, call.call, timeout_s, call.caller)
         return _audit(audit, actor, call)
 
     return drive(tool_loop(question, registry, opts), perform)
@@ -68,7 +68,7 @@ async def drive_tools_async(generate: Callable[..., Awaitable[Generation]], ques
             said = confirm(call.call)
             return bool(await said) if isinstance(said, Awaitable) else bool(said)
         if isinstance(call, RunToolCall):
-            return await run_call_async(registry, call.call, timeout_s)
+            return await run_call_async(registry, call.call, timeout_s, call.caller)
         return _audit(audit, actor, call)
 
     return await drive_async(tool_loop(question, registry, opts), perform)
@@ -84,17 +84,24 @@ RUN_TOOLS_DOC = """Answer ``question`` with Geri, running the tools of ``registr
         A call runs only when the tool exists, its arguments validate against its schema, the registry's
         caller holds the tool's scopes and, for a tool marked ``confirm``, ``confirm(call)`` said yes.
         Other calls are answered to the model with the reason. After ``tool_max_steps`` rounds of calls the
-        model must answer. Every decision goes to ``tool_audit_log`` (when set) under ``actor``.
+        model must answer. Every decision goes to ``tool_audit_log`` (on by default) under ``actor``, with
+        the user (``user_id``, else the settings' ``user_id``).
+        With ``defer_confirmation=True`` a call needing confirmation ends the turn instead of asking
+        ``confirm``: the result has ``stopped == "requires_confirmation"`` and ``pending`` (what would run,
+        with its arguments); call again with ``resume=result.pending`` and ``confirmed=(call ids,)`` in the
+        same ``session_id`` to run them, each once per idempotency key (docs/answers.md, Tools).
         See docs/answers.md (Tools).
 
         Args:
             first_tool_choice: "auto" (default) or "required" to make the model call a tool first.
-            options: ``tenant_id``, ``model``, ``system_prompt``, ``max_tokens``, ``session_id``, ``owner_id``.
+            options: ``tenant_id``, ``model``, ``system_prompt``, ``max_tokens``, ``session_id``, ``owner_id``,
+                ``user_id``, ``defer_confirmation``, ``resume``, ``confirmed``.
         """
 
 
 def loop_options(settings: OdinSettings, *, max_steps: int | None, first_tool_choice: str,
                  **options: Any) -> ToolLoopOptions:
     """The loop's options from a client's settings and a call's keyword arguments."""
+    options.setdefault("user_id", settings.user_id or "")
     return ToolLoopOptions(max_steps=max_steps or settings.tool_max_steps, first_tool_choice=first_tool_choice,
                            **options)
