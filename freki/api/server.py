@@ -56,7 +56,7 @@ def build_server(
     operations.install_metrics(ops.metrics, engine, operations.current_watcher(servicer))
     handle = ops.start_server(register, SERVICE_NAME)
     watch_disk_health(handle, engine)
-    watch_store_health(handle, engine, settings)
+    watch_store_health(handle, engine, servicer, settings)
     if reload_from is not None:
         hooks = [operations.reload_hook(engine, servicer)]
         ops.enable_reload(reload_from, operations.RELOADABLE, hooks=hooks, sighup=sighup)
@@ -95,11 +95,12 @@ def watch_disk_health(handle: ServerHandle, engine: FrekiEngine) -> None:
     handle.closers.append(lambda: engine.disk.disk.listeners.remove(report))
 
 
-def watch_store_health(handle: ServerHandle, engine: FrekiEngine, settings: FrekiSettings) -> None:
+def watch_store_health(handle: ServerHandle, engine: FrekiEngine, servicer: FrekiServicer,
+                       settings: FrekiSettings) -> None:
     """The whole server NOT_SERVING (grpc.health.v1) while the store is gone, SERVING again once it is back;
-    GetIndexStatus names the problem meanwhile (``engine.store_problem``)."""
+    GetIndexStatus names the problem meanwhile (``servicer.store_problem``)."""
     def report(problem: str | None) -> None:
-        engine.store_problem = problem
+        servicer.store_problem = problem
         handle.set_serving(problem is None)
 
     probe = StoreProbe(lambda: store_problem(settings.data_dir, engine.registry.count),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import grpc
@@ -19,6 +20,7 @@ from freki.api import access, backups, convert, graph, validation
 from freki.api.batch import index_stream
 from freki.embed.remote_client import caller_deadline
 from freki.engine import FrekiEngine
+from freki.engine.status import visible_counts
 from freki.ingest.deadline import Deadline, StopSignal
 from freki.ingest.indexing import IndexInput
 from freki.settings import FrekiSettings
@@ -44,6 +46,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         self.settings = settings
         self.default_mode = settings.retrieval.default_mode
         self.retention: Retention | None = None  # set by build_server: the policies' status in GetIndexStatus
+        self.store_problem: str | None = None  # set by the server's store probe (freki.engine.health.StoreProbe)
 
     def _tenant(self, tenant_id: str) -> str:
         return validation.tenant_of(tenant_id, self.settings)
@@ -150,7 +153,12 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         self, request: freki_pb2.GetIndexStatusRequest, context: grpc.ServicerContext
     ) -> freki_pb2.IndexStatus:
         status_tenant = self._tenant(request.tenant_id)
-        status = self.engine.status(status_tenant, access.caller_access(context, self.settings).groups)
+        status = self.engine.status(status_tenant)
+        if self.store_problem:
+            status = replace(status, health=("unavailable", (self.store_problem, *status.health[1])))
+        groups = access.caller_access(context, self.settings).groups
+        if groups is not None:  # counts of what the key may read, not of the hidden documents
+            status = visible_counts(status, self.engine.registry, status_tenant, groups)
         return freki_pb2.IndexStatus(
             document_count=status.document_count,
             chunk_count=status.chunk_count,
@@ -219,7 +227,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         # Every kept link of a document (indexing keeps at most graph.max_links_per_document of them).
         limit = max(self.settings.graph.max_links_per_document, 1)
         yield from convert.export_records(
-            self.engine.export_owner(tenant, owner, with_vectors=request.include_vectors, groups=groups),
+            self.engine.export_owner(tenant, owner, with_vectors=request.include_vectors, visible=visible_to(groups)),
             links_of=lambda doc_id: self.engine.graph.outgoing_links(tenant, doc_id, limit, visible_to(groups)),
         )
 

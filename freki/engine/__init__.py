@@ -23,7 +23,7 @@ from freki.engine.health import DiskPoller, health
 from freki.engine.index_set import IndexSet, build_index, built_with, drop_index, embedding_config
 from freki.engine.purging import Purger
 from freki.engine.reindex import ReindexReport, full_reindex
-from freki.engine.status import EngineStatus, engine_status, visible_counts
+from freki.engine.status import EngineStatus, engine_status
 from freki.ingest.deadline import NO_DEADLINE, Deadline
 from freki.ingest.indexing import IndexInput, IndexResult, document_chunks
 from freki.ingest.limits import ChunkingConfig
@@ -35,7 +35,6 @@ from freki.search.result_cache import ResultCache, hit_bytes
 from freki.search.retrieval import Hits, Query
 from freki.settings import FrekiSettings
 from freki.store import FieldMatch, StoredPoint, VectorStore
-from freki.store.access import visible_to
 from freki.store.errors import DiskFull
 from freki.store.integrity import Quarantine
 from freki.store.keys import KeyStore
@@ -60,7 +59,6 @@ class FrekiEngine:
         self.settings = settings
         self._given_embedder = embedder
         self.quarantine = Quarantine()  # chunks that failed their integrity check (freki.store.integrity)
-        self.store_problem: str | None = None  # set by the server's store probe (freki.engine.health)
         self._models: dict[str, EmbeddingModel] = {}  # every model loaded, by name (``_load``)
         self._models_lock = threading.Lock()
         self.erasures = erasure_log(settings)  # what erasures destroy, for a restore to re-apply (freki.backup)
@@ -192,10 +190,9 @@ class FrekiEngine:
                                    lambda hit: hit_bytes(hit.payload))
 
     def get_document(self, tenant: str, document_id: str, groups: frozenset[str] | None = None) -> DocumentRecord:
-        """A document's record, or NotFound (also when the caller's access ``groups`` do not reach it: a hidden
-        document reads exactly like a missing one)."""
+        """A document's record, or NotFound (also when hidden from the caller's access ``groups``)."""
         record = self.registry.get(tenant, document_id)
-        if record is None or not _reaches(groups, record.access_groups):
+        if record is None or not record.readable_by(groups):
             raise NotFound(f"document {document_id!r} is not indexed for tenant {tenant!r}")
         return record
 
@@ -295,24 +292,18 @@ class FrekiEngine:
         return self.purger.purge()
 
     def export_owner(self, tenant: str, owner_id: str, *, with_vectors: bool = False,
-                     groups: frozenset[str] | None = None) -> Iterator[tuple[DocumentRecord, list[StoredPoint]]]:
-        """Each document of a data owner (that the caller's access ``groups`` reach) with its chunks, one
-        document at a time (bounded memory)."""
-        for record in self.registry.iterate(tenant, owner_id=owner_id, visible=visible_to(groups)):
+                     visible: tuple[FieldMatch, ...] = ()) -> Iterator[tuple[DocumentRecord, list[StoredPoint]]]:
+        """Each document of a data owner (matching ``visible``) with its chunks, one at a time (bounded memory)."""
+        for record in self.registry.iterate(tenant, owner_id=owner_id, visible=visible):
             yield record, self.chunks_of(tenant, record.document_id, with_vectors=with_vectors)
 
     # -- status ----------------------------------------------------------------------------
-    def status(self, tenant: str | None, groups: frozenset[str] | None = None) -> EngineStatus:
-        """Counts for one tenant (or all; only of the documents the caller's access ``groups`` reach) and the
-        configuration in force."""
+    def status(self, tenant: str | None) -> EngineStatus:
+        """Counts for one tenant (or all) and the configuration in force."""
         disk = self.disk.disk.read()
-        state, reasons = health(disk, len(self.quarantine.entries()))
-        if self.store_problem:
-            state, reasons = "unavailable", (self.store_problem, *reasons)
-        found = engine_status(self.active, self.settings, self.blue_green.status(), tenant, disk=disk,
-                              health=(state, reasons),
-                              quarantined=tuple(self.quarantine.entries(tenant)))
-        return found if groups is None or tenant is None else visible_counts(found, self.registry, tenant, groups)
+        return engine_status(self.active, self.settings, self.blue_green.status(), tenant, disk=disk,
+                             health=health(disk, len(self.quarantine.entries())),
+                             quarantined=tuple(self.quarantine.entries(tenant)))
 
     def scrub(self) -> ScrubReport:
         """Check every stored chunk against its checksum now (``integrity.scrub_interval_s`` runs it too)."""
@@ -337,6 +328,3 @@ class FrekiEngine:
 
 __all__ = ["EngineStatus", "FrekiEngine", "build_embedder", "store_config"]
 
-
-def _reaches(groups: frozenset[str] | None, document_groups: list[str]) -> bool:
-    return groups is None or not document_groups or bool(groups & set(document_groups))

@@ -88,6 +88,11 @@ class DocumentRecord:
     # Who may read it inside the tenant (freki.store.access); empty = tenant-wide.
     access_groups: list[str] = field(default_factory=list)
 
+    def readable_by(self, groups: Iterable[str] | None) -> bool:
+        """Whether a caller holding access ``groups`` (None: unrestricted) may read the document
+        (``freki.store.access``; reads by id check the fetched record instead of filtering)."""
+        return groups is None or not self.access_groups or bool(set(self.access_groups) & set(groups))
+
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> DocumentRecord:
         """Rebuild a record from a stored payload."""

@@ -20,3 +20,4 @@ def visible_to(groups: Iterable[str] | None) -> tuple[FieldMatch, ...]:
     if groups is None:
         return ()
     return (FieldMatch(ACCESS_FIELD, tuple(sorted(groups)), or_empty=True),)
+
