@@ -12,6 +12,9 @@ Scopes: a key may list the scopes it holds (``read``, ``write``, ``delete``, ``a
 says which scope each of its RPCs needs (an RPC it does not list needs ``admin``: fail closed). ``admin``
 includes every other scope. A key without a ``scopes`` list holds every scope, as keys did before
 scopes existed.
+
+Inside its tenant a key may be limited to ``access_groups`` (applied by each service's read paths:
+``wolf_service.identity.access_of``). Every call's ``x-wolf-user`` is validated here, keys on or off.
 """
 
 from __future__ import annotations

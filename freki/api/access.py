@@ -68,3 +68,14 @@ def check_delete(engine: FrekiEngine, access: Access, tenant: str, document_id: 
         return
     engine.get_document(tenant, document_id, access.groups)
     check_write(engine, access, tenant, document_id, ())
+
+
+def check_reindex(engine: FrekiEngine, access: Access, tenant: str, document_id: str) -> None:
+    """A restricted key may re-index a document it can read (NOT_FOUND otherwise, as for a missing one), not a
+    whole tenant: the counts in the reply would include the documents hidden from it."""
+    if not access.restricted:
+        return
+    if not document_id:
+        raise PermissionDenied(f"API key {access.key_name!r} has access_groups; re-indexing a whole tenant needs a "
+                               "key without them (name a document_id to re-index one you may read)")
+    engine.get_document(tenant, document_id, access.groups)

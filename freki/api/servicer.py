@@ -189,6 +189,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             )
         if request.document_id:
             validation.require_document_id(request.document_id)
+        access.check_reindex(self.engine, access.caller_access(context, self.settings),
+                             self._tenant(request.tenant_id), request.document_id)
         report = self.engine.full_reindex(self._tenant(request.tenant_id), request.document_id)
         return freki_pb2.FullReindexResponse(
             request_id=request.request_id, documents_reindexed=report.documents, chunks_embedded=report.chunks,

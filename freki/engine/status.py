@@ -68,4 +68,10 @@ def visible_counts(status: EngineStatus, registry: DocumentRegistry, tenant: str
     models = tuple(replace(m, document_count=docs.get(m.model, 0), chunk_count=chunks.get(m.model, 0))
                    for m in status.models)
     documents, chunk_total = sum(docs.values()), sum(chunks.values())
-    return replace(status, document_count=documents, chunk_count=chunk_total, models=models)
+    readable: dict[str, bool] = {}  # quarantined chunks name their documents: list those the caller may read
+    for chunk in status.quarantined:
+        if chunk.document_id not in readable:
+            found = registry.get(tenant, chunk.document_id)
+            readable[chunk.document_id] = found is not None and found.readable_by(groups)
+    quarantined = tuple(c for c in status.quarantined if readable[c.document_id])
+    return replace(status, document_count=documents, chunk_count=chunk_total, models=models, quarantined=quarantined)

@@ -150,6 +150,15 @@ def test_get_list_links_status_and_export_skip_hidden_documents(server) -> None:
     assert exported == {"a-private", "shared"}
     assert "3.4 million" not in str(export)
 
+    # Re-indexing: a hidden document is missing to the key; a whole tenant (counts of everything) is refused.
+    def reindex(doc_id: str) -> freki_pb2.FullReindexResponse:
+        return stub.FullReindex(freki_pb2.FullReindexRequest(request_id=rid(), document_id=doc_id),
+                                metadata=as_("auditor-a"), timeout=120)
+
+    assert refused(reindex, "b-private").code() == grpc.StatusCode.NOT_FOUND
+    assert refused(reindex, "").code() == grpc.StatusCode.PERMISSION_DENIED
+    assert reindex("a-private").documents_reindexed == 1
+
 
 def test_a_key_cannot_widen_its_groups_or_touch_another_groups_document(server) -> None:  # type: ignore[no-untyped-def]
     stub, data = server
