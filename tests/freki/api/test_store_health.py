@@ -13,6 +13,7 @@ from wolf.v1 import freki_pb2, freki_pb2_grpc
 
 from freki.api.server import build_server
 from freki.engine import FrekiEngine
+from odin_client import OdinClient, OdinSettings
 from tests.freki.conftest import freki_settings
 
 pytestmark = pytest.mark.integration
@@ -45,6 +46,9 @@ def test_health_is_not_serving_while_the_data_dir_is_gone(tmp_path: Path, embedd
             wait_for(health, NOT_SERVING, "wolf.v1.FrekiService")
             status = freki.GetIndexStatus(freki_pb2.GetIndexStatusRequest())
             assert status.health == "unavailable" and "data dir" in status.health_reasons[0]
+            with OdinClient(OdinSettings(freki_target=handle.address)) as odin:  # `odin status`'s one view
+                seen = odin.status()
+            assert seen.health == "unavailable" and seen.health_reasons and seen.chunk_count == 0
             moved.rename(data)
             wait_for(health, SERVING)
             assert freki.GetIndexStatus(freki_pb2.GetIndexStatusRequest()).health == "ok"
