@@ -158,6 +158,12 @@ def test_get_list_links_status_and_export_skip_hidden_documents(server) -> None:
     assert refused(reindex, "b-private").code() == grpc.StatusCode.NOT_FOUND
     assert refused(reindex, "").code() == grpc.StatusCode.PERMISSION_DENIED
     assert reindex("a-private").documents_reindexed == 1
+    after = stub.GetDocument(freki_pb2.GetDocumentRequest(document_id="a-private"), metadata=as_("admin"))
+    assert list(after.access_groups) == ["team-a"]  # re-chunked from its kept source, groups kept
+    assert refused(stub.GetDocument, freki_pb2.GetDocumentRequest(document_id="a-private"),
+                   metadata=as_("agent-b")).code() == grpc.StatusCode.NOT_FOUND
+    probe = retrieve(stub, "agent-b", "Villa Sonnenhang seller accepts", common_pb2.SEARCH_MODE_HYBRID)
+    assert "a-private" not in {d.document_id for d in probe.documents}
 
 
 def test_a_key_cannot_widen_its_groups_or_touch_another_groups_document(server) -> None:  # type: ignore[no-untyped-def]
