@@ -13,6 +13,7 @@ from geri.routing import Router
 from geri.service import SERVICE_NAME, GeriServicer
 from geri.sessions import make_store
 from geri.settings import GeriSettings
+from wolf_service.audit_log import default_state_dir
 from wolf_service.logs import configure_logging
 from wolf_service.reload import SettingsSource
 from wolf_service.seed_wire import SEED_GERI_SERVICE, seed_handler
@@ -42,7 +43,7 @@ def build_server(
     servicer = GeriServicer(settings, router, sessions)
     # Metrics, access log, API keys, TLS and the generation audit follow settings (docs/operations.md).
     ops = ServiceOps("geri", settings, audited=operations.AUDITED, default_tenant="default",
-                     scopes=operations.SCOPES)
+                     scopes=operations.SCOPES, audit_path=default_state_dir() / "geri-audit.jsonl")
 
     def register(server: grpc.Server) -> None:
         geri_pb2_grpc.add_GeriServiceServicer_to_server(servicer, server)

@@ -27,10 +27,11 @@ from geri.backends.base import ModelDescription
 from geri.generation import GenerationPipeline, StreamEvent
 from geri.routing import Router
 from geri.sessions import SessionStore
-from geri.sessions.store import SessionRecord
+from geri.sessions.store import SessionRecord, check_owner
 from geri.settings import GeriSettings
 from geri.validation import MAX_ID_CHARS
 from wolf_service.errors import Cancelled, InvalidArgument, NotFound, ServiceError
+from wolf_service.identity import user_id_of
 
 T = TypeVar("T")
 
@@ -83,6 +84,7 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
     """Generation over gRPC: unary, server-streaming, and the model list."""
 
     def __init__(self, settings: GeriSettings, router: Router, sessions: SessionStore) -> None:
+        self._settings = settings
         self._router = router
         self._sessions = sessions
         self._pipeline = GenerationPipeline(settings, router, sessions)
@@ -92,6 +94,7 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: common_pb2.WolfRequest, context: grpc.ServicerContext
     ) -> common_pb2.WolfResponse:
         """Generate a complete answer."""
+        self._bind_user(request, context)
         cancel = cancel_event_for(context)
         for event in self._pipeline.run(request, cancel):
             if event.response is not None:
@@ -102,6 +105,7 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: common_pb2.WolfRequest, context: grpc.ServicerContext
     ) -> Iterator[geri_pb2.GenerateEvent]:
         """Stream text (and reasoning) deltas, then one final event with the full response."""
+        self._bind_user(request, context)
         cancel = threading.Event()
         events: ClosableStream[StreamEvent] = closable_for(context, self._pipeline.run(request, cancel), cancel)
         rid = request.request_id
@@ -119,6 +123,7 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: geri_pb2.AnswerRequest, context: grpc.ServicerContext
     ) -> geri_pb2.AnswerResponse:
         """A grounded answer with checked citations, or an abstention saying why."""
+        self._bind_user(request.request, context)
         cancel = cancel_event_for(context)
         for event in self._answers.answer(request, cancel):
             if event.response is not None:
@@ -129,6 +134,7 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: geri_pb2.AnswerRequest, context: grpc.ServicerContext
     ) -> Iterator[geri_pb2.AnswerEvent]:
         """Provisional answer text as the model writes it, then the checked answer."""
+        self._bind_user(request.request, context)
         cancel = threading.Event()
         events: ClosableStream[AnswerStep] = closable_for(
             context, self._answers.answer(request, cancel, stream=True), cancel)
@@ -145,7 +151,18 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: geri_pb2.RewriteQueryRequest, context: grpc.ServicerContext
     ) -> geri_pb2.RewriteQueryResponse:
         """A follow-up as a standalone search query (from its conversation), and paraphrases when asked."""
+        self._bind_user(request.request, context)
         return self._answers.rewrite(request, cancel_event_for(context))
+
+    def _user(self, context: grpc.ServicerContext) -> str:
+        return user_id_of(context, self._settings.security.user_id_max_chars)  # validated by the auth interceptor
+
+    def _bind_user(self, request: common_pb2.WolfRequest, context: grpc.ServicerContext) -> None:
+        """A conversation belongs to the user who started it: without an explicit ``metadata.owner_id`` the
+        ``x-wolf-user`` id is the session's owner, so another user naming the same session id is refused."""
+        user = self._user(context)
+        if user and not request.metadata.owner_id:
+            request.metadata.owner_id = user
 
     def ListModels(  # noqa: N802
         self, request: geri_pb2.ListModelsRequest, context: grpc.ServicerContext
@@ -177,6 +194,7 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         record = self._sessions.get(tenant, session_id)
         if record is None:
             raise NotFound(f"session {session_id[:64]!r} does not exist in tenant {tenant!r} (or it expired)")
+        check_owner(record, self._user(context))
         return _session_message(record)
 
     def DeleteSession(  # noqa: N802
@@ -184,6 +202,7 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
     ) -> geri_pb2.DeleteSessionResponse:
         """Forget one conversation (idempotent: ``deleted`` says whether it existed)."""
         tenant, session_id = _session_key(request)
+        check_owner(self._sessions.get(tenant, session_id), self._user(context))
         return geri_pb2.DeleteSessionResponse(request_id=request.request_id,
                                               deleted=self._sessions.delete(tenant, session_id))
 

@@ -218,7 +218,9 @@ class GeriSettings(FileSettings):
     log: LogSettings = LogSettings()
     security: SecuritySettings = SecuritySettings()
     rate_limits: RateLimitSettings = RateLimitSettings()
-    # Append-only JSON-lines audit of generation calls (who, model, tokens, outcome); None = off.
+    # Append-only JSON-lines audit of every generation, answer and session call (who, user, model, tokens,
+    # outcome; never prompts): on unless audit_enabled is False. None = default_state_dir()/geri-audit.jsonl.
+    audit_enabled: bool = True
     audit_log: Path | None = None
     audit_rotation: AuditRotation = Field(default_factory=AuditRotation)  # size-based, docs/operations.md
     reload: ReloadSettings = ReloadSettings()

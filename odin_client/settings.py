@@ -12,6 +12,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from wolf_service.audit_log import default_state_dir
 from wolf_service.settings import FileSettings
 
 
@@ -73,7 +74,12 @@ class OdinSettings(FileSettings):
     tool_max_steps: int = Field(
         default=4, ge=1, le=16, description="Rounds of tool calls in one loop; then the model must answer")
     tool_timeout_s: float = Field(default=30.0, gt=0, le=3600, description="Time limit of one tool handler run")
-    tool_audit_log: Path | None = Field(default=None, description="JSON-lines audit of tool calls (None = off)")
+    tool_audit_log: Path | None = Field(
+        default_factory=lambda: default_state_dir() / "odin-tools.jsonl",
+        description="JSON-lines audit of tool calls (on by default; None = off)")
+    user_id: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_.@:+=\-]{1,1024}$",
+        description="The end user calls are made for, sent as 'x-wolf-user' (audit, sessions, tool handlers)")
 
     api_key: SecretStr | None = Field(default=None, description="Sent as 'authorization: Bearer <key>'")
     tls: bool = Field(default=False, description="Use TLS (implied by any tls_* path)")

@@ -1,5 +1,6 @@
 """Shared test fixtures.
 
+- Audit logs without a data dir go to a fresh ``XDG_STATE_HOME`` per test run.
 - Every test starts with no FREKI_/GERI_/ODIN_ variables from the caller's environment,
   so tests construct settings explicitly (pydantic-settings' own testing habit).
 - The embedding model is loaded once per session and shared; pass it to
@@ -9,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +19,9 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Audit logs are on by default; those without a data dir (Geri, Odin's tools) go under XDG_STATE_HOME, which
+# for a test run is a fresh directory, not the developer's ~/.local/state.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="wolfpack-test-state-")
 
 _PREFIXES = ("FREKI_", "GERI_", "ODIN_")
 

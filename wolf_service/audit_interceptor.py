@@ -3,7 +3,7 @@
 Each service lists the RPCs it audits (index, delete, export, generate…) with an action
 name and how to name the target from the request. The interceptor appends one
 :class:`~wolf_service.audit_log.AuditLog` line per such call — also for calls that were
-refused or failed — with the caller (API-key name, else the peer address), the tenant
+refused or failed — with the caller (API-key name, else the peer address), the user (``x-wolf-user``), the tenant
 and ids, the status, the duration and a few counts from the response. Never content.
 """
 
@@ -19,6 +19,7 @@ import grpc
 
 from wolf_service.audit_log import AuditLog, Scalar, identifier
 from wolf_service.error_mapping import request_id_of
+from wolf_service.identity import UserIdError, user_id_of
 from wolf_service.wrapping import (
     StreamCall,
     UnaryCall,
@@ -55,6 +56,7 @@ class AuditInterceptor(WrappingInterceptor):
         audited: RPCs to audit, keyed ``"FrekiService/IndexDocument"``.
         identify: The caller's API-key name, when keys are on.
         default_tenant: Recorded when the request leaves its tenant empty.
+        user_id_max_chars: The live ``security.user_id_max_chars`` (a longer user id is recorded as invalid).
     """
 
     def __init__(
@@ -63,8 +65,10 @@ class AuditInterceptor(WrappingInterceptor):
         audited: Mapping[str, AuditedRpc],
         identify: Callable[[grpc.ServicerContext], str | None] | None = None,
         default_tenant: str = "",
+        user_id_max_chars: Callable[[], int] = lambda: 128,
     ) -> None:
         self.audit = audit
+        self._user_max = user_id_max_chars
         self._audited = dict(audited)
         self._identify = identify
         self._default_tenant = default_tenant
@@ -78,6 +82,7 @@ class AuditInterceptor(WrappingInterceptor):
         actor = (self._identify(context) if self._identify else None) or context.peer()
         details: dict[str, Scalar] = {
             "tenant": identifier(str(getattr(envelope_of(request), "tenant_id", "") or self._default_tenant)),
+            "user": _user(context, self._user_max()),
             "request_id": identifier(request_id_of(request, context)),
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         }
@@ -114,3 +119,11 @@ class AuditInterceptor(WrappingInterceptor):
             self._record(method, request, context, code, started, last, sent)
 
         return observe_stream(call, request, context, on_end)
+
+
+def _user(context: grpc.ServicerContext, max_chars: int) -> str:
+    """The call's ``x-wolf-user`` for the log; a malformed one (the call is refused) is not copied into it."""
+    try:
+        return user_id_of(context, max_chars)
+    except UserIdError:
+        return "<invalid>"

@@ -151,6 +151,13 @@ class AuditLog:
         self.path.replace(f"{self.path}.1")
 
 
+def default_state_dir() -> Path:
+    """Where a service without a data dir keeps its audit log: ``$XDG_STATE_HOME/wolfpack`` (default
+    ``~/.local/state/wolfpack``)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "wolfpack"
+
+
 def read_audit_log(path: str | os.PathLike[str], *, rotated: bool = False) -> Iterator[dict[str, Any]]:
     """Yield the events of an audit log in order (none if the file does not exist yet); with ``rotated``,
     those of its rotated files first, oldest first."""

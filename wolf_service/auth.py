@@ -12,20 +12,22 @@ Scopes: a key may list the scopes it holds (``read``, ``write``, ``delete``, ``a
 says which scope each of its RPCs needs (an RPC it does not list needs ``admin``: fail closed). ``admin``
 includes every other scope. A key without a ``scopes`` list holds every scope, so key files written
 without scopes keep working.
+
+Inside its tenant a key may be limited to ``access_groups`` (applied by each service's read paths:
+``wolf_service.identity.access_of``). Every call's ``x-wolf-user`` is validated here, keys on or off.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import grpc
 from pydantic import BaseModel, Field, field_validator
 
+from wolf_service.identity import GROUP_PATTERN, UserIdError, bearer_token, hash_key, match_key, user_id_of
 from wolf_service.tls import TlsSettings
 from wolf_service.wrapping import (
     StreamCall,
@@ -36,7 +38,8 @@ from wolf_service.wrapping import (
     rpc_name,
 )
 
-AUTH_HEADER = "authorization"
+__all__ = ["ApiKey", "ApiKeyInterceptor", "SecuritySettings", "bearer_token", "hash_key"]
+
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 Scope = Literal["read", "write", "delete", "admin"]
 
@@ -49,6 +52,11 @@ class ApiKey(BaseModel):
     sha256: str = Field(..., description="hex SHA-256 of the key: `python -m wolf_service.auth < keyfile`.")
     scopes: list[Scope] | None = Field(
         default=None, description="What the key may do; None (unset) = every scope, as before scopes existed."
+    )
+    access_groups: list[Annotated[str, Field(pattern=GROUP_PATTERN)]] | None = Field(
+        default=None, max_length=256,
+        description="Documents the key may read inside its tenant: those without groups and those sharing one "
+                    "of these; None (unset) = every document of the tenant (docs/decisions/0261).",
     )
 
     def holds(self, scope: str) -> bool:
@@ -71,6 +79,9 @@ class SecuritySettings(BaseModel):
     """API keys and TLS. Both off by default (plaintext, no keys) for the local demo."""
 
     api_keys: list[ApiKey] = Field(default_factory=list, description="Empty = no authentication.")
+    user_id_max_chars: int = Field(
+        default=128, ge=1, le=1024, description="Longest x-wolf-user id accepted (INVALID_ARGUMENT above it)."
+    )
     tls: TlsSettings = TlsSettings()
 
     @field_validator("api_keys")
@@ -84,20 +95,6 @@ class SecuritySettings(BaseModel):
         return keys
 
 
-def hash_key(key: str) -> str:
-    """The hex SHA-256 stored in settings for ``key``."""
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-def bearer_token(context: grpc.ServicerContext) -> str | None:
-    """The token of an ``authorization: Bearer <token>`` header; "" when the header has another form."""
-    for key, value in context.invocation_metadata() or ():
-        if key == AUTH_HEADER:
-            scheme, _, token = str(value).strip().partition(" ")
-            return token.strip() if scheme.lower() == "bearer" else ""
-    return None
-
-
 class ApiKeyInterceptor(WrappingInterceptor):
     """Authenticates calls by API key and pins each request to its key's tenant.
 
@@ -108,9 +105,11 @@ class ApiKeyInterceptor(WrappingInterceptor):
             listed needs ``admin``.
     """
 
-    def __init__(self, keys: Callable[[], list[ApiKey]], scopes: Mapping[str, str] | None = None) -> None:
+    def __init__(self, keys: Callable[[], list[ApiKey]], scopes: Mapping[str, str] | None = None,
+                 user_id_max_chars: Callable[[], int] = lambda: 128) -> None:
         self._keys = keys
         self._scopes = dict(scopes or {})
+        self._user_max = user_id_max_chars
 
     def applies_to(self, method: str) -> bool:
         return not is_infrastructure(method)
@@ -121,17 +120,13 @@ class ApiKeyInterceptor(WrappingInterceptor):
         return key.name if key else None
 
     def _match(self, token: str | None) -> ApiKey | None:
-        if not token:
-            return None
-        digest = hash_key(token)
-        found = None
-        for key in self._keys():
-            # Compare against every key (no early exit) so timing does not reveal which prefix matched.
-            if hmac.compare_digest(digest, key.sha256):
-                found = key
-        return found
+        return match_key(token, self._keys())
 
     def _authorize(self, method: str, request: Any, context: grpc.ServicerContext) -> None:
+        try:  # checked with keys on or off: the id reaches logs, the audit and sessions either way
+            user_id_of(context, self._user_max())
+        except UserIdError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         keys = self._keys()
         if not keys:
             return

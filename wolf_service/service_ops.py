@@ -12,7 +12,7 @@ metrics endpoint   ``metrics.port`` (0 = any free port)      off
 JSON logs          ``log.level``, ``log.format``            INFO, json
 API keys           ``security.api_keys``                    none (no auth)
 TLS / mTLS         ``security.tls.cert_file`` … ``client_ca_file``  plaintext
-audit trail        ``audit_log`` (a file path)              off
+audit trail        ``audit_enabled``, ``audit_log``         on (each service's default file)
 rate limits        ``rate_limits``                          12 running calls per tenant
 hot reload         ``reload.poll_interval_s`` + SIGHUP      2 s when a file is used
 settings API       admin key + a settings file + reload      refused without them
@@ -60,7 +60,7 @@ class ServiceOps:
         audited: RPCs written to the audit log.
         scopes: The API-key scope each RPC needs (unlisted RPCs need ``admin``).
         default_tenant: What an empty ``tenant_id`` means, for logs and audit.
-        audit_path: The audit file; defaults to ``settings.audit_log`` (None = no audit).
+        audit_path: The audit file when ``settings.audit_log`` is unset; ``settings.audit_enabled`` False = none.
         file_only: Settings the settings API must not change besides ``security`` (paths on the disk).
     """
 
@@ -73,13 +73,15 @@ class ServiceOps:
         self.settings = settings
         self.metrics = ServiceMetrics(service)
         # The lambda reads the live settings, so rotated keys apply on reload without a restart.
-        self.auth = ApiKeyInterceptor(lambda: settings.security.api_keys, {**(scopes or {}), **SETTINGS_SCOPES})
+        self.auth = ApiKeyInterceptor(lambda: settings.security.api_keys, {**(scopes or {}), **SETTINGS_SCOPES},
+                                      lambda: settings.security.user_id_max_chars)
         identify = self.auth.identify
         self.audit: AuditInterceptor | None = None
-        audit_path = audit_path or settings.audit_log
-        if audit_path is not None and audited:
+        audit_path = settings.audit_log or audit_path
+        if getattr(settings, "audit_enabled", True) and audit_path is not None and audited:
             log = AuditLog(Path(audit_path), getattr(settings, "audit_rotation", None))
-            self.audit = AuditInterceptor(log, {**audited, **SETTINGS_AUDITED}, identify, default_tenant)
+            self.audit = AuditInterceptor(log, {**audited, **SETTINGS_AUDITED}, identify, default_tenant,
+                                          lambda: settings.security.user_id_max_chars)
         self._access = AccessLogInterceptor(identify, default_tenant)
         self._limits = RateLimitInterceptor(lambda: settings.rate_limits, identify, default_tenant,
                                             self.metrics.rate_limited)

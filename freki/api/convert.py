@@ -61,8 +61,9 @@ def iso_timestamp(value: str) -> Timestamp:
     return ts
 
 
-def query_from_request(request: common_pb2.WolfRequest, settings: FrekiSettings, default_mode: str) -> Query:
-    """Apply server defaults to a validated RetrieveContext request."""
+def query_from_request(request: common_pb2.WolfRequest, settings: FrekiSettings, default_mode: str,
+                       access_groups: frozenset[str] | None = None) -> Query:
+    """Apply server defaults to a validated RetrieveContext request (``access_groups``: the caller's)."""
     opts = request.retrieval
     mode = SEARCH_MODES.get(opts.mode, default_mode)
     defaults = settings.retrieval
@@ -86,6 +87,7 @@ def query_from_request(request: common_pb2.WolfRequest, settings: FrekiSettings,
         graph_expand=opts.graph_expand if opts.HasField("graph_expand") else settings.graph.expand,
         explain=opts.explain,
         language=request.metadata.language if request.HasField("metadata") else "",
+        access_groups=None if access_groups is None else tuple(sorted(access_groups)),
     )
 
 
@@ -166,6 +168,7 @@ def document_info(record: DocumentRecord) -> freki_pb2.DocumentInfo:
         embedding_dimension=record.embedding_dimension,
         document_type=record.document_type,
         languages=record.languages,
+        access_groups=record.access_groups,
     )
 
 

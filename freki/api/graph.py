@@ -12,20 +12,23 @@ from freki.engine import FrekiEngine
 from freki.engine.graph import DocumentLink
 from freki.graph.explain import Explanation
 from freki.settings import FrekiSettings
+from freki.store.access import visible_to
 from wolf_service.errors import InvalidArgument
 
 MAX_LINK_PAGE = 1000
 RATINGS = range(1, 6)
 
 
-def list_links(engine: FrekiEngine, tenant: str, request: freki_pb2.LinkListRequest) -> freki_pb2.LinkListResponse:
-    """ListLinks: NOT_FOUND for a document that is not indexed; each list cut at page_size."""
+def list_links(engine: FrekiEngine, tenant: str, request: freki_pb2.LinkListRequest,
+               groups: frozenset[str] | None = None) -> freki_pb2.LinkListResponse:
+    """ListLinks: NOT_FOUND for a document that is not indexed (or hidden from the caller's access ``groups``);
+    each list cut at page_size, without hidden documents."""
     doc_id = require_document_id(request.document_id)
     if request.page_size < 0 or request.page_size > MAX_LINK_PAGE:
         raise InvalidArgument(f"page_size must be between 0 (= 100) and {MAX_LINK_PAGE} (got {request.page_size})")
-    engine.get_document(tenant, doc_id)
+    engine.get_document(tenant, doc_id, groups)
     limit = request.page_size or 100
-    outgoing, backlinks = engine.graph.document_links(tenant, doc_id, limit + 1)
+    outgoing, backlinks = engine.graph.document_links(tenant, doc_id, limit + 1, visible_to(groups))
     return freki_pb2.LinkListResponse(
         request_id=request.request_id, document_id=doc_id,
         outgoing=[graph_edge(link) for link in outgoing[:limit]],

@@ -93,6 +93,21 @@ AUDITED: dict[str, AuditedRpc] = {
     "FrekiService/ExportOwnerData": AuditedRpc(
         "gdpr.export_owner", lambda q: f"owner={q.owner_id}", lambda _r: {}
     ),
+    # Reads: who read what (ids and counts; never the query or the text returned).
+    "FrekiService/RetrieveContext": AuditedRpc(
+        "freki.retrieve", lambda q: f"mode={q.retrieval.mode} restricted_to={len(q.retrieval.document_ids)}",
+        lambda r: {"hits": len(r.rag_context.documents),
+                   "documents": len({d.document_id for d in r.rag_context.documents})},
+    ),
+    "FrekiService/GetDocument": AuditedRpc("freki.get_document", _doc_target, lambda r: {"chunks": r.chunk_count}),
+    "FrekiService/ListDocuments": AuditedRpc(
+        "freki.list_documents", lambda q: f"owner={q.owner_id or '*'}", lambda r: {"documents": len(r.documents)}),
+    "FrekiService/ListLinks": AuditedRpc(
+        "freki.list_links", lambda q: f"document={q.document_id or '*'}",
+        lambda r: {"outgoing": len(r.outgoing), "backlinks": len(r.backlinks)}),
+    "FrekiService/IndexDocuments": AuditedRpc("freki.index_documents", lambda _q: "batch", lambda _r: {}),
+    "FrekiService/RecordFeedback": AuditedRpc("freki.record_feedback", lambda q: f"query={q.query_id}"),
+    "FrekiService/Embed": AuditedRpc("freki.embed", lambda q: f"texts={len(q.texts)}"),
     "FrekiService/CreateBackup": AuditedRpc(
         "freki.create_backup", lambda q: f"backup={q.name or '*'}",
         lambda r: {"path": r.path, "files": r.files, "bytes": r.bytes, "documents": r.documents,

@@ -13,6 +13,7 @@ from freki.api import operations
 from freki.api.servicer import FrekiServicer
 from freki.backup.retention import Retention
 from freki.engine import FrekiEngine
+from freki.engine.health import StoreProbe, store_problem
 from freki.settings import FrekiSettings
 from freki.store.disk import DiskState
 from freki.store.errors import DiskFull, EmbeddingModelMismatch, KeyStoreMismatch, StoreError, StoreUnavailable
@@ -59,6 +60,7 @@ def build_server(
     operations.install_metrics(ops.metrics, engine, operations.current_watcher(servicer))
     handle = ops.start_server(register, SERVICE_NAME, SEED_FREKI_SERVICE)
     watch_disk_health(handle, engine)
+    watch_store_health(handle, engine, servicer, settings)
     if reload_from is not None:
         hooks = [operations.reload_hook(engine, servicer)]
         ops.enable_reload(reload_from, operations.RELOADABLE, hooks=hooks, sighup=sighup)
@@ -95,6 +97,19 @@ def watch_disk_health(handle: ServerHandle, engine: FrekiEngine) -> None:
     report(engine.disk.disk.read())
     engine.disk.disk.listeners.append(report)
     handle.closers.append(lambda: engine.disk.disk.listeners.remove(report))
+
+
+def watch_store_health(handle: ServerHandle, engine: FrekiEngine, servicer: FrekiServicer,
+                       settings: FrekiSettings) -> None:
+    """The whole server NOT_SERVING (grpc.health.v1) while the store is gone, SERVING again once it is back;
+    GetIndexStatus names the problem meanwhile (``servicer.store_problem``)."""
+    def report(problem: str | None) -> None:
+        servicer.store_problem = problem
+        handle.set_serving(problem is None)
+
+    probe = StoreProbe(lambda: store_problem(settings.data_dir, engine.registry.count),
+                       settings.disk.store_probe_interval_s, report)
+    handle.closers.append(probe.stop)
 
 
 def serve(settings: FrekiSettings, reload_from: SettingsSource | None = None) -> None:

@@ -9,20 +9,23 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import grpc
 from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 
 from freki import gdpr
-from freki.api import backups, convert, graph, validation
+from freki.api import access, backups, convert, graph, validation
 from freki.api.batch import index_stream
 from freki.embed.remote_client import caller_deadline
 from freki.engine import FrekiEngine
+from freki.engine.status import visible_counts
 from freki.ingest.deadline import Deadline, StopSignal
 from freki.ingest.indexing import IndexInput
 from freki.settings import FrekiSettings
-from wolf_service.errors import InvalidArgument
+from freki.store.access import visible_to
+from wolf_service.errors import InvalidArgument, PermissionDenied
 
 if TYPE_CHECKING:
     from freki.backup.retention import Retention
@@ -43,6 +46,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         self.settings = settings
         self.default_mode = settings.retrieval.default_mode
         self.retention: Retention | None = None  # set by build_server: the policies' status in GetIndexStatus
+        self.store_problem: str | None = None  # set by the server's store probe (freki.engine.health.StoreProbe)
 
     def _tenant(self, tenant_id: str) -> str:
         return validation.tenant_of(tenant_id, self.settings)
@@ -50,27 +54,33 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     def IndexDocument(
         self, request: freki_pb2.IndexDocumentRequest, context: grpc.ServicerContext
     ) -> freki_pb2.IndexDocumentResponse:
-        return self._index_one(request, call_deadline(context))
+        return self._index_one(request, call_deadline(context), access.caller_access(context, self.settings))
 
     def IndexDocuments(
         self, requests: Iterator[freki_pb2.IndexDocumentRequest], context: grpc.ServicerContext
     ) -> Iterator[freki_pb2.IndexDocumentsResult]:
         deadline = call_deadline(context)
-        yield from index_stream(requests, lambda r: self._index_one(r, deadline), self.settings.limits.batch_parallel)
+        caller = access.caller_access(context, self.settings)
+        yield from index_stream(requests, lambda r: self._index_one(r, deadline, caller),
+                                self.settings.limits.batch_parallel)
 
     def _index_one(
-        self, request: freki_pb2.IndexDocumentRequest, deadline: Deadline
+        self, request: freki_pb2.IndexDocumentRequest, deadline: Deadline, caller: access.Access
     ) -> freki_pb2.IndexDocumentResponse:
         validation.validate_index(request, self.settings)
+        tenant, document_id = self._tenant(request.tenant_id), request.document_id or request.source
+        groups = access.requested_groups(request, self.settings)
+        access.check_write(self.engine, caller, tenant, document_id, groups)
         result = self.engine.index(IndexInput(
-            tenant_id=self._tenant(request.tenant_id),
-            document_id=request.document_id or request.source,
+            tenant_id=tenant,
+            document_id=document_id,
             data=request.content_bytes if request.content_bytes else request.content,
             source=request.source,
             content_type=request.content_type,
             owner_id=request.owner_id,
             metadata=validation.request_metadata(request),
             force_full_reindex=request.force_full_reindex,
+            access_groups=groups,
         ), deadline)
         return convert.index_response(request.request_id, result)
 
@@ -79,7 +89,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> common_pb2.WolfResponse:
         started = time.perf_counter()
         validation.validate_retrieve(request, self.settings)
-        query = convert.query_from_request(request, self.settings, self.default_mode)
+        query = convert.query_from_request(request, self.settings, self.default_mode,
+                                           access.caller_access(context, self.settings).groups)
         with caller_deadline(call_deadline(context).remaining()):  # bounds a server model's requests
             hits = self.engine.retrieve(query)
         return common_pb2.WolfResponse(
@@ -108,6 +119,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> freki_pb2.DeleteDocumentResponse:
         validation.require_request_id(request.request_id)
         doc_id = validation.require_document_id(request.document_id)
+        access.check_delete(self.engine, access.caller_access(context, self.settings),
+                            self._tenant(request.tenant_id), doc_id)
         deleted = gdpr.erase_document(self.engine, self._tenant(request.tenant_id), doc_id, watcher=self.watcher)
         return freki_pb2.DeleteDocumentResponse(
             request_id=request.request_id, document_id=doc_id, chunks_deleted=deleted
@@ -117,7 +130,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         self, request: freki_pb2.GetDocumentRequest, context: grpc.ServicerContext
     ) -> freki_pb2.DocumentInfo:
         doc_id = validation.require_document_id(request.document_id)
-        return convert.document_info(self.engine.get_document(self._tenant(request.tenant_id), doc_id))
+        groups = access.caller_access(context, self.settings).groups
+        return convert.document_info(self.engine.get_document(self._tenant(request.tenant_id), doc_id, groups))
 
     def ListDocuments(
         self, request: freki_pb2.ListDocumentsRequest, context: grpc.ServicerContext
@@ -129,6 +143,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             owner_id=request.owner_id,
             limit=request.page_size or 100,
             offset=validation.validate_page_token(request.page_token),
+            visible=visible_to(access.caller_access(context, self.settings).groups),
         )
         return freki_pb2.ListDocumentsResponse(
             documents=[convert.document_info(r) for r in records], next_page_token=next_offset or ""
@@ -139,6 +154,11 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> freki_pb2.IndexStatus:
         status_tenant = self._tenant(request.tenant_id)
         status = self.engine.status(status_tenant)
+        if self.store_problem:
+            status = replace(status, health=("unavailable", (self.store_problem, *status.health[1])))
+        groups = access.caller_access(context, self.settings).groups
+        if groups is not None:  # counts of what the key may read, not of the hidden documents
+            status = visible_counts(status, self.engine.registry, status_tenant, groups)
         return freki_pb2.IndexStatus(
             document_count=status.document_count,
             chunk_count=status.chunk_count,
@@ -169,6 +189,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             )
         if request.document_id:
             validation.require_document_id(request.document_id)
+        access.check_reindex(self.engine, access.caller_access(context, self.settings),
+                             self._tenant(request.tenant_id), request.document_id)
         report = self.engine.full_reindex(self._tenant(request.tenant_id), request.document_id)
         return freki_pb2.FullReindexResponse(
             request_id=request.request_id, documents_reindexed=report.documents, chunks_embedded=report.chunks,
@@ -181,6 +203,10 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> freki_pb2.DeleteOwnerDataResponse:
         validation.require_request_id(request.request_id)
         owner = _require_owner(request.owner_id)
+        caller = access.caller_access(context, self.settings)
+        if caller.restricted:  # an erasure must reach every document of the owner, hidden ones included
+            raise PermissionDenied(f"API key {caller.key_name!r} has access_groups; erasing a data owner needs a "
+                                   "key without them (it reaches every document of the owner)")
         erased = gdpr.erase_owner(self.engine, self._tenant(request.tenant_id), owner, watcher=self.watcher)
         docs, chunks = erased.documents, erased.chunks
         return freki_pb2.DeleteOwnerDataResponse(
@@ -199,17 +225,19 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         validation.require_request_id(request.request_id)
         owner = _require_owner(request.owner_id)
         tenant = self._tenant(request.tenant_id)
+        groups = access.caller_access(context, self.settings).groups
         # Every kept link of a document (indexing keeps at most graph.max_links_per_document of them).
         limit = max(self.settings.graph.max_links_per_document, 1)
         yield from convert.export_records(
-            self.engine.export_owner(tenant, owner, with_vectors=request.include_vectors),
-            links_of=lambda doc_id: self.engine.graph.outgoing_links(tenant, doc_id, limit),
+            self.engine.export_owner(tenant, owner, with_vectors=request.include_vectors, visible=visible_to(groups)),
+            links_of=lambda doc_id: self.engine.graph.outgoing_links(tenant, doc_id, limit, visible_to(groups)),
         )
 
     def ListLinks(
         self, request: freki_pb2.LinkListRequest, context: grpc.ServicerContext
     ) -> freki_pb2.LinkListResponse:
-        return graph.list_links(self.engine, self._tenant(request.tenant_id), request)
+        return graph.list_links(self.engine, self._tenant(request.tenant_id), request,
+                                access.caller_access(context, self.settings).groups)
 
     def RecordFeedback(
         self, request: freki_pb2.FeedbackRequest, context: grpc.ServicerContext

@@ -15,6 +15,7 @@ from freki.graph.feedback import FeedbackLog
 from freki.graph.store import LinkStore, StoredLink
 from freki.search.retrieval import Hits, Query, SearchLane
 from freki.settings import FrekiSettings
+from freki.store import FieldMatch
 
 
 @dataclass(frozen=True)
@@ -56,21 +57,25 @@ class EngineGraph:
             hits = explain(query, hits, self._lanes, self._sparse, fused, graph)
         return hits
 
-    def document_links(self, tenant: str, document_id: str, limit: int) -> tuple[
-        list[DocumentLink], list[DocumentLink]
-    ]:
-        """A document's outgoing links (resolved where a document has the name) and its backlinks."""
-        out = self.outgoing_links(tenant, document_id, limit)
+    def document_links(self, tenant: str, document_id: str, limit: int,
+                       visible: Sequence[FieldMatch] = ()) -> tuple[list[DocumentLink], list[DocumentLink]]:
+        """A document's outgoing links (resolved where a document has the name) and its backlinks; with
+        ``visible`` (``freki.store.access``), a hidden document is neither a resolved target (its name reads as
+        dangling) nor the source of a backlink."""
+        out = self.outgoing_links(tenant, document_id, limit, visible)
         names = self.links.names(tenant, [document_id]).get(document_id, [])
         owner = self.links.first_owners(tenant, names, 4 * limit)  # a shared name's links count for the first
         mine = [key for key in names if owner.get(key) == document_id]
-        back = [_row(link, document_id) for link in self.links.linking_to(tenant, mine, limit, not_from=document_id)]
+        back = [_row(link, document_id)
+                for link in self.links.linking_to(tenant, mine, limit, not_from=document_id, visible=visible)]
         return out, back
 
-    def outgoing_links(self, tenant: str, document_id: str, limit: int) -> list[DocumentLink]:
-        """A document's outgoing links, each resolved to the document having its target's name ("" if none)."""
+    def outgoing_links(self, tenant: str, document_id: str, limit: int,
+                       visible: Sequence[FieldMatch] = ()) -> list[DocumentLink]:
+        """A document's outgoing links, each resolved to the document (matching ``visible``) having its target's
+        name ("" if none)."""
         outgoing = self.links.outgoing(tenant, [document_id], limit).get(document_id, [])
-        resolved = self.links.resolve(tenant, {link.key for link in outgoing}, 4 * limit)
+        resolved = self.links.resolve(tenant, {link.key for link in outgoing}, 4 * limit, visible)
         return [_row(link, (resolved.get(link.key) or [""])[0]) for link in outgoing]
 
 

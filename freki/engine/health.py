@@ -1,5 +1,8 @@
 """Is this Freki healthy: the disk watermarks read in the background, and what GetIndexStatus says.
 
+The store probe (:class:`StoreProbe`) turns grpc.health.v1 NOT_SERVING while the store is gone (data dir
+removed or unreadable, Qdrant server unreachable) and SERVING when it is back.
+
 "degraded" means Freki serves reads but something needs an operator: writes are refused for lack of disk
 space (``freki.store.disk``), or stored chunks failed their integrity check and are quarantined
 (``freki.store.integrity``).
@@ -8,7 +11,10 @@ space (``freki.store.disk``), or stored chunks failed their integrity check and 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from collections.abc import Callable
+from pathlib import Path
 
 from freki.store.disk import DiskState, DiskWatermarks
 
@@ -51,3 +57,47 @@ def health(disk: DiskState, quarantined: int) -> tuple[str, tuple[str, ...]]:
                        "see quarantined_chunks")
     degraded = disk.level == "refuse" or quarantined > 0
     return ("degraded" if degraded else "ok"), tuple(reasons)
+
+
+def store_problem(data_dir: Path, count: Callable[[], int]) -> str | None:
+    """Why the store cannot serve (None: it can): the data dir gone or unreadable, or the store's own
+    answer to a count failing (an unreachable Qdrant server, an engine that lost its files)."""
+    try:
+        os.listdir(data_dir)
+    except OSError as exc:
+        return f"data dir {data_dir} is unreadable: {exc.strerror or exc}"
+    try:
+        count()
+    except Exception as exc:  # any failure of the store means the same to a probe: not serving
+        return f"the store does not answer: {str(exc)[:300]}"
+    return None
+
+
+class StoreProbe:
+    """A daemon thread asking :func:`store_problem` every ``interval_s`` and telling ``report`` when the
+    answer changes (None: serving again), so grpc.health.v1 says NOT_SERVING while the store is gone."""
+
+    def __init__(self, problem: Callable[[], str | None], interval_s: float,
+                 report: Callable[[str | None], None]) -> None:
+        self._problem = problem
+        self._interval = interval_s
+        self._report = report
+        self._stop = threading.Event()
+        self.last: str | None = None
+        self._thread = threading.Thread(target=self._loop, name="freki-store-probe", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            found = self._problem()
+            if found != self.last:
+                if found:
+                    log.error("store unavailable, health NOT_SERVING: %s", found)
+                else:
+                    log.warning("store reachable again, health SERVING")
+                self.last = found
+                self._report(found)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()

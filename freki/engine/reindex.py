@@ -41,7 +41,8 @@ def input_from_source(index: IndexSet, record: DocumentRecord, *, force: bool) -
         return None
     return IndexInput(tenant_id=record.tenant_id, document_id=record.document_id, data=kept.data,
                       source=kept.source, content_type=kept.content_type, owner_id=kept.owner_id,
-                      metadata=kept.metadata, force_full_reindex=force)
+                      metadata=kept.metadata, force_full_reindex=force,
+                      access_groups=tuple(record.access_groups))
 
 
 def full_reindex(index: IndexSet, records: list[DocumentRecord], run_index: RunIndex,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from freki.engine import models
 from freki.engine.blue_green import MigrationStatus
 from freki.engine.index_set import IndexSet, embedding_config
 from freki.engine.models import ModelStatus
+from freki.ingest.registry import DocumentRegistry
 from freki.settings import FrekiSettings
+from freki.store.access import visible_to
 from freki.store.disk import DiskState
 from freki.store.integrity import QuarantinedChunk
 
@@ -52,3 +54,24 @@ def engine_status(index: IndexSet, settings: FrekiSettings, migration: Migration
         health=health,
         quarantined=quarantined,
     )
+
+
+def visible_counts(status: EngineStatus, registry: DocumentRegistry, tenant: str,
+                   groups: frozenset[str]) -> EngineStatus:
+    """``status`` with its counts limited to the documents a group-restricted caller may read, so the counts
+    do not tell it how many hidden documents (or chunks) exist. Summed from the visible records."""
+    docs: dict[str, int] = {}
+    chunks: dict[str, int] = {}
+    for record in registry.iterate(tenant, visible=visible_to(groups)):
+        docs[record.embedding_model] = docs.get(record.embedding_model, 0) + 1
+        chunks[record.embedding_model] = chunks.get(record.embedding_model, 0) + record.chunk_count
+    models = tuple(replace(m, document_count=docs.get(m.model, 0), chunk_count=chunks.get(m.model, 0))
+                   for m in status.models)
+    documents, chunk_total = sum(docs.values()), sum(chunks.values())
+    readable: dict[str, bool] = {}  # quarantined chunks name their documents: list those the caller may read
+    for chunk in status.quarantined:
+        if chunk.document_id not in readable:
+            found = registry.get(tenant, chunk.document_id)
+            readable[chunk.document_id] = found is not None and found.readable_by(groups)
+    quarantined = tuple(c for c in status.quarantined if readable[c.document_id])
+    return replace(status, document_count=documents, chunk_count=chunk_total, models=models, quarantined=quarantined)

@@ -56,9 +56,11 @@ class LinkStore:
 
     # -- writes (freki.ingest.commit.Companion) ------------------------------------------------------------
     def write(self, tenant: str, document_id: str, owner_id: str, generation: str, source: str,
-              metadata: Mapping[str, object], links: Sequence[Link]) -> None:
-        """Store a (not yet committed) document version's names and links."""
-        base = {"tenant_id": tenant, "owner_id": owner_id, "document_id": document_id, "generation": generation}
+              metadata: Mapping[str, object], links: Sequence[Link], access_groups: Sequence[str] = ()) -> None:
+        """Store a (not yet committed) document version's names and links (with its access groups, so a
+        caller's reads skip those of documents hidden from it: ``freki.store.access``)."""
+        base = {"tenant_id": tenant, "owner_id": owner_id, "document_id": document_id, "generation": generation,
+                "access_groups": sorted(access_groups)}
         ident = f"{tenant}\x1f{document_id}\x1f{generation}"
         points = [ChunkPoint(id=str(uuid.uuid5(_NAMESPACE, f"{ident}\x1fnode")), dense=_PLACEHOLDER, sparse=None,
                              payload={**base, "point": "node",
@@ -128,13 +130,15 @@ class LinkStore:
                                        FieldMatch("point", ("node",))], 2 * len(document_ids) + 1)
         return {str(p.payload["document_id"]): [str(n) for n in p.payload.get("names", [])] for p in points}
 
-    def resolve(self, tenant: str, keys: Iterable[str], limit: int) -> dict[str, list[str]]:
-        """The committed documents answering to each key (several when names collide)."""
+    def resolve(self, tenant: str, keys: Iterable[str], limit: int,
+                visible: Sequence[FieldMatch] = ()) -> dict[str, list[str]]:
+        """The committed documents (matching ``visible``) answering to each key (several when names collide)."""
         wanted = tuple(dict.fromkeys(keys))
         if not wanted:
             return {}
         found: dict[str, list[str]] = {}
-        for p in self._points(tenant, [FieldMatch("point", ("node",)), FieldMatch("names", wanted)], limit):
+        for p in self._points(tenant, [FieldMatch("point", ("node",)), FieldMatch("names", wanted), *visible],
+                              limit):
             for name in p.payload.get("names", []):
                 if name in wanted:
                     found.setdefault(str(name), []).append(str(p.payload["document_id"]))
@@ -144,12 +148,13 @@ class LinkStore:
         """The document each key resolves to (the first when several share it, as ``resolve`` reads them)."""
         return {key: docs[0] for key, docs in self.resolve(tenant, keys, limit).items() if docs}
 
-    def linking_to(self, tenant: str, keys: Sequence[str], limit: int, *, not_from: str = "") -> list[StoredLink]:
-        """Committed links whose key is one of ``keys`` (backlinks of the documents with those names), except
-        those of document ``not_from``."""
+    def linking_to(self, tenant: str, keys: Sequence[str], limit: int, *, not_from: str = "",
+                   visible: Sequence[FieldMatch] = ()) -> list[StoredLink]:
+        """Committed links (of documents matching ``visible``) whose key is one of ``keys`` (backlinks of the
+        documents with those names), except those of document ``not_from``."""
         if not keys:
             return []
-        flt = [FieldMatch("point", ("link",)), FieldMatch("key", tuple(keys))]
+        flt = [FieldMatch("point", ("link",)), FieldMatch("key", tuple(keys)), *visible]
         if not_from:
             flt.append(FieldMatch("document_id", (not_from,), exclude=True))
         points = self._points(tenant, flt, limit)

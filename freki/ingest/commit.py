@@ -40,7 +40,7 @@ class Companion(Protocol):
     generation: written before the commit, the other generations retired after it, discarded with it."""
 
     def write(self, tenant: str, document_id: str, owner_id: str, generation: str, source: str,
-              metadata: Mapping[str, object], links: Sequence[Link]) -> None: ...
+              metadata: Mapping[str, object], links: Sequence[Link], access_groups: Sequence[str] = ()) -> None: ...
     def retire(self, tenant: str, document_id: str, generation: str) -> None: ...
     def discard(self, tenant: str, document_id: str, generation: str) -> None: ...
     def delete(self, tenant: str, document_id: str) -> None: ...
@@ -94,7 +94,7 @@ class Committer:
         try:
             if self.companion is not None:
                 self.companion.write(record.tenant_id, record.document_id, record.owner_id, generation,
-                                     record.source, record.metadata, links)
+                                     record.source, record.metadata, links, record.access_groups)
             chunks.apply(upserts=points, delete_ids=[], payload_updates=[])
             fault_point(f"{stage}.chunks_written")
             if source and self.sources is not None:

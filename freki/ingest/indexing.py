@@ -60,6 +60,8 @@ class IndexInput:
     owner_id: str = ""
     metadata: Metadata = field(default_factory=dict)
     force_full_reindex: bool = False
+    # Who may read it inside the tenant (freki.store.access); empty = tenant-wide.
+    access_groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,8 @@ class Indexer:
                  self._fingerprint, self.router.layout.fingerprint()]
         if isinstance(self._sparse, SparseEncoder) and self._sparse.term_scope(doc.tenant_id):
             parts.append("terms=tenant")  # the tenant's own term space (freki.embed.sparse)
+        if doc.access_groups:  # new groups must reach every stored point, so they make the document "changed"
+            parts.append("access_groups=" + ",".join(sorted(doc.access_groups)))
         h.update(json.dumps(parts).encode())
         return h.hexdigest()
 
@@ -261,6 +265,7 @@ class Indexer:
             embedding_model=lane.model, metadata=metadata, generation=generation,
             embedding_dimension=lane.embedder.dimension, document_type=document_type,
             languages=lexical.document_languages(sparse),
+            access_groups=sorted(doc.access_groups),
         )
         source = self.sources.points(doc.tenant_id, owner, doc.document_id, generation, KeptSource(
             doc.data, doc.source, doc.content_type, doc.metadata, doc.owner_id)) if self.sources is not None else []
@@ -304,6 +309,7 @@ class Indexer:
             "content": chunk.text,
             "overlap_chars": chunk.overlap_chars,
             "indexed_at": now,
+            "access_groups": sorted(doc.access_groups),
             "metadata": (merged := {**metadata, **chunk.metadata}),
             **typed_fields(merged),
         }

@@ -11,7 +11,7 @@ import math
 import os
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -85,6 +85,13 @@ class DocumentRecord:
     document_type: str = ""
     # The languages its chunks were analyzed in, the most frequent first (empty in older records: English).
     languages: list[str] = field(default_factory=list)
+    # Who may read it inside the tenant (freki.store.access); empty = tenant-wide.
+    access_groups: list[str] = field(default_factory=list)
+
+    def readable_by(self, groups: Iterable[str] | None) -> bool:
+        """Whether a caller holding access ``groups`` (None: unrestricted) may read the document
+        (``freki.store.access``; reads by id check the fetched record instead of filtering)."""
+        return groups is None or not self.access_groups or bool(set(self.access_groups) & set(groups))
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> DocumentRecord:
@@ -143,17 +150,21 @@ class DocumentRegistry:
         return self._store.delete_where(self._filter(tenant, owner_id))
 
     def page(
-        self, tenant: str, *, owner_id: str = "", limit: int = 100, offset: str | None = None
+        self, tenant: str, *, owner_id: str = "", limit: int = 100, offset: str | None = None,
+        visible: Sequence[FieldMatch] = (),
     ) -> tuple[list[DocumentRecord], str | None]:
-        """One page of a tenant's records and the offset of the next page (None at the end)."""
-        points, next_offset = self._store.scroll(self._filter(tenant, owner_id), limit=limit, offset=offset)
+        """One page of a tenant's records (those matching ``visible`` too: ``freki.store.access``) and the
+        offset of the next page (None at the end)."""
+        points, next_offset = self._store.scroll([*self._filter(tenant, owner_id), *visible], limit=limit,
+                                                 offset=offset)
         return [DocumentRecord.from_payload(p.payload) for p in points], next_offset
 
-    def iterate(self, tenant: str, *, owner_id: str = "", page_size: int = 256) -> Iterator[DocumentRecord]:
-        """Every record of a tenant (optionally one owner), page by page."""
+    def iterate(self, tenant: str, *, owner_id: str = "", page_size: int = 256,
+                visible: Sequence[FieldMatch] = ()) -> Iterator[DocumentRecord]:
+        """Every record of a tenant (optionally one owner; those matching ``visible``), page by page."""
         offset: str | None = None
         while True:
-            records, offset = self.page(tenant, owner_id=owner_id, limit=page_size, offset=offset)
+            records, offset = self.page(tenant, owner_id=owner_id, limit=page_size, offset=offset, visible=visible)
             yield from records
             if offset is None:
                 return
@@ -163,9 +174,9 @@ class DocumentRegistry:
         for points in scroll_pages(self._store, [], page_size):
             yield from (DocumentRecord.from_payload(p.payload) for p in points)
 
-    def count(self, tenant: str | None = None) -> int:
-        """Number of records, of one tenant or of all."""
-        return self._store.count(self._filter(tenant, "") if tenant else [])
+    def count(self, tenant: str | None = None, visible: Sequence[FieldMatch] = ()) -> int:
+        """Number of records, of one tenant or of all (those matching ``visible``)."""
+        return self._store.count([*(self._filter(tenant, "") if tenant else []), *visible])
 
     @staticmethod
     def _filter(tenant: str | None, owner_id: str) -> list[FieldMatch]:

@@ -37,6 +37,7 @@ from freki.search import fusion
 from freki.search.fusion import Scored
 from freki.search.rerank import Reranker, mmr_order
 from freki.store import ConvexWeights, FieldMatch, ScoredPoint, SparseVector, VectorStore
+from freki.store.access import visible_to
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ class Query:
     explain: bool = False
     # The query's language as the caller gives it (BCP-47, RequestMetadata.language); "" = detected.
     language: str = ""
+    # The caller's access groups (freki.store.access); None = every document of the tenant.
+    access_groups: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,7 @@ class RetrievalConfig:
 
 def scope_filter(query: Query) -> list[FieldMatch]:
     """Tenant isolation first, then the caller's filters: every search goes through this."""
-    flt = [FieldMatch("tenant_id", (query.tenant_id,))]
+    flt = [FieldMatch("tenant_id", (query.tenant_id,)), *visible_to(query.access_groups)]
     if query.document_ids:
         flt.append(FieldMatch("document_id", tuple(query.document_ids)))
     flt.extend(query.filters)

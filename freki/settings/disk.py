@@ -22,6 +22,8 @@ class DiskSettings(BaseModel):
     refuse_free_percent: float = Field(5.0, ge=0.0, le=90.0)
     # How often the free space is read between writes (for health, the gauge and the log line).
     check_interval_s: float = Field(10.0, gt=0.0, le=3600.0)
+    # How often the store is probed (data dir readable, store answers); health is NOT_SERVING while it fails.
+    store_probe_interval_s: float = Field(5.0, gt=0.0, le=3600.0)
 
 
 class IntegritySettings(BaseModel):

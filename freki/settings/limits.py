@@ -16,6 +16,8 @@ class LimitsSettings(BaseModel):
     parse_timeout_s: float = Field(30.0, gt=0.0, le=3600.0)
     # IndexDocuments: documents of one stream in work at once (parsing one while embedding another).
     batch_parallel: int = Field(2, ge=1, le=64)
+    # IndexDocumentRequest.access_groups: groups one document may name (docs/decisions/0261).
+    max_access_groups: int = Field(32, ge=1, le=1024)
     # Embed RPC: texts per request and characters per text.
     embed_max_texts: int = Field(64, ge=1, le=2048)
     embed_max_chars: int = Field(8192, ge=16, le=1_000_000)

@@ -106,6 +106,8 @@ class FieldMatch:
       is tested on ``fallback_key`` instead. Caller metadata that shares a name with a system field uses it:
       the caller's value wins, the system field answers for documents that do not set the key.
     * ``exclude`` negates the whole condition, so a point lacking the key matches (Qdrant ``must_not``).
+    * ``or_empty``: a point with no value at ``key`` also matches (documents without access groups are
+      tenant-wide: ``freki.store.access``); with no ``values``, only such points match.
     """
 
     key: str
@@ -114,6 +116,7 @@ class FieldMatch:
     match_all: bool = False
     range: NumericRange | None = None
     fallback_key: str | None = None
+    or_empty: bool = False
 
 
 Filter = Sequence[FieldMatch]

@@ -5,7 +5,8 @@ several values use ``MatchAny`` when they are all str or all int (the only lists
 otherwise an OR (``should``) of exact matches, which is how booleans and mixed types are matched. ``match_all``
 is an AND of exact matches (on a list field each must be one of its elements). Ranges use Qdrant's float range,
 which matches int and float payloads and any element of a list. ``fallback_key`` becomes
-``key matches OR (key is empty AND fallback matches)``. ``exclude`` conditions go to ``must_not``, so a point
+``key matches OR (key is empty AND fallback matches)``; ``or_empty`` becomes ``key matches OR key is empty``.
+``exclude`` conditions go to ``must_not``, so a point
 lacking the key matches them.
 """
 
@@ -86,6 +87,10 @@ def _clause(dialect: _Dialect, cond: FieldMatch, key: str) -> Any:
 
 
 def _condition(dialect: _Dialect, cond: FieldMatch) -> Any:
+    if cond.or_empty:
+        if not cond.values:
+            return dialect.empty(cond.key)
+        return dialect.filter(should=[_clause(dialect, cond, cond.key), dialect.empty(cond.key)])
     clause = _clause(dialect, cond, cond.key)
     if cond.fallback_key is None:
         return clause

@@ -185,7 +185,7 @@ def check_filter(filter: Sequence[FieldMatch]) -> tuple[FieldMatch, ...]:
             _check_field_path(cond.fallback_key, f"fallback key of the filter on {cond.key!r}")
         if cond.range is not None:
             _check_range(cond)
-        elif not cond.values:
+        elif not cond.values and not cond.or_empty:
             raise InvalidStoreInput(f"filter on {cond.key!r} has no values; give at least one value to match")
         for value in cond.values:
             if not isinstance(value, str | int) or (
@@ -196,6 +196,7 @@ def check_filter(filter: Sequence[FieldMatch]) -> tuple[FieldMatch, ...]:
                 )
         checked.append(FieldMatch(
             cond.key, tuple(cond.values), bool(cond.exclude), bool(cond.match_all), cond.range, cond.fallback_key,
+            bool(cond.or_empty),
         ))
     return tuple(checked)
 

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, Protocol, Self, TypeAlias, TypeVar
 
 import grpc
@@ -186,9 +186,11 @@ class AsyncConnection:
         said = confirm(call)
         return bool(await said) if isinstance(said, Awaitable) else bool(said)
 
-    async def _run_tool(self, registry: ToolRegistry, call: ToolCallRequest) -> ToolOutcome:
-        """Run an allowed tool call within ``tool_timeout_s``: a coroutine handler awaited, others in a thread."""
-        return await run_call_async(registry, call, self.settings.tool_timeout_s)
+    async def _run_tool(self, registry: ToolRegistry, call: ToolCallRequest,
+                        caller: Mapping[str, str]) -> ToolOutcome:
+        """Run an allowed tool call within ``tool_timeout_s``: a coroutine handler awaited, others in a thread;
+        ``caller`` (tenant_id, user_id) goes to a handler that declares those parameters."""
+        return await run_call_async(registry, call, self.settings.tool_timeout_s, caller)
 
     async def _index_stream(self, batch: IndexBatch) -> None:
         """Send the batch over one IndexDocuments stream, settling each outcome (see

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, Self, TypeAlias, TypeVar
 
 import grpc
@@ -158,9 +158,10 @@ class Connection:
         """The caller's say on a tool call marked ``confirm`` (none given: declined)."""
         return bool(confirm(call)) if confirm is not None else False
 
-    def _run_tool(self, registry: ToolRegistry, call: ToolCallRequest) -> ToolOutcome:
-        """Run an allowed tool call in a worker thread, within ``tool_timeout_s``."""
-        return run_call(registry, call, self.settings.tool_timeout_s)
+    def _run_tool(self, registry: ToolRegistry, call: ToolCallRequest, caller: Mapping[str, str]) -> ToolOutcome:
+        """Run an allowed tool call in a worker thread, within ``tool_timeout_s``; ``caller`` (tenant_id,
+        user_id) goes to a handler that declares those parameters."""
+        return run_call(registry, call, self.settings.tool_timeout_s, caller)
 
     def _index_stream(self, batch: IndexBatch) -> None:
         """Send the batch over one IndexDocuments stream, settling each outcome (see

@@ -68,10 +68,13 @@ def channel_credentials(settings: OdinSettings) -> grpc.ChannelCredentials | Non
 
 
 def call_metadata(settings: OdinSettings) -> tuple[tuple[str, str], ...]:
-    """Metadata sent with every call: the API key as a bearer token, when configured."""
-    if settings.api_key is None:
-        return ()
-    return (("authorization", f"Bearer {settings.api_key.get_secret_value()}"),)
+    """Metadata sent with every call: the API key as a bearer token and the user id, when configured."""
+    sent: tuple[tuple[str, str], ...] = ()
+    if settings.api_key is not None:
+        sent += (("authorization", f"Bearer {settings.api_key.get_secret_value()}"),)
+    if settings.user_id:
+        sent += (("x-wolf-user", settings.user_id),)
+    return sent
 
 
 class ChannelPool(Generic[C]):

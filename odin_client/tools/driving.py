@@ -23,7 +23,7 @@ def record_decision(audit: AuditLog | None, actor: str, call: AuditCall) -> None
     if audit is not None:
         record = call.record
         audit.record(actor=actor, action="odin.tool_call", target=f"tool={record.name[:64]}",
-                     outcome=record.outcome, **audit_details(record))
+                     outcome=record.outcome, user=call.user[:128], **audit_details(record))
 
 
 def audit_log(path: Any) -> AuditLog | None:
@@ -37,17 +37,24 @@ RUN_TOOLS_DOC = """Answer ``question`` with Geri, running the tools of ``registr
         caller holds the tool's scopes and, for a tool marked ``confirm``, ``confirm(call)`` said yes (the
         asyncio client also awaits a coroutine function's answer, and awaits coroutine handlers).
         Other calls are answered to the model with the reason. After ``tool_max_steps`` rounds of calls the
-        model must answer. Every decision goes to ``tool_audit_log`` (when set) under ``actor``.
+        model must answer. Every decision goes to ``tool_audit_log`` (on by default) under ``actor``, with
+        the user (``user_id``, else the settings' ``user_id``).
+        With ``defer_confirmation=True`` a call needing confirmation ends the turn instead of asking
+        ``confirm``: the result has ``stopped == "requires_confirmation"`` and ``pending`` (what would run,
+        with its arguments); call again with ``resume=result.pending`` and ``confirmed=(call ids,)`` in the
+        same ``session_id`` to run them, each once per idempotency key (docs/answers.md, Tools).
         See docs/answers.md (Tools).
 
         Args:
             first_tool_choice: "auto" (default) or "required" to make the model call a tool first.
-            options: ``tenant_id``, ``model``, ``system_prompt``, ``max_tokens``, ``session_id``, ``owner_id``.
+            options: ``tenant_id``, ``model``, ``system_prompt``, ``max_tokens``, ``session_id``, ``owner_id``,
+                ``user_id``, ``defer_confirmation``, ``resume``, ``confirmed``.
         """
 
 
 def loop_options(settings: OdinSettings, *, max_steps: int | None, first_tool_choice: str,
                  **options: Any) -> ToolLoopOptions:
     """The loop's options from a client's settings and a call's keyword arguments."""
+    options.setdefault("user_id", settings.user_id or "")
     return ToolLoopOptions(max_steps=max_steps or settings.tool_max_steps, first_tool_choice=first_tool_choice,
                            **options)

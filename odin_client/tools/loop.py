@@ -10,10 +10,14 @@ A tool that overruns its time limit is not stopped (a thread cannot be), so it m
 effect: the model is told exactly that ("unfinished"), and when the loop ends every such call is looked at
 again — one that has finished by then is recorded as "late" with what it returned, so the caller never
 reads "it did not run" about a tool that ran.
+
+With ``defer_confirmation`` a call needing confirmation ends the turn instead (``requires_confirmation``) and
+the next request resumes it (:mod:`odin_client.tools.confirmations`).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -21,6 +25,12 @@ from typing import Any
 
 from wolf.v1 import common_pb2
 
+from odin_client.tools.confirmations import (
+    SHARED_LOG,
+    IdempotencyLog,
+    PendingCall,
+    PendingConfirmation,
+)
 from odin_client.tools.registry import ToolRegistry
 from odin_client.types.results import Generation, ToolCallRequest
 
@@ -42,9 +52,11 @@ class ConfirmCall:
 
 @dataclass(frozen=True)
 class RunToolCall:
-    """Run an allowed call; the driver sends back a :class:`ToolOutcome`."""
+    """Run an allowed call; the driver sends back a :class:`ToolOutcome`. ``caller``: tenant_id and user_id,
+    given to a handler that declares parameters of those names."""
 
     call: ToolCallRequest
+    caller: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,7 @@ class AuditCall:
     """Write this record to the audit log, if the client has one (the driver returns nothing)."""
 
     record: ToolCallRecord
+    user: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,8 +85,9 @@ class ToolCallRecord:
     take effect), late (it finished after its time limit, before the loop ended: it ran, ``result`` is what it
     returned), timeout (a coroutine handler cancelled at its time limit: part of it may have taken effect),
     refused (missing scope), declined (not confirmed), invalid (arguments do not match the
-    schema), unknown (no such tool), repeated (the same call again in this loop: its earlier result was given
-    back, the tool did not run twice).
+    schema), unknown (no such tool), repeated (the same call again in this loop, or a confirmed call re-sent:
+    its earlier result was given back, the tool did not run twice), requires_confirmation (waiting for the
+    user: the turn ended, see ``ToolLoopResult.pending``).
     """
 
     id: str
@@ -94,11 +108,19 @@ class ToolLoopResult:
     stopped: str  # "answered", or "max_steps" when the model was made to answer without more tools
     generation: Generation
     session_id: str = ""
+    # stopped == "requires_confirmation": what waits for the user; pass it back as ``resume``.
+    pending: PendingConfirmation | None = None
+
+    @property
+    def requires_confirmation(self) -> bool:
+        """Whether the turn ended waiting for the user to confirm ``pending.calls``."""
+        return self.pending is not None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"text": self.text, "steps": self.steps, "stopped": self.stopped, "session_id": self.session_id,
-                "calls": [vars(c) for c in self.calls], "generation": self.generation.to_dict()}
+                "calls": [vars(c) for c in self.calls], "generation": self.generation.to_dict(),
+                "requires_confirmation": self.pending.to_dict() if self.pending is not None else None}
 
 
 @dataclass
@@ -114,6 +136,13 @@ class ToolLoopOptions:
     owner_id: str = ""
     first_tool_choice: str = "auto"  # "required" makes the model call a tool on the first turn
     extra: dict[str, Any] = field(default_factory=dict)
+    # End the turn at a call needing confirmation (instead of asking ``confirm``); resume it next request
+    # with ``resume`` (the result's ``pending``) and the ids of the calls the user ``confirmed``.
+    user_id: str = ""  # the end user (x-wolf-user), for handlers that take a user_id parameter
+    defer_confirmation: bool = False
+    resume: PendingConfirmation | None = None
+    confirmed: tuple[str, ...] = ()
+    idempotency: IdempotencyLog = SHARED_LOG
 
 
 LoopCall = GenerateCall | ConfirmCall | RunToolCall | AuditCall
@@ -144,13 +173,19 @@ def tool_loop(question: str, registry: ToolRegistry,
         base["max_tokens"] = opts.max_tokens
     # Without a session Geri remembers nothing: every turn so far goes with each request. With one, Geri
     # stores each exchange, so only the turns since the last request are sent.
-    history: list[common_pb2.ChatTurn] = []
+    history: list[common_pb2.ChatTurn] = list(opts.resume.history) if opts.resume else []
     pending: list[common_pb2.ChatTurn] = []
     prompt = question
     records: list[ToolCallRecord] = []
     running: dict[int, Callable[[], ToolOutcome | None]] = {}  # record index -> its unfinished run
     done: dict[tuple[str, str], str] = {}
     step = 0
+    if opts.resume is not None:  # the user's answer to the calls that ended the last turn
+        prompt, pending = "", list(opts.resume.results)
+        for asked in opts.resume.calls:
+            record = yield from _confirmed_call(asked, registry, opts)
+            records.append(record)
+            pending.append(common_pb2.ChatTurn(role="tool", tool_call_id=asked.id, content=record.result))
     while True:
         step += 1
         last = step > opts.max_steps
@@ -164,7 +199,7 @@ def tool_loop(question: str, registry: ToolRegistry,
         pending = []
         prompt = ""
         if not generation.tool_calls or last:
-            yield from _settle(records, running)
+            yield from _settle(records, running, opts.user_id)
             return ToolLoopResult(text=generation.text, calls=records, steps=step,
                                   stopped="max_steps" if last else "answered", generation=generation,
                                   session_id=opts.session_id)
@@ -172,15 +207,25 @@ def tool_loop(question: str, registry: ToolRegistry,
                                         tool_calls=[_turn(c) for c in generation.tool_calls])
         if not opts.session_id:  # with a session, Geri stored the assistant turn itself
             history.append(assistant)
+        waiting: list[PendingCall] = []
         for call in generation.tool_calls:
-            record, later = yield from _one_call(call, registry, done, step)
+            record, later = yield from _one_call(call, registry, done, step, opts)
             if later is not None:
                 running[len(records)] = later
             records.append(record)
-            pending.append(common_pb2.ChatTurn(role="tool", tool_call_id=call.id, content=record.result))
+            if record.outcome == "requires_confirmation":
+                waiting.append(PendingCall(call.id, call.name, dict(call.arguments),
+                                           opts.idempotency.key(call, opts.tenant_id or "", opts.session_id)))
+            else:
+                pending.append(common_pb2.ChatTurn(role="tool", tool_call_id=call.id, content=record.result))
+        if waiting:
+            yield from _settle(records, running, opts.user_id)
+            paused = PendingConfirmation(waiting, pending, [] if opts.session_id else history)
+            return ToolLoopResult(text=generation.text, calls=records, steps=step, stopped="requires_confirmation",
+                                  generation=generation, session_id=opts.session_id, pending=paused)
 
 
-def _settle(records: list[ToolCallRecord], running: dict[int, Callable[[], ToolOutcome | None]]
+def _settle(records: list[ToolCallRecord], running: dict[int, Callable[[], ToolOutcome | None]], user: str = ""
             ) -> Generator[LoopCall, Any, None]:
     """Record (and audit) as "late" each unfinished call that has finished since; the rest stay unfinished."""
     for index, later in running.items():
@@ -190,10 +235,40 @@ def _settle(records: list[ToolCallRecord], running: dict[int, Callable[[], ToolO
             records[index] = ToolCallRecord(id=old.id, name=old.name, arguments=old.arguments,
                                             outcome="late" if ended.outcome == "ok" else ended.outcome,
                                             result=ended.content, step=old.step)
-            yield AuditCall(records[index])
+            yield AuditCall(records[index], user)
 
 
-def _one_call(call: ToolCallRequest, registry: ToolRegistry, done: dict[tuple[str, str], str], step: int
+def _confirmed_call(waiting: PendingCall, registry: ToolRegistry, opts: ToolLoopOptions
+                    ) -> Generator[LoopCall, Any, ToolCallRecord]:
+    """Run (once per idempotency key) or decline a call the last turn left waiting; audit it."""
+    call = waiting.request()
+    decision = registry.decide(call)  # checked again: scopes or the tool may have changed since
+    outcome, result = decision.outcome, _refusal(decision.reason)
+    if not hmac.compare_digest(waiting.idempotency_key, opts.idempotency.key(call, opts.tenant_id or "",
+                                                                           opts.session_id)):
+        outcome, result = "invalid", _refusal("the confirmed call does not match its idempotency key")
+    elif waiting.id not in opts.confirmed:
+        outcome, result = "declined", _refusal("the user did not allow this call")
+    elif outcome in ("ok", "needs_confirmation"):
+        earlier = opts.idempotency.claim(waiting.idempotency_key)
+        if earlier is not None:
+            outcome, result = "repeated", earlier
+        else:
+            ran: ToolOutcome = yield RunToolCall(call, _caller(opts))
+            outcome, result = ran.outcome, ran.content
+            opts.idempotency.finish(waiting.idempotency_key, result)
+    record = ToolCallRecord(id=call.id, name=call.name, arguments=call.arguments, outcome=outcome, result=result,
+                            step=0)
+    yield AuditCall(record, opts.user_id)
+    return record
+
+
+def _caller(opts: ToolLoopOptions) -> dict[str, str]:
+    return {"tenant_id": opts.tenant_id or "", "user_id": opts.user_id}
+
+
+def _one_call(call: ToolCallRequest, registry: ToolRegistry, done: dict[tuple[str, str], str], step: int,
+              opts: ToolLoopOptions,
               ) -> Generator[LoopCall, Any, tuple[ToolCallRecord, Callable[[], ToolOutcome | None] | None]]:
     """Decide, confirm, run (or refuse) one call; audit it; its record (whose ``result`` the model sees) and,
     for a run still going at its time limit, how to learn its outcome later."""
@@ -203,17 +278,19 @@ def _one_call(call: ToolCallRequest, registry: ToolRegistry, done: dict[tuple[st
     outcome, result = decision.outcome, _refusal(decision.reason)
     if key in done and outcome in ("ok", "needs_confirmation"):
         outcome, result = "repeated", done[key]
+    elif outcome == "needs_confirmation" and opts.defer_confirmation:
+        outcome, result = "requires_confirmation", ""
     elif outcome == "needs_confirmation":
         confirmed: bool = yield ConfirmCall(call)
         outcome = "ok" if confirmed else "declined"
         if not confirmed:
             result = _refusal("the user did not allow this call")
     if outcome == "ok":
-        ran: ToolOutcome = yield RunToolCall(call)
+        ran: ToolOutcome = yield RunToolCall(call, _caller(opts))
         outcome, result, later = ran.outcome, ran.content, ran.later
         if outcome == "ok":
             done[key] = result
     record = ToolCallRecord(id=call.id, name=call.name, arguments=call.arguments, outcome=outcome, result=result,
                             step=step)
-    yield AuditCall(record)
+    yield AuditCall(record, opts.user_id)
     return record, later

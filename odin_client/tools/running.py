@@ -15,6 +15,7 @@ import asyncio
 import inspect
 import json
 import logging
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -47,27 +48,40 @@ def _ended(call: ToolCallRequest, future: Future[Any] | asyncio.Future[Any]) -> 
     return _failed(call, exc) if exc is not None else ToolOutcome("ok", as_text(future.result()))
 
 
-def run_call(registry: ToolRegistry, call: ToolCallRequest, timeout_s: float) -> ToolOutcome:
+def _arguments(handler: Any, call: ToolCallRequest, caller: Mapping[str, str]) -> dict[str, Any]:
+    """The model's arguments, plus ``tenant_id`` / ``user_id`` for a handler that declares them (the caller's,
+    never the model's: a model cannot name another user)."""
+    try:
+        declared = inspect.signature(handler).parameters
+    except (TypeError, ValueError):
+        declared = {}  # type: ignore[assignment]
+    return {**call.arguments, **{k: v for k, v in caller.items() if k in declared}}
+
+
+def run_call(registry: ToolRegistry, call: ToolCallRequest, timeout_s: float,
+             caller: Mapping[str, str] | None = None) -> ToolOutcome:
     """Run an allowed call with the blocking client."""
     handler = registry.tool(call.name).handler
     if inspect.iscoroutinefunction(handler):
         return ToolOutcome("error", json.dumps({"error": "this tool is async: run it with AsyncOdinClient"}))
-    future = _POOL.submit(handler, **call.arguments)
+    future = _POOL.submit(handler, **_arguments(handler, call, caller or {}))
     wait([future], timeout=timeout_s)
     # Looked at once, after the wait: a run that ended at the limit counts as ended, whatever the timer said.
     return _ended(call, future) if future.done() else _unfinished(call, timeout_s, future)
 
 
-async def run_call_async(registry: ToolRegistry, call: ToolCallRequest, timeout_s: float) -> ToolOutcome:
+async def run_call_async(registry: ToolRegistry, call: ToolCallRequest, timeout_s: float,
+                         caller: Mapping[str, str] | None = None) -> ToolOutcome:
     """Run an allowed call with the asyncio client (coroutine handlers awaited, others in a thread)."""
     handler = registry.tool(call.name).handler
+    arguments = _arguments(handler, call, caller or {})
     if not inspect.iscoroutinefunction(handler):
         # A thread cannot be cancelled: wait without cancelling it, and leave it running past the limit.
-        thread_run = asyncio.get_running_loop().run_in_executor(_POOL, lambda: handler(**call.arguments))
+        thread_run = asyncio.get_running_loop().run_in_executor(_POOL, lambda: handler(**arguments))
         await asyncio.wait([thread_run], timeout=timeout_s)
         return _ended(call, thread_run) if thread_run.done() else _unfinished(call, timeout_s, thread_run)
     try:
-        return ToolOutcome("ok", as_text(await asyncio.wait_for(handler(**call.arguments), timeout_s)))
+        return ToolOutcome("ok", as_text(await asyncio.wait_for(handler(**arguments), timeout_s)))
     except TimeoutError:
         log.warning("tool %s (call %s) overran %g s; cancelled", call.name, call.id[:64], timeout_s)
         return ToolOutcome("timeout", json.dumps({"error": (

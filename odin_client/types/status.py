@@ -27,6 +27,9 @@ class IndexStatusInfo:
     embedding_models: list[dict[str, Any]] = field(default_factory=list)
     # A blue/green model migration (state, model_from, model_to, documents_done/total, error), or None.
     migration: dict[str, Any] | None = None
+    # "ok", "degraded" (disk, quarantined chunks) or "unavailable" (the store is gone), and why.
+    health: str = ""
+    health_reasons: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -68,6 +71,8 @@ def status_from_proto(resp: freki_pb2.IndexStatus) -> IndexStatusInfo:
             for m in resp.embedding_models
         ],
         migration=migration_from_proto(resp.migration) if resp.HasField("migration") else None,
+        health=resp.health,
+        health_reasons=list(resp.health_reasons),
     )
 
 

@@ -163,3 +163,32 @@ def test_cli_manages_documents_list_show_export_delete(odin: OdinClient, tmp_pat
     assert "deleted notes/boiler#may.md (1 chunk(s))" in out.out and "missing.md" in out.err
     assert odin_main(["docs", "list", "--json", *tenant]) == 0
     assert [d["document_id"] for d in json.loads(capsys.readouterr().out)["documents"]] == ["shared/stairs.md"]
+
+
+def test_a_tool_needing_confirmation_waits_for_the_next_request_with_the_real_model(odin: OdinClient):
+    """SmolLM2 through Geri asks for a tool marked confirm: the turn ends with what would run; the next
+    request in the same Geri session confirms it, the handler runs once, a re-sent confirmation does not
+    run it again, and the model answers from the result."""
+    from odin_client.tools import Tool, ToolRegistry
+
+    booked: list[tuple[str, str]] = []
+
+    def book_viewing(service: str, user_id: str = "") -> dict[str, object]:
+        booked.append((service, user_id))
+        return {"booked": service}
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["service"],
+              "properties": {"service": {"type": "string", "maxLength": 40}}}
+    registry = ToolRegistry([Tool("book_viewing", "Book a viewing", schema, book_viewing, confirm=True)])
+    options = {"session_id": "confirm-chat", "defer_confirmation": True, "max_steps": 1, "max_tokens": 40,
+               "user_id": "agent-7"}
+    first = odin.run_tools("Book a viewing of the Hrafn relay.", registry, first_tool_choice="required", **options)
+    assert first.stopped == "requires_confirmation" and booked == []
+    (waiting,) = first.pending.calls
+    assert waiting.name == "book_viewing" and set(waiting.arguments) == {"service"}
+    second = odin.run_tools("", registry, resume=first.pending, confirmed=(waiting.id,), **options)
+    assert booked == [(waiting.arguments["service"], "agent-7")] and second.calls[0].outcome == "ok"
+    # The model has the result; it may answer or (tools still offered) ask for another call.
+    assert second.steps == 1 and second.stopped in {"answered", "requires_confirmation"}
+    again = odin.run_tools("", registry, resume=first.pending, confirmed=(waiting.id,), **options)
+    assert again.calls[0].outcome == "repeated" and len(booked) == 1

@@ -77,7 +77,8 @@ def test_audit_records_who_what_when_and_outcome(start_freki, tmp_path: Path) ->
     with grpc.insecure_channel(handle.address) as channel:
         stub = freki_stub(channel)
         stub.IndexDocument(index_request("audit-doc", DOC), metadata=bearer("acme"))
-        stub.RetrieveContext(retrieve_request(f"{PROMPT_MARKER}?"), metadata=bearer("acme"))  # not audited
+        stub.RetrieveContext(retrieve_request(f"{PROMPT_MARKER}?"),  # audited: who read, how many hits; no query
+                             metadata=(*bearer("acme"), ("x-wolf-user", "agent-7")))
         with pytest.raises(grpc.RpcError):
             stub.DeleteDocument(freki_pb2.DeleteDocumentRequest(request_id="d-missing", document_id="nope"),
                                 metadata=bearer("acme"))
@@ -88,7 +89,12 @@ def test_audit_records_who_what_when_and_outcome(start_freki, tmp_path: Path) ->
         erased = stub.DeleteOwnerData(freki_pb2.DeleteOwnerDataRequest(request_id="g1", owner_id="acme"),
                                       metadata=bearer("acme"))
     events = list(read_audit_log(audit))
-    mine = [e for e in events if e.get("request_id") in {"idx-audit-doc", "d-missing", "d-anon", "x1", "g1"}]
+    ids = {"idx-audit-doc", "ret-1", "d-missing", "d-anon", "x1", "g1"}
+    mine = [e for e in events if e.get("request_id") in ids]
+    read = mine.pop(1)
+    assert (read["action"], read["outcome"], read["actor"], read["user"]) == \
+        ("freki.retrieve", "ok", "acme-ci", "agent-7")
+    assert read["hits"] >= 0 and read["tenant"] == "acme"
     assert [(e["action"], e["outcome"]) for e in mine] == [
         ("freki.index_document", "ok"),
         ("freki.delete_document", "not_found"),

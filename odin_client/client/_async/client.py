@@ -164,7 +164,7 @@ class AsyncOdinClient(AsyncDocumentCalls, AsyncGraphCalls, AsyncGenerationCalls,
             if isinstance(call, ConfirmCall):
                 return await self._confirmed(confirm, call.call)
             if isinstance(call, RunToolCall):
-                return await self._run_tool(registry, call.call)
+                return await self._run_tool(registry, call.call, call.caller)
             return record_decision(self._tool_audit, actor, call)
 
         return await self._drive(tool_loop(question, registry, opts), perform)

@@ -276,7 +276,7 @@ class OdinClient(DocumentCalls, GraphCalls, GenerationCalls, SessionCalls):
             if isinstance(call, ConfirmCall):
                 return self._confirmed(confirm, call.call)
             if isinstance(call, RunToolCall):
-                return self._run_tool(registry, call.call)
+                return self._run_tool(registry, call.call, call.caller)
             return record_decision(self._tool_audit, actor, call)
 
         return self._drive(tool_loop(question, registry, opts), perform)

@@ -89,7 +89,7 @@ class IndexDocumentsResult(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., document_id: _Optional[str] = ..., response: _Optional[_Union[IndexDocumentResponse, _Mapping]] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ...) -> None: ...
 
 class IndexDocumentRequest(_message.Message):
-    __slots__ = ("request_id", "tenant_id", "document_id", "source", "content", "content_type", "metadata", "content_bytes", "owner_id", "force_full_reindex", "metadata_lists")
+    __slots__ = ("request_id", "tenant_id", "document_id", "source", "content", "content_type", "metadata", "content_bytes", "owner_id", "force_full_reindex", "metadata_lists", "access_groups")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +115,7 @@ class IndexDocumentRequest(_message.Message):
     OWNER_ID_FIELD_NUMBER: _ClassVar[int]
     FORCE_FULL_REINDEX_FIELD_NUMBER: _ClassVar[int]
     METADATA_LISTS_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_GROUPS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     tenant_id: str
     document_id: str
@@ -126,7 +127,8 @@ class IndexDocumentRequest(_message.Message):
     owner_id: str
     force_full_reindex: bool
     metadata_lists: _containers.MessageMap[str, _common_pb2.MetadataValues]
-    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ..., source: _Optional[str] = ..., content: _Optional[str] = ..., content_type: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., content_bytes: _Optional[bytes] = ..., owner_id: _Optional[str] = ..., force_full_reindex: _Optional[bool] = ..., metadata_lists: _Optional[_Mapping[str, _common_pb2.MetadataValues]] = ...) -> None: ...
+    access_groups: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ..., source: _Optional[str] = ..., content: _Optional[str] = ..., content_type: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., content_bytes: _Optional[bytes] = ..., owner_id: _Optional[str] = ..., force_full_reindex: _Optional[bool] = ..., metadata_lists: _Optional[_Mapping[str, _common_pb2.MetadataValues]] = ..., access_groups: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class IndexDocumentResponse(_message.Message):
     __slots__ = ("request_id", "document_id", "chunk_count", "chunks_embedded", "chunks_unchanged", "chunks_deleted", "duration_ms", "changed", "outcome", "full_reindex", "content_hash")
@@ -183,7 +185,7 @@ class GetDocumentRequest(_message.Message):
     def __init__(self, tenant_id: _Optional[str] = ..., document_id: _Optional[str] = ...) -> None: ...
 
 class DocumentInfo(_message.Message):
-    __slots__ = ("document_id", "tenant_id", "owner_id", "source", "content_type", "content_hash", "chunk_count", "metadata", "indexed_at", "embedding_model", "metadata_lists", "embedding_dimension", "document_type", "languages")
+    __slots__ = ("document_id", "tenant_id", "owner_id", "source", "content_type", "content_hash", "chunk_count", "metadata", "indexed_at", "embedding_model", "metadata_lists", "embedding_dimension", "document_type", "languages", "access_groups")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -212,6 +214,7 @@ class DocumentInfo(_message.Message):
     EMBEDDING_DIMENSION_FIELD_NUMBER: _ClassVar[int]
     DOCUMENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     LANGUAGES_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_GROUPS_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     tenant_id: str
     owner_id: str
@@ -226,7 +229,8 @@ class DocumentInfo(_message.Message):
     embedding_dimension: int
     document_type: str
     languages: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, document_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., source: _Optional[str] = ..., content_type: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_count: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., indexed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., embedding_model: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, _common_pb2.MetadataValues]] = ..., embedding_dimension: _Optional[int] = ..., document_type: _Optional[str] = ..., languages: _Optional[_Iterable[str]] = ...) -> None: ...
+    access_groups: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, document_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., source: _Optional[str] = ..., content_type: _Optional[str] = ..., content_hash: _Optional[str] = ..., chunk_count: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., indexed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., embedding_model: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, _common_pb2.MetadataValues]] = ..., embedding_dimension: _Optional[int] = ..., document_type: _Optional[str] = ..., languages: _Optional[_Iterable[str]] = ..., access_groups: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListDocumentsRequest(_message.Message):
     __slots__ = ("tenant_id", "page_size", "page_token", "owner_id")

@@ -44,6 +44,9 @@ FILTERS: list[list[FieldMatch]] = [
     [FieldMatch("metadata.topics", ("care", "diet"))],  # any of them
     [FieldMatch("metadata.topics", ("health", "diet"), match_all=True)],
     [FieldMatch("metadata.topics", ("health",), exclude=True)],
+    # access groups (freki.store.access): the value, or no value at all (missing, null, empty list)
+    [FieldMatch("metadata.topics", ("health",), or_empty=True)],
+    [FieldMatch("metadata.topics", (), or_empty=True)],
     [FieldMatch("metadata_num.page", (), range=NumericRange(gte=2, lt=5))],
     [FieldMatch("metadata_num.page", (), range=NumericRange(gt=2), exclude=True)],
     [FieldMatch("metadata_num.ratings", (), range=NumericRange(lte=0.5))],  # any element in range
@@ -129,6 +132,8 @@ def _value(payload: dict[str, Any], key: str) -> Any:
 
 def _holds(value: Any, cond: FieldMatch) -> bool:
     items = value if isinstance(value, list) else [] if value is None else [value]
+    if cond.or_empty and not items:
+        return True
     if cond.range is not None:
         r = cond.range
         return any(

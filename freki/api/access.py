@@ -1,0 +1,81 @@
+"""Access groups inside a tenant at Freki's API (docs/decisions/0261-access-inside-a-tenant.md).
+
+The calling API key's ``access_groups`` (``security.api_keys``) decide what it reads: every read path passes
+them to the engine, which adds ``freki.store.access.visible_to`` to its store query. Writes are checked here:
+a key may only name groups it holds, and may only replace a document all of whose groups it holds, so no key
+can widen its own reach or take a document out of another group. A refused write changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+import grpc
+from wolf.v1 import freki_pb2
+
+from freki.engine import FrekiEngine
+from freki.settings import FrekiSettings
+from wolf_service.errors import InvalidArgument, PermissionDenied
+from wolf_service.identity import GROUP_PATTERN, Access, access_of
+
+_GROUP = re.compile(GROUP_PATTERN)
+
+
+def caller_access(context: grpc.ServicerContext, settings: FrekiSettings) -> Access:
+    """The access of the key this call presented (unrestricted with keys off or a key without groups)."""
+    return access_of(context, settings.security.api_keys)
+
+
+def requested_groups(request: freki_pb2.IndexDocumentRequest, settings: FrekiSettings) -> tuple[str, ...]:
+    """The request's ``access_groups``, validated (count, name shape), sorted and without repeats."""
+    groups = list(request.access_groups)
+    limit = settings.limits.max_access_groups
+    if len(groups) > limit:
+        raise InvalidArgument(f"access_groups names {len(groups)} groups; at most limits.max_access_groups={limit}")
+    for group in groups:
+        if not _GROUP.match(group):
+            raise InvalidArgument(
+                f"access_groups entry {group[:40]!r} must be 1-64 characters of letters, digits and _ . - @ :")
+    return tuple(sorted(set(groups)))
+
+
+def check_write(engine: FrekiEngine, access: Access, tenant: str, document_id: str,
+                groups: tuple[str, ...]) -> None:
+    """PERMISSION_DENIED unless ``access`` may write ``document_id`` with ``groups``.
+
+    A restricted key must hold every group it names, and every group of the version it would replace. The
+    second refusal tells the key that a document with this id exists (it cannot read it): ids are chosen by
+    writers, so a writer can always learn that an id is taken (docs/decisions/0261).
+    """
+    if not access.restricted:
+        return
+    missing = access.lacks(groups)
+    if missing:
+        raise PermissionDenied(
+            f"API key {access.key_name!r} cannot write a document into access groups it does not hold: "
+            f"{', '.join(missing)} (security.api_keys[].access_groups)")
+    existing = engine.registry.get(tenant, document_id)
+    if existing is not None and access.lacks(existing.access_groups):
+        raise PermissionDenied(
+            f"API key {access.key_name!r} cannot replace or delete document {document_id[:200]!r}: it belongs to "
+            "access groups the key does not hold")
+
+
+def check_delete(engine: FrekiEngine, access: Access, tenant: str, document_id: str) -> None:
+    """NOT_FOUND (as for a missing document) when the document is hidden from ``access``; PERMISSION_DENIED
+    when the key sees it but lacks one of its groups."""
+    if not access.restricted:
+        return
+    engine.get_document(tenant, document_id, access.groups)
+    check_write(engine, access, tenant, document_id, ())
+
+
+def check_reindex(engine: FrekiEngine, access: Access, tenant: str, document_id: str) -> None:
+    """A restricted key may re-index a document it can read (NOT_FOUND otherwise, as for a missing one), not a
+    whole tenant: the counts in the reply would include the documents hidden from it."""
+    if not access.restricted:
+        return
+    if not document_id:
+        raise PermissionDenied(f"API key {access.key_name!r} has access_groups; re-indexing a whole tenant needs a "
+                               "key without them (name a document_id to re-index one you may read)")
+    engine.get_document(tenant, document_id, access.groups)
