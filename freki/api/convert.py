@@ -85,6 +85,7 @@ def query_from_request(request: common_pb2.WolfRequest, settings: FrekiSettings,
         rerank=opts.rerank,
         graph_expand=opts.graph_expand if opts.HasField("graph_expand") else settings.graph.expand,
         explain=opts.explain,
+        neighbours=opts.neighbours,
         language=request.metadata.language if request.HasField("metadata") else "",
     )
 
@@ -110,7 +111,15 @@ def retrieved_document(hit: Hit) -> common_pb2.RetrievedDocument:
         explanation=graph.explanation(hit.explanation) if hit.explanation is not None else None,
         embedding_model=hit.model,
         location=source_location(raw),
+        neighbour_of=hit.neighbour_of,
+        overlap_chars=overlap_chars(payload),
     )
+
+
+def overlap_chars(payload: Mapping[str, object]) -> int:
+    """Leading characters of the stored chunk text repeated from the previous chunk (0 when not recorded)."""
+    value, content = payload.get("overlap_chars", 0), payload.get("content", "")
+    return value if isinstance(value, int) and isinstance(content, str) and 0 < value < len(content) else 0
 
 
 def source_location(metadata: Mapping[str, object]) -> common_pb2.SourceLocation:

@@ -59,6 +59,8 @@ class Query:
     explain: bool = False
     # The query's language as the caller gives it (BCP-47, RequestMetadata.language); "" = detected.
     language: str = ""
+    # Previous/next chunks of each hit's document to add (freki.search.neighbours, applied by the engine).
+    neighbours: int = 0
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class Hit:
     model: str = ""  # the embedding model whose collection held the chunk
     # Set with Query.explain (a freki.graph.explain.Explanation).
     explanation: Any = field(default=None, compare=False)
+    # A chunk added only as a neighbour of the hit with this chunk id (freki.search.neighbours); "" for a hit.
+    neighbour_of: str = ""
 
     @property
     def document_id(self) -> str:

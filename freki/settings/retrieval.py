@@ -95,6 +95,8 @@ class RetrievalSettings(BaseModel):
     # Path of a sentence-transformers CrossEncoder directory; None disables re-ranking.
     reranker_model: str | None = None
     rerank_candidates: int = Field(30, ge=1, le=1000)
+    # RetrievalOptions.neighbours: the most previous/next chunks a request may ask for around each hit.
+    max_neighbours: int = Field(3, ge=0, le=20)
     # Concurrent query embeddings are batched while the model is busy; a leader may also wait this
     # long for company (0 = never delay a query; batches still form under load). It waits only when the
     # last pass was shared or others are queued, never for a caller that is alone; it pays with
