@@ -30,7 +30,6 @@ from freki.ingest.limits import ChunkingConfig
 from freki.ingest.registry import DocumentRecord, generation_age_s
 from freki.ingest.repair import RepairReport, repair
 from freki.ingest.sandbox import ParserSandbox
-from freki.search.neighbours import with_neighbours
 from freki.search.rerank import CrossEncoderReranker
 from freki.search.result_cache import ResultCache, hit_bytes
 from freki.search.retrieval import Hits, Query
@@ -184,8 +183,7 @@ class FrekiEngine:
         def search() -> Hits:
             with self.serving.read():
                 index = self.active
-                hits = index.graph.after_retrieval(query, index.retriever.retrieve(query))
-                return with_neighbours(hits, query.neighbours, index.retriever.lanes, query.tenant_id)
+                return index.graph.after_retrieval(query, index.retriever.retrieve(query))
 
         # Keyed by index version: after a migration's switch, no result of the old index is served.
         return self.results.lookup(query.tenant_id, f"v{self.active.version} {query!r}", search,

@@ -13,6 +13,7 @@ from freki.graph.expansion import GraphExpander, GraphScore, GraphWeights
 from freki.graph.explain import explain
 from freki.graph.feedback import FeedbackLog
 from freki.graph.store import LinkStore, StoredLink
+from freki.search.neighbours import with_neighbours
 from freki.search.retrieval import Hits, Query, SearchLane
 from freki.settings import FrekiSettings
 
@@ -47,14 +48,14 @@ class EngineGraph:
         self._sparse = sparse
 
     def after_retrieval(self, query: Query, hits: Hits) -> Hits:
-        """Expand and/or explain ``hits`` as the query asks."""
+        """Expand and/or explain ``hits``, and add their neighbour chunks, as the query asks."""
         graph: dict[str, GraphScore] = {}
         fused = {h.chunk_id: h.score for h in hits}
         if query.graph_expand:
             hits, graph, fused = self.expander.expand(query, hits)
         if query.explain:
             hits = explain(query, hits, self._lanes, self._sparse, fused, graph)
-        return hits
+        return with_neighbours(hits, query.neighbours, self._lanes, query.tenant_id)
 
     def document_links(self, tenant: str, document_id: str, limit: int) -> tuple[
         list[DocumentLink], list[DocumentLink]
