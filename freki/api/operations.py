@@ -39,6 +39,7 @@ RELOADABLE = frozenset({
     "max_prompt_chars",
     "max_document_bytes",
     "watch",  # the folder watcher is restarted with the new folders and options
+    "search_log",  # read on every search
 })
 
 INDEXING_RPCS = ("FrekiService/IndexDocument", "FrekiService/IndexDocuments", "FrekiService/FullReindex")

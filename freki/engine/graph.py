@@ -1,6 +1,6 @@
 """The engine's knowledge graph (``freki.graph``) built from the ``graph`` settings: the link store the
 indexer writes with each document version, expansion and explanation after retrieval, links and
-backlinks of a document, and the feedback log."""
+backlinks of a document, the feedback log and the search log."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from freki.embed.sparse import SparseEncoder
 from freki.graph.expansion import GraphExpander, GraphScore, GraphWeights
 from freki.graph.explain import explain
 from freki.graph.feedback import FeedbackLog
+from freki.graph.search_log import SearchLog
 from freki.graph.store import LinkStore, StoredLink
 from freki.search.neighbours import with_neighbours
 from freki.search.retrieval import Hits, Query, SearchLane
@@ -44,6 +45,7 @@ class EngineGraph:
             centrality=g.centrality_weight, type_weights=dict(g.type_weights), kind_weights=dict(g.kind_weights),
             default_kind_weight=g.default_kind_weight, follow_seeds=g.follow_seeds))
         self.feedback = FeedbackLog(Path(settings.data_dir) / "feedback", g.feedback_log_max_bytes)
+        self.search_log = SearchLog(Path(settings.data_dir) / "search_log", lambda: settings.search_log)
         self._lanes = lanes
         self._sparse = sparse
 

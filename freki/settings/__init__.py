@@ -17,7 +17,12 @@ from freki.settings.disk import DiskSettings, IntegritySettings
 from freki.settings.embedding_servers import EmbeddingServer, ServerName, check_server_references
 from freki.settings.limits import MIB, LimitsSettings  # noqa: F401 - re-exported
 from freki.settings.retention import BackupSettings, RetentionPolicy, RetentionSettings  # noqa: F401 - re-exported
-from freki.settings.retrieval import GraphSettings, ModeThresholds, RetrievalSettings  # noqa: F401 - re-exported
+from freki.settings.retrieval import (  # noqa: F401 - re-exported
+    GraphSettings,
+    ModeThresholds,
+    RetrievalSettings,
+    SearchLogSettings,
+)
 from freki.settings.watch import DEFAULT_WATCH_EXCLUDES, WatchFolderSettings, WatchSettings  # noqa: F401 - re-exported
 from wolf_service.audit_log import AuditRotation
 from wolf_service.auth import SecuritySettings
@@ -207,6 +212,8 @@ class FrekiSettings(FileSettings):
     limits: LimitsSettings = LimitsSettings()
     gdpr: GdprSettings = GdprSettings()
     graph: GraphSettings = GraphSettings()
+    # One JSON line per search per tenant (query, hits, scores), opt-in: freki/graph/search_log.py.
+    search_log: SearchLogSettings = SearchLogSettings()
     reindex: ReindexSettings = ReindexSettings()
     # Free-space watermarks of the data dir (writes refused before the disk is full) and chunk integrity checks.
     disk: DiskSettings = DiskSettings()

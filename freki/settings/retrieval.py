@@ -126,3 +126,16 @@ class GraphSettings(BaseModel):
     # RecordFeedback: longest comment, and the size at which a tenant's log refuses more (RESOURCE_EXHAUSTED).
     feedback_comment_max_chars: int = Field(2_000, ge=0, le=100_000)
     feedback_log_max_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+
+
+class SearchLogSettings(BaseModel):
+    """The per-tenant search log (``freki/graph/search_log.py``, docs/operations.md "Search log"); off by default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    # A tenant's file is trimmed to its newest lines (half this size) rather than grow past it.
+    max_bytes: int = Field(16 * 1024 * 1024, ge=4096, le=2**40)
+    max_age_days: float = Field(30.0, gt=0.0, le=3650.0)
+    max_hits: int = Field(10, ge=0, le=1000)  # hits logged per search
+    max_query_chars: int = Field(1000, ge=0, le=100_000)
