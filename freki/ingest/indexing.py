@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from freki.embed.layout import EmbeddingLayout
+from freki.embed.layout import DOCUMENT_TYPE_KEY, EmbeddingLayout
 from freki.embed.model import EmbeddingModel
 from freki.embed.sparse import SparseEncoder
 from freki.ingest import lexical
@@ -30,7 +30,7 @@ from freki.ingest.chunk_payload import chunk_payload, lexical_text
 from freki.ingest.chunking import Chunk
 from freki.ingest.commit import Committer, Companion, document_filter  # noqa: F401 - re-exported
 from freki.ingest.deadline import NO_DEADLINE, Deadline, abandonment_logged
-from freki.ingest.lanes import ChunkerFactory, IndexLane, LaneRouter
+from freki.ingest.lanes import ChunkerFactory, ChunkProfiles, IndexLane, LaneRouter
 from freki.ingest.locks import LockTable
 from freki.ingest.parsing import ParsedDocument, ParseLimits, parse_document
 from freki.ingest.quotas import MetadataLimits, check_chunk_count, check_metadata
@@ -119,6 +119,7 @@ class Indexer:
         lanes: Sequence[IndexLane] = (),
         layout: EmbeddingLayout | None = None,
         sources: SourceStore | None = None,
+        chunk_profiles: ChunkProfiles | None = None,
     ) -> None:
         """``embedder``, ``make_chunker`` and ``chunks`` make the standard model's lane; ``lanes`` are the
         type-specific models' and ``layout`` routes document types to them (``freki.ingest.lanes``)."""
@@ -129,6 +130,7 @@ class Indexer:
         self._sparse = sparse_encode
         self._full_ratio = full_reindex_ratio
         self._fingerprint = chunking_fingerprint
+        self.chunk_profiles = chunk_profiles
         self.sentence_cache = sentence_cache or SentenceVectorCache()
         self.sandbox = sandbox
         self.limits = limits or IngestLimits()
@@ -154,6 +156,8 @@ class Indexer:
         h.update(doc.data if isinstance(doc.data, bytes) else doc.data.encode("utf-8", "surrogatepass"))
         parts = [doc.content_type, doc.source, doc.owner_id, sorted(doc.metadata.items()),
                  self._fingerprint, self.router.layout.fingerprint()]
+        if self.chunk_profiles is not None and (profiles := self.chunk_profiles.fingerprint()):
+            parts.append(f"types={profiles}")
         if isinstance(self._sparse, SparseEncoder) and self._sparse.term_scope(doc.tenant_id):
             parts.append("terms=tenant")  # the tenant's own term space (freki.embed.sparse)
         h.update(json.dumps(parts).encode())
@@ -194,7 +198,9 @@ class Indexer:
                 deadline.check("embedding sentences")  # between the model's batches (embed_in_slices)
                 return lane.embedder.embed(texts)
 
-            chunker = lane.make_chunker(self.sentence_cache.embedder_for(key, embed, lane.model))
+            profiles = self.chunk_profiles
+            profile = profiles.profile_of(metadata.get(DOCUMENT_TYPE_KEY)) if profiles is not None else None
+            chunker = lane.make_chunker(self.sentence_cache.embedder_for(key, embed, lane.model), profile)
             # Cheap limits before planning: every word is at least one token of some chunk.
             words = sum(len(section.text.split()) for section in parsed.sections)
             check_chunk_count(-(-words // chunker.effective.max_tokens), self.limits.max_chunks, doc.document_id,

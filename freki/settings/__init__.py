@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from freki.settings.disk import DiskSettings, IntegritySettings
+from freki.settings.document_types import DocumentTypeSettings, check_document_types
 from freki.settings.embedding_servers import EmbeddingServer, ServerName, check_server_references
 from freki.settings.limits import MIB, LimitsSettings  # noqa: F401 - re-exported
 from freki.settings.retention import BackupSettings, RetentionPolicy, RetentionSettings  # noqa: F401 - re-exported
@@ -212,6 +213,8 @@ class FrekiSettings(FileSettings):
     limits: LimitsSettings = LimitsSettings()
     gdpr: GdprSettings = GdprSettings()
     graph: GraphSettings = GraphSettings()
+    # Per document_type: chunk profile and retriever weight (freki/settings/document_types.py), reloadable.
+    document_types: dict[str, DocumentTypeSettings] = Field(default_factory=dict)
     # One JSON line per search per tenant (query, hits, scores), opt-in: freki/graph/search_log.py.
     search_log: SearchLogSettings = SearchLogSettings()
     reindex: ReindexSettings = ReindexSettings()
@@ -247,6 +250,11 @@ class FrekiSettings(FileSettings):
             if backups == data or data in backups.parents or backups in data.parents:
                 raise ValueError(f"backup.dir {self.backup.dir} and data_dir {self.data_dir} must not contain "
                                  "each other: a backup would copy itself, a restore would refuse the data dir")
+        return self
+
+    @model_validator(mode="after")
+    def _known_document_types(self) -> FrekiSettings:
+        check_document_types(self.document_types)
         return self
 
     @model_validator(mode="after")
