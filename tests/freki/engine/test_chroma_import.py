@@ -63,7 +63,7 @@ class MpnetNamed(EmbeddingFunction):  # type: ignore[type-arg]
 
 
 def make_collection(path: Path, vectors: np.ndarray, name: str = "pet_knowledge", **kw: Any) -> None:
-    client = chromadb.PersistentClient(path=str(path))
+    client = chromadb.PersistentClient(path=str(path), settings=chromadb.Settings(anonymized_telemetry=False))
     collection = client.create_collection(name, **kw)
     collection.add(ids=[r[0] for r in RECORDS], documents=[r[1] for r in RECORDS], embeddings=vectors.tolist(),
                    metadatas=[{"source_file": r[2], "doc_type": r[3], "chunk_index": r[5],
