@@ -200,7 +200,8 @@ class Indexer:
 
             profiles = self.chunk_profiles
             profile = profiles.profile_of(metadata.get(DOCUMENT_TYPE_KEY)) if profiles is not None else None
-            chunker = lane.make_chunker(self.sentence_cache.embedder_for(key, embed, lane.model), profile)
+            sentences = self.sentence_cache.embedder_for(key, embed, lane.model)
+            chunker = lane.make_chunker(sentences, profile) if profile else lane.make_chunker(sentences)
             # Cheap limits before planning: every word is at least one token of some chunk.
             words = sum(len(section.text.split()) for section in parsed.sections)
             check_chunk_count(-(-words // chunker.effective.max_tokens), self.limits.max_chunks, doc.document_id,
