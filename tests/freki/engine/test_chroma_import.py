@@ -154,3 +154,11 @@ def test_a_corrupt_collection_is_refused_and_left_as_it_was(engine, vectors, tmp
     # The command line says the same and exits 1 before loading any model.
     code = freki_cli(["import-chroma", "--path", str(tmp_path / "chroma"), "--collection", "pet_knowledge"])
     assert code == 1 and "cannot be read" in capsys.readouterr().err
+
+
+def test_records_without_text_are_refused(engine, vectors, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"),
+                                       settings=chromadb.Settings(anonymized_telemetry=False))
+    client.create_collection("pet_knowledge").add(ids=["only-vector"], embeddings=vectors[:1].tolist())
+    client.clear_system_cache()
+    _refused(engine, tmp_path / "chroma", "'only-vector' has no document text")
