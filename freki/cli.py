@@ -45,8 +45,52 @@ def _parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="check every stored chunk against its checksum (Freki stopped)")
     verify.add_argument("--config", help="JSON settings file (FREKI_SETTINGS_FILE also works)")
     verify.add_argument("--heal", action="store_true", help="re-index the documents of corrupt chunks")
+    chroma = sub.add_parser("import-chroma", help="import a Chroma collection's texts, metadata and vectors "
+                            "without re-embedding (Freki stopped; docs/operations.md)")
+    chroma.add_argument("--config", help="JSON settings file (FREKI_SETTINGS_FILE also works)")
+    chroma.add_argument("--path", required=True, help="the Chroma persistent directory (holds chroma.sqlite3)")
+    chroma.add_argument("--collection", required=True, help="the collection's name")
+    chroma.add_argument("--tenant", default="", help="tenant to import into (default: default_tenant)")
+    chroma.add_argument("--owner", default="", help="data owner of the imported documents (default: the tenant)")
+    chroma.add_argument("--group-by", default="", help="metadata key whose value makes one document of its records "
+                        "(e.g. source_file); default: one document per record")
+    chroma.add_argument("--model", default="", help="the model that made the vectors, when the collection does "
+                        "not name it")
+    chroma.add_argument("--max-records", type=int, default=1_000_000, help="refuse a larger collection")
     backup_cli.add_commands(sub)
     return parser
+
+
+def _import_chroma(args: argparse.Namespace) -> int:
+    from freki.api.validation import tenant_of
+    from freki.engine import FrekiEngine
+    from freki.engine.chroma_import import ChromaImportError, import_collection, read_collection
+    from wolf_service.errors import ServiceError
+
+    settings = FrekiSettings.load(args.config)
+    try:
+        tenant = tenant_of(args.tenant, settings)
+    except ServiceError as exc:
+        print(f"freki import-chroma: {exc}", file=sys.stderr)
+        return 2
+    try:  # read and checked whole before any model is loaded
+        found = read_collection(Path(args.path), args.collection, max_records=args.max_records)
+    except ChromaImportError as exc:
+        print(f"freki import-chroma: {exc}", file=sys.stderr)
+        return 1
+    engine = FrekiEngine(settings)
+    try:
+        report = import_collection(engine, found, tenant=tenant, group_by=args.group_by, model=args.model,
+                                   owner=args.owner)
+    except (ChromaImportError, ServiceError) as exc:
+        print(f"freki import-chroma: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        engine.close()
+    print(f"{report.collection}: {report.records:,} records ({report.dimension}-dimensional, {report.model}) as "
+          f"{report.documents:,} documents of tenant {tenant!r}: {report.created:,} created, {report.updated:,} "
+          f"updated, {report.unchanged:,} unchanged")
+    return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -129,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _migrate(args)
     if args.command == "verify":
         return _verify(args)
+    if args.command == "import-chroma":
+        return _import_chroma(args)
     if args.command == "backup":
         return backup_cli.backup_command(args)
     if args.command == "restore":

@@ -29,6 +29,7 @@ RELOADABLE = frozenset({
     "ollama_keep_alive",
     "ollama_token_margin",
     "answering",
+    "context_metadata",
 })
 
 

@@ -1,10 +1,10 @@
 """Prompt assembly and context-window fitting.
 
-The user turn holds the retrieved documents as ``[Document N: document_id]`` blocks (with
-their source), then the question; earlier turns of the conversation (``history``) come between the
-system prompt and it. When all that plus the answer's ``max_tokens`` exceeds the model window, the
-oldest history turns go first, down to what the question needs, then the lowest-scored documents,
-and the caller is told which; an over-long prompt is never sent to a backend.
+The user turn holds the retrieved documents as ``[Document N: document_id]`` blocks (with their
+source and the metadata the operator chose), then the question; earlier turns of the conversation
+(``history``) come between the system prompt and it. When all that plus the answer's ``max_tokens``
+exceeds the model window, the oldest history turns go first, down to what the question needs, then the
+lowest-scored documents, and the caller is told which; an over-long prompt is never sent to a backend.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from geri.backends.base import ChatMessage
+from geri.context_metadata import one_line
 from wolf_service.errors import InvalidArgument
 
 
@@ -24,6 +25,8 @@ class ContextDocument:
     content: str
     score: float
     source: str = ""
+    # The escaped ``Metadata: ...`` line of the keys the operator chose (geri/context_metadata.py); "" = none.
+    metadata_line: str = ""
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,12 @@ TokenCounter = Callable[[Sequence[ChatMessage]], int]
 
 
 def format_document(number: int, doc: ContextDocument) -> str:
-    """One ``[Document N: id]`` block: header, source line when known, content."""
+    """One ``[Document N: id]`` block: header, source line when known, metadata line when chosen, content."""
     lines = [f"[Document {number}: {doc.document_id}]"]
     if doc.source:
-        lines.append(f"Source: {doc.source}")
+        lines.append(f"Source: {one_line(doc.source)}")  # a caller's path: it must not start a line of its own
+    if doc.metadata_line:
+        lines.append(doc.metadata_line)
     lines.append(doc.content.strip())
     return "\n".join(lines)
 

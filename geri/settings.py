@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from geri.context_metadata import ContextMetadataSettings
 from wolf_service.audit_log import AuditRotation
 from wolf_service.auth import SecuritySettings
 from wolf_service.logs import LogSettings
@@ -160,6 +161,8 @@ class GeriSettings(FileSettings):
     sessions: SessionSettings = SessionSettings()
     structured: StructuredSettings = StructuredSettings()
     answering: AnsweringSettings = AnsweringSettings()
+    # Metadata shown with each context document (title, document_type, tags, ...), escaped: geri/context_metadata.py.
+    context_metadata: ContextMetadataSettings = ContextMetadataSettings()
 
     # --- generation defaults and limits -------------------------------------------------
     system_prompt: str = DEFAULT_SYSTEM_PROMPT

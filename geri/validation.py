@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from wolf.v1 import common_pb2
 
 from geri.backends.base import ChatMessage, GenerationParams, ToolCall
+from geri.context_metadata import metadata_line, shown_metadata
 from geri.prompting import ContextDocument
 from geri.settings import GeriSettings
 from geri.structured.contract import OutputContract
@@ -105,6 +106,8 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
                 content=doc.content,
                 score=doc.relevance_score,
                 source=doc.source,
+                metadata_line=metadata_line(shown_metadata(doc.metadata, settings.context_metadata),
+                                            settings.context_metadata.max_chars),
             )
         )
 

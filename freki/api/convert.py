@@ -86,6 +86,7 @@ def query_from_request(request: common_pb2.WolfRequest, settings: FrekiSettings,
         rerank=opts.rerank,
         graph_expand=opts.graph_expand if opts.HasField("graph_expand") else settings.graph.expand,
         explain=opts.explain,
+        neighbours=opts.neighbours,
         language=request.metadata.language if request.HasField("metadata") else "",
         access_groups=None if access_groups is None else tuple(sorted(access_groups)),
     )
@@ -112,7 +113,35 @@ def retrieved_document(hit: Hit) -> common_pb2.RetrievedDocument:
         explanation=graph.explanation(hit.explanation) if hit.explanation is not None else None,
         embedding_model=hit.model,
         location=source_location(raw),
+        neighbour_of=hit.neighbour_of,
+        overlap_chars=overlap_chars(payload),
     )
+
+
+def search_log_entry(entry: Mapping[str, Any]) -> freki_pb2.SearchLogEntry:
+    """A search-log line (freki.graph.search_log) as the export shows it; fields of the wrong type are left empty."""
+    def text(key: str) -> str:
+        value = entry.get(key)
+        return value if isinstance(value, str) else ""
+
+    listed = entry.get("hits")
+    hits = [h for h in listed if isinstance(h, dict)] if isinstance(listed, list) else []
+    took = entry.get("took_ms")
+    return freki_pb2.SearchLogEntry(
+        at=text("at"), query_id=text("query_id"), query=text("query"), mode=text("mode"),
+        took_ms=took if isinstance(took, int) and 0 <= took < 2**31 else 0,
+        hits=[freki_pb2.SearchLogHit(document_id=str(h.get("document_id", "")), chunk_id=str(h.get("chunk_id", "")),
+                                     score=_score(h.get("score"))) for h in hits])
+
+
+def _score(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def overlap_chars(payload: Mapping[str, object]) -> int:
+    """Leading characters of the stored chunk text repeated from the previous chunk (0 when not recorded)."""
+    value, content = payload.get("overlap_chars", 0), payload.get("content", "")
+    return value if isinstance(value, int) and isinstance(content, str) and 0 < value < len(content) else 0
 
 
 def source_location(metadata: Mapping[str, object]) -> common_pb2.SourceLocation:

@@ -39,6 +39,8 @@ RELOADABLE = frozenset({
     "max_prompt_chars",
     "max_document_bytes",
     "watch",  # the folder watcher is restarted with the new folders and options
+    "search_log",  # read on every search
+    "document_types",  # weights: the next search (cached results dropped); chunk profiles: the next document
 })
 
 # Paths on the server's disk: the settings API (wolf_service.settings_api) must not point Freki at files
@@ -277,5 +279,8 @@ def reload_hook(engine: FrekiEngine, servicer: FrekiServicer) -> Callable[[set[s
             apply_chunking(engine, live.chunking)
         if any(name == "watch" or name.startswith("watch.") for name in changed):
             restart_watcher(servicer, live)
+        if any(name == "document_types" or name.startswith("document_types.") for name in changed):
+            engine.results.invalidate_all()
+            log.info("document types reloaded: %s", ", ".join(sorted(live.document_types)) or "none")
 
     return hook

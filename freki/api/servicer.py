@@ -93,14 +93,18 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
                                            access.caller_access(context, self.settings).groups)
         with caller_deadline(call_deadline(context).remaining()):  # bounds a server model's requests
             hits = self.engine.retrieve(query)
+        found = convert.rag_context(hits, query.score_threshold)
+        took_ms = int((time.perf_counter() - started) * 1000)
+        search_log = self.engine.graph.search_log
+        if search_log.enabled:
+            search_log.record(query.tenant_id, found.query_id, query.text,
+                              [(h.document_id, h.chunk_id, h.score) for h in hits if not h.neighbour_of],
+                              mode=query.mode, took_ms=took_ms, owner_id=request.metadata.owner_id)
         return common_pb2.WolfResponse(
             request_id=request.request_id,
             model_type=common_pb2.RAG,
-            rag_context=convert.rag_context(hits, query.score_threshold),
-            metadata=common_pb2.ResponseMetadata(
-                timestamp=convert.now_timestamp(),
-                duration_ms=int((time.perf_counter() - started) * 1000),
-            ),
+            rag_context=found,
+            metadata=common_pb2.ResponseMetadata(timestamp=convert.now_timestamp(), duration_ms=took_ms),
         )
 
     def Embed(self, request: freki_pb2.EmbedRequest, context: grpc.ServicerContext) -> freki_pb2.EmbedResponse:
@@ -232,6 +236,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             self.engine.export_owner(tenant, owner, with_vectors=request.include_vectors, visible=visible_to(groups)),
             links_of=lambda doc_id: self.engine.graph.outgoing_links(tenant, doc_id, limit, visible_to(groups)),
         )
+        for entry in self.engine.graph.search_log.entries(tenant, owner):
+            yield freki_pb2.ExportRecord(search=convert.search_log_entry(entry))
 
     def ListLinks(
         self, request: freki_pb2.LinkListRequest, context: grpc.ServicerContext

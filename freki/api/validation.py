@@ -99,6 +99,9 @@ def validate_retrieve(request: common_pb2.WolfRequest, settings: FrekiSettings) 
         raise InvalidArgument(f"retrieval.score_threshold must be in [0, 1] (got {opts.score_threshold})")
     if opts.HasField("mmr_diversity") and not 0.0 <= opts.mmr_diversity <= 1.0:
         raise InvalidArgument(f"retrieval.mmr_diversity must be in [0, 1] (got {opts.mmr_diversity})")
+    if not 0 <= opts.neighbours <= settings.retrieval.max_neighbours:
+        raise InvalidArgument(f"retrieval.neighbours must be between 0 and {settings.retrieval.max_neighbours} "
+                              f"(retrieval.max_neighbours; got {opts.neighbours})")
     lim = settings.limits
     for field, count, limit in (("query_variants", len(opts.query_variants), lim.max_query_variants),
                                 ("filters", len(opts.filters), lim.max_filters),

@@ -11,7 +11,8 @@ The backup is built in ``.<name>.part-<random>`` next to its destination and ren
 manifest is written, so a backup killed half-way is never found under its name (and lacks a manifest).
 What goes in: every collection directory (chunks of each model, registry, links, kept sources), the key
 store, the active-index record, the feedback logs, the watch state and a copy of the erasure log. Left out:
-the audit log (it records what happened since, and restoring an older one would lose that) and lock files.
+the audit log (it records what happened since, and restoring an older one would lose that), the search log
+and lock files.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from wolf_service.faults import fault_point
 KEYS = "keys.sqlite"
 # Never copied from the data dir: live logs and locks (see the module docstring), and the key store and
 # erasure log, which are copied on their own (from wherever the settings put them).
-_SKIPPED_TOP = {"audit.jsonl.lock", KEYS, f"{KEYS}-journal", ERASURE_LOG}
+# The search log stays out: a restore must not bring back lines an erasure removed (decision 0281).
+_SKIPPED_TOP = {"audit.jsonl.lock", KEYS, f"{KEYS}-journal", ERASURE_LOG, "search_log"}
 _SKIPPED_ANYWHERE = {".lock"}
 
 

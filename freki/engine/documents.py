@@ -46,10 +46,10 @@ class DocumentOperations(EngineState):
         return self.results.lookup(query.tenant_id, f"v{self.active.version} {query!r}", search,
                                    lambda hit: hit_bytes(hit.payload))
 
-    def get_document(self, tenant: str, document_id: str) -> DocumentRecord:
-        """A document's record, or NotFound."""
+    def get_document(self, tenant: str, document_id: str, groups: frozenset[str] | None = None) -> DocumentRecord:
+        """A document's record, or NotFound (also when hidden from the caller's access ``groups``)."""
         record = self.registry.get(tenant, document_id)
-        if record is None:
+        if record is None or not record.readable_by(groups):
             raise NotFound(f"document {document_id!r} is not indexed for tenant {tenant!r}")
         return record
 

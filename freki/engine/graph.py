@@ -1,6 +1,6 @@
 """The engine's knowledge graph (``freki.graph``) built from the ``graph`` settings: the link store the
 indexer writes with each document version, expansion and explanation after retrieval, links and
-backlinks of a document, and the feedback log."""
+backlinks of a document, the feedback log and the search log."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from freki.embed.sparse import SparseEncoder
 from freki.graph.expansion import GraphExpander, GraphScore, GraphWeights
 from freki.graph.explain import explain
 from freki.graph.feedback import FeedbackLog
+from freki.graph.search_log import SearchLog
 from freki.graph.store import LinkStore, StoredLink
+from freki.search.neighbours import with_neighbours
 from freki.search.retrieval import Hits, Query, SearchLane
 from freki.settings import FrekiSettings
 from freki.store import FieldMatch
@@ -44,18 +46,19 @@ class EngineGraph:
             centrality=g.centrality_weight, type_weights=dict(g.type_weights), kind_weights=dict(g.kind_weights),
             default_kind_weight=g.default_kind_weight, follow_seeds=g.follow_seeds))
         self.feedback = FeedbackLog(Path(settings.data_dir) / "feedback", g.feedback_log_max_bytes)
+        self.search_log = SearchLog(Path(settings.data_dir) / "search_log", lambda: settings.search_log)
         self._lanes = lanes
         self._sparse = sparse
 
     def after_retrieval(self, query: Query, hits: Hits) -> Hits:
-        """Expand and/or explain ``hits`` as the query asks."""
+        """Expand and/or explain ``hits``, and add their neighbour chunks, as the query asks."""
         graph: dict[str, GraphScore] = {}
         fused = {h.chunk_id: h.score for h in hits}
         if query.graph_expand:
             hits, graph, fused = self.expander.expand(query, hits)
         if query.explain:
             hits = explain(query, hits, self._lanes, self._sparse, fused, graph)
-        return hits
+        return with_neighbours(hits, query.neighbours, self._lanes, query.tenant_id)
 
     def document_links(self, tenant: str, document_id: str, limit: int,
                        visible: Sequence[FieldMatch] = ()) -> tuple[list[DocumentLink], list[DocumentLink]]:

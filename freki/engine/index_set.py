@@ -21,6 +21,7 @@ from freki.embed.model import EmbeddingModel
 from freki.embed.sparse import Bm25Params, SparseEncoder, lexical_config
 from freki.engine import models
 from freki.engine.config import ingest_limits, store_config
+from freki.engine.document_types import chunk_profiles, type_weights
 from freki.engine.graph import EngineGraph
 from freki.engine.models import ModelLane
 from freki.graph.store import LinkStore
@@ -172,8 +173,8 @@ def build_index(
     def chunker_factory(model: EmbeddingModel):  # type: ignore[no-untyped-def]
         window_tokens = TokenCountCache(model.window_tokens)
 
-        def make_chunker(embed):  # type: ignore[no-untyped-def]
-            return SemanticChunker(chunking(), counter, embed, window_tokens, model.max_seq_length)
+        def make_chunker(embed, config=None):  # type: ignore[no-untyped-def]
+            return SemanticChunker(config or chunking(), counter, embed, window_tokens, model.max_seq_length)
         return make_chunker
 
     make_chunker = chunker_factory(embedder)
@@ -185,7 +186,7 @@ def build_index(
         keys=keys, sparse_encode=sparse, full_reindex_ratio=settings.full_reindex_ratio,
         chunking_fingerprint=f"{effective!r} sparse={sparse.fingerprint} links=1", sandbox=sandbox,
         limits=ingest_limits(settings), shared_grace_s=grace, on_change=on_change, sources=sources,
-        companion=links, layout=layout,
+        companion=links, layout=layout, chunk_profiles=chunk_profiles(settings, chunking),
         lanes=[IndexLane(lane.model, lane.embedder, chunker_factory(lane.embedder), lane.chunks) for lane in lanes],
     )
     standard_alignment, search_lanes = models.search_lanes(embedder, lanes)
@@ -195,7 +196,7 @@ def build_index(
             fusion=rs.fusion, sparse_weight=rs.sparse_weight, sparse_half_score=rs.sparse_half_score,
             candidates=rs.candidates, rrf_k=rs.rrf_k, rerank_candidates=rs.rerank_candidates,
         ),
-        reranker=reranker, lanes=search_lanes, model=embedder.identity.name,
+        reranker=reranker, lanes=search_lanes, model=embedder.identity.name, type_weights=type_weights(settings),
     )
     # The graph looks neighbours up and explains hits in every model's collection, as the retriever searches.
     graph = EngineGraph(settings, links, retriever.lanes, sparse)

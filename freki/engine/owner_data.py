@@ -45,9 +45,8 @@ class OwnerDataOperations(DocumentOperations):
         self.purger.after_erase()
         return len(records), chunks
 
-    def export_owner(self, tenant: str, owner_id: str, *, with_vectors: bool = False) -> Iterator[
-        tuple[DocumentRecord, list[StoredPoint]]
-    ]:
-        """Each document of a data owner with its chunks, one document at a time (bounded memory)."""
-        for record in self.registry.iterate(tenant, owner_id=owner_id):
+    def export_owner(self, tenant: str, owner_id: str, *, with_vectors: bool = False,
+                     visible: tuple[FieldMatch, ...] = ()) -> Iterator[tuple[DocumentRecord, list[StoredPoint]]]:
+        """Each document of a data owner (matching ``visible``) with its chunks, one at a time (bounded memory)."""
+        for record in self.registry.iterate(tenant, owner_id=owner_id, visible=visible):
             yield record, self.chunks_of(tenant, record.document_id, with_vectors=with_vectors)

@@ -1,5 +1,5 @@
-"""Erase a data owner's (or one document's) data from the index, the registry, the caches, the feedback log
-and the watcher's view."""
+"""Erase a data owner's (or one document's) data from the index, the registry, the caches, the feedback and
+search logs and the watcher's view."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def erase_owner(engine: FrekiEngine, tenant: str, owner_id: str, *, watcher: Wat
         _keep_out_of_watch(engine, watcher, records)
         documents, chunks = engine.delete_owner(tenant, owner_id, records, marks=erasure_marks(records))
         engine.graph.feedback.forget_documents(tenant, {r.document_id for r in records})
+        engine.graph.search_log.forget(tenant, document_ids={r.document_id for r in records}, owner_id=owner_id)
     return Erasure(documents=documents, chunks=chunks)
 
 
@@ -49,6 +50,7 @@ def erase_document(engine: FrekiEngine, tenant: str, document_id: str, *, watche
         deleted = engine.delete_document(tenant, document_id, erase=True, reason=reason, purge=purge,
                                          marks=erasure_marks([record]) if record is not None else None)
         engine.graph.feedback.forget_documents(tenant, {document_id})
+        engine.graph.search_log.forget(tenant, document_ids={document_id})
         return deleted
 
 

@@ -14,31 +14,32 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from freki.embed.layout import EmbeddingLayout
+from freki.embed.layout import DOCUMENT_TYPE_KEY, EmbeddingLayout
 from freki.embed.model import EmbeddingModel
 from freki.embed.sparse import SparseEncoder
 from freki.ingest import lexical
 from freki.ingest.caches import SentenceVectorCache, embed_in_slices
+from freki.ingest.chunk_payload import chunk_payload, lexical_text  # noqa: F401 - lexical_text re-exported
 from freki.ingest.chunking import Chunk
 from freki.ingest.commit import Committer, Companion, document_filter  # noqa: F401 - re-exported
 from freki.ingest.deadline import NO_DEADLINE, Deadline, abandonment_logged
-from freki.ingest.lanes import ChunkerFactory, IndexLane, LaneRouter
+from freki.ingest.index_io import IndexInput, IndexResult, IngestLimits  # noqa: F401 - re-exported
+from freki.ingest.lanes import ChunkerFactory, ChunkProfiles, IndexLane, LaneRouter
 from freki.ingest.locks import LockTable
-from freki.ingest.parsing import ParsedDocument, ParseLimits, parse_document
-from freki.ingest.quotas import MetadataLimits, check_chunk_count, check_metadata
+from freki.ingest.parsing import ParsedDocument, parse_document
+from freki.ingest.quotas import check_chunk_count, check_metadata
 from freki.ingest.registry import DocumentRecord, DocumentRegistry, chunk_point_id, new_generation
 from freki.ingest.sandbox import ParserSandbox
 from freki.ingest.sources import KeptSource, SourceStore
 from freki.store import ChunkPoint, SparseVector, StoredPoint, VectorStore, scroll_pages
 from freki.store.keys import KeyStore
-from freki.store.metadata import Metadata, typed_fields
+from freki.store.metadata import Metadata
 from freki.store.sealed import Generations
 from wolf_service.errors import InvalidArgument
 
@@ -48,52 +49,12 @@ log = logging.getLogger("freki.indexing")
 CHUNK_SEALED_FIELDS = ("content", "source", "chunk_hash", "doc_hash")
 
 
-@dataclass(frozen=True)
-class IndexInput:
-    """One document to index, already validated."""
-
-    tenant_id: str
-    document_id: str
-    data: str | bytes
-    source: str = ""
-    content_type: str = ""
-    owner_id: str = ""
-    metadata: Metadata = field(default_factory=dict)
-    force_full_reindex: bool = False
-    # Who may read it inside the tenant (freki.store.access); empty = tenant-wide.
-    access_groups: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class IndexResult:
-    """What an index call did."""
-
-    document_id: str
-    outcome: str  # "created" | "updated" | "unchanged"
-    chunk_count: int
-    chunks_embedded: int
-    chunks_unchanged: int
-    chunks_deleted: int
-    full_reindex: bool
-    content_hash: str
-    duration_ms: int
-
-
 def document_chunks(
     store: VectorStore, tenant: str, document_id: str, *, with_vectors: bool = False
 ) -> list[StoredPoint]:
     """Every stored chunk of one document, in chunk order, paging through the store."""
     pages = scroll_pages(store, document_filter(tenant, document_id), 512, with_vectors=with_vectors)
     return sorted((p for page in pages for p in page), key=lambda p: int(p.payload.get("chunk_index", 0)))
-
-
-@dataclass(frozen=True)
-class IngestLimits:
-    """Limits the indexer applies after parsing (the ``limits`` settings)."""
-
-    metadata: MetadataLimits = MetadataLimits()
-    max_chunks: int = 10_000
-    parse: ParseLimits = ParseLimits()
 
 
 class Indexer:
@@ -120,6 +81,7 @@ class Indexer:
         lanes: Sequence[IndexLane] = (),
         layout: EmbeddingLayout | None = None,
         sources: SourceStore | None = None,
+        chunk_profiles: ChunkProfiles | None = None,
     ) -> None:
         """``embedder``, ``make_chunker`` and ``chunks`` make the standard model's lane; ``lanes`` are the
         type-specific models' and ``layout`` routes document types to them (``freki.ingest.lanes``)."""
@@ -130,6 +92,7 @@ class Indexer:
         self._sparse = sparse_encode
         self._full_ratio = full_reindex_ratio
         self._fingerprint = chunking_fingerprint
+        self.chunk_profiles = chunk_profiles
         self.sentence_cache = sentence_cache or SentenceVectorCache()
         self.sandbox = sandbox
         self.limits = limits or IngestLimits()
@@ -155,6 +118,8 @@ class Indexer:
         h.update(doc.data if isinstance(doc.data, bytes) else doc.data.encode("utf-8", "surrogatepass"))
         parts = [doc.content_type, doc.source, doc.owner_id, sorted(doc.metadata.items()),
                  self._fingerprint, self.router.layout.fingerprint()]
+        if self.chunk_profiles is not None and (profiles := self.chunk_profiles.fingerprint()):
+            parts.append(f"types={profiles}")
         if isinstance(self._sparse, SparseEncoder) and self._sparse.term_scope(doc.tenant_id):
             parts.append("terms=tenant")  # the tenant's own term space (freki.embed.sparse)
         if doc.access_groups:  # new groups must reach every stored point, so they make the document "changed"
@@ -197,7 +162,10 @@ class Indexer:
                 deadline.check("embedding sentences")  # between the model's batches (embed_in_slices)
                 return lane.embedder.embed(texts)
 
-            chunker = lane.make_chunker(self.sentence_cache.embedder_for(key, embed, lane.model))
+            profiles = self.chunk_profiles
+            profile = profiles.profile_of(metadata.get(DOCUMENT_TYPE_KEY)) if profiles is not None else None
+            sentences = self.sentence_cache.embedder_for(key, embed, lane.model)
+            chunker = lane.make_chunker(sentences, profile) if profile else lane.make_chunker(sentences)
             # Cheap limits before planning: every word is at least one token of some chunk.
             words = sum(len(section.text.split()) for section in parsed.sections)
             check_chunk_count(-(-words // chunker.effective.max_tokens), self.limits.max_chunks, doc.document_id,
@@ -242,9 +210,50 @@ class Indexer:
 
         vectors = embed_in_slices(embed, [chunks[i].text for i in embed_positions])
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}
+        dense = [fresh[i] if i in fresh else reusable[c.hash] for i, c in enumerate(chunks)]
+        deadline.check("embedding chunks")
+        self._commit(doc, parsed, metadata, chunks, dense, digest, existing, lane, document_type, deadline)
+        new_hashes = {c.hash for c in chunks}
+        return IndexResult(
+            document_id=doc.document_id,
+            outcome="updated" if existing else "created",
+            chunk_count=len(chunks),
+            chunks_embedded=len(embed_positions),
+            chunks_unchanged=len(chunks) - len(embed_positions),
+            chunks_deleted=sum(1 for p in old if p.payload.get("chunk_hash") not in new_hashes),
+            full_reindex=bool(full and existing),
+            content_hash=digest,
+            duration_ms=_ms(started),
+        )
+
+    def index_embedded(self, doc: IndexInput, parsed: ParsedDocument, chunks: list[Chunk],
+                       dense: Sequence[Sequence[float]], metadata: Metadata) -> IndexResult:
+        """Store chunks whose dense vectors were made elsewhere (an import): no parsing, chunking or embedding,
+        only the BM25 vectors are computed. The caller has checked that the vectors are the document's lane's
+        model's (``router.route``); ``parsed`` is what FullReindex keeps and links come from."""
+        started = time.perf_counter()
+        with self.document_lock(doc.tenant_id, doc.document_id):
+            digest = self.content_hash(doc)
+            existing = self._registry.get(doc.tenant_id, doc.document_id)
+            if existing and existing.content_hash == digest:
+                return IndexResult(doc.document_id, "unchanged", existing.chunk_count, 0,
+                                   existing.chunk_count, 0, False, digest, _ms(started))
+            check_metadata(metadata, self.limits.metadata, field=f"metadata of document {doc.document_id[:80]!r}")
+            check_chunk_count(len(chunks), self.limits.max_chunks, doc.document_id)
+            lane, document_type = self.router.route(parsed.content_type, metadata)
+            old = self._old_chunks(doc, existing)
+            self._commit(doc, parsed, metadata, chunks, [list(v) for v in dense], digest, existing, lane,
+                         document_type, NO_DEADLINE)
+            return IndexResult(doc.document_id, "updated" if existing else "created", len(chunks), 0, 0,
+                               len(old), False, digest, _ms(started))
+
+    def _commit(self, doc: IndexInput, parsed: ParsedDocument, metadata: Metadata, chunks: list[Chunk],
+                dense: list[list[float]], digest: str, existing: DocumentRecord | None, lane: IndexLane,
+                document_type: str, deadline: Deadline) -> None:
+        """BM25 vectors, points and registry record of a new version of ``doc``; committed."""
         sparse = lexical.lexical_passages(self._sparse, [c.new_text for c in chunks],  # overlap is BM25-indexed once
-                                  declared=metadata.get("language", ""),
-                                  groups=[c.metadata.get("section", "") for c in chunks], tenant=doc.tenant_id)
+                                          declared=metadata.get("language", ""),
+                                          groups=[c.metadata.get("section", "") for c in chunks], tenant=doc.tenant_id)
         deadline.check("embedding chunks")
         generation, content_type = new_generation(), parsed.content_type
         now = datetime.now(UTC).isoformat()
@@ -252,9 +261,12 @@ class Indexer:
         points = [
             ChunkPoint(
                 id=chunk_point_id(doc.tenant_id, doc.document_id, generation, i),
-                dense=fresh[i] if i in fresh else reusable[c.hash],
+                dense=dense[i],
                 sparse=lexical.vector_of(sparse[i]),
-                payload={**self._payload(doc, owner, content_type, metadata, c, digest, now, generation),
+                payload={**chunk_payload(tenant=doc.tenant_id, document_id=doc.document_id, source=doc.source,
+                                         owner=owner, content_type=content_type, metadata=metadata, chunk=c,
+                                         digest=digest, now=now, generation=generation,
+                                         access_groups=doc.access_groups),
                          **lexical.chunk_fields(sparse[i])},
             )
             for i, c in enumerate(chunks)
@@ -271,55 +283,12 @@ class Indexer:
             doc.data, doc.source, doc.content_type, doc.metadata, doc.owner_id)) if self.sources is not None else []
         self.committer.commit(points, record, existing, stage="update" if existing else "create",
                               links=parsed.links, source=source)
-        new_hashes = {c.hash for c in chunks}
-        return IndexResult(
-            document_id=doc.document_id,
-            outcome="updated" if existing else "created",
-            chunk_count=len(chunks),
-            chunks_embedded=len(embed_positions),
-            chunks_unchanged=len(chunks) - len(embed_positions),
-            chunks_deleted=sum(1 for p in old if p.payload.get("chunk_hash") not in new_hashes),
-            full_reindex=bool(full and existing),
-            content_hash=digest,
-            duration_ms=_ms(started),
-        )
 
     def _old_chunks(self, doc: IndexInput, existing: DocumentRecord | None) -> list[StoredPoint]:
         if existing is None:
             return []
         store = self.router.store_of(existing.embedding_model)
         return document_chunks(store, doc.tenant_id, doc.document_id, with_vectors=True)
-
-    @staticmethod
-    def _payload(
-        doc: IndexInput, owner: str, content_type: str, metadata: Metadata, chunk: Chunk, digest: str,
-        now: str, generation: str,
-    ) -> dict[str, Any]:
-        return {
-            "tenant_id": doc.tenant_id,
-            "owner_id": owner,
-            "document_id": doc.document_id,
-            "generation": generation,
-            "source": doc.source,
-            "source_type": content_type,
-            "chunk_index": chunk.index,
-            "chunk_hash": chunk.hash,
-            "doc_hash": digest,
-            "token_count": chunk.token_count,
-            "content": chunk.text,
-            "overlap_chars": chunk.overlap_chars,
-            "indexed_at": now,
-            "access_groups": sorted(doc.access_groups),
-            "metadata": (merged := {**metadata, **chunk.metadata}),
-            **typed_fields(merged),
-        }
-
-
-def lexical_text(payload: Mapping[str, Any]) -> str:
-    """A stored chunk's text without the leading overlap from the previous chunk (none before this field)."""
-    content = str(payload.get("content", ""))
-    overlap = payload.get("overlap_chars", 0)
-    return content[overlap:] if isinstance(overlap, int) and 0 < overlap < len(content) else content
 
 
 def _ms(started: float) -> int:

@@ -8,16 +8,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from freki.embed.layout import DOCUMENT_TYPE_KEY, EmbeddingLayout
 from freki.embed.model import EmbeddingModel
 from freki.ingest.chunking import SemanticChunker
+from freki.ingest.limits import ChunkingConfig
 from freki.store import VectorStore
 
-# Builds a chunker around a sentence-embedding function (one per document, for the cache).
-ChunkerFactory = Callable[[Callable[[list[str]], np.ndarray]], SemanticChunker]
+
+class ChunkerFactory(Protocol):
+    """Builds a chunker around a sentence-embedding function (one per document, for the cache); ``config``:
+    the chunking of the document's type (``ChunkProfiles``), else the chunking in force."""
+
+    def __call__(self, embed: Callable[[list[str]], np.ndarray], config: ChunkingConfig | None = None
+                 ) -> SemanticChunker: ...
+
+
+@dataclass(frozen=True)
+class ChunkProfiles:
+    """The type registry's chunk profiles, read live: ``profile_of(document_type)`` (None: the chunking in
+    force) and ``fingerprint()``, part of every document's content hash while any profile is set."""
+
+    profile_of: Callable[[object], ChunkingConfig | None]
+    fingerprint: Callable[[], str]
 
 
 @dataclass(frozen=True)

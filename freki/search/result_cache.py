@@ -79,6 +79,13 @@ class ResultCache:
             for key in list(self._by_tenant.get(tenant, ())):
                 self._drop(key)
 
+    def invalidate_all(self) -> None:
+        """Something every tenant's results depend on changed (the type registry's weights): forget them all."""
+        with self._lock:
+            tenants = set(self._by_tenant) | set(self._epochs)
+        for tenant in tenants:
+            self.invalidate(tenant)
+
     def _drop(self, key: tuple[str, int, str]) -> None:
         _, cost = self._entries.pop(key)
         self.bytes -= cost

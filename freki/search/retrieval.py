@@ -24,7 +24,7 @@ With MMR the hits come in MMR selection order (each keeps its relevance score).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -62,6 +62,8 @@ class Query:
     language: str = ""
     # The caller's access groups (freki.store.access); None = every document of the tenant.
     access_groups: tuple[str, ...] | None = None
+    # Previous/next chunks of each hit's document to add (freki.search.neighbours, applied by the engine).
+    neighbours: int = 0
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class Hit:
     model: str = ""  # the embedding model whose collection held the chunk
     # Set with Query.explain (a freki.graph.explain.Explanation).
     explanation: Any = field(default=None, compare=False)
+    # A chunk added only as a neighbour of the hit with this chunk id (freki.search.neighbours); "" for a hit.
+    neighbour_of: str = ""
 
     @property
     def document_id(self) -> str:
@@ -136,13 +140,16 @@ class Retriever:
         lanes: Sequence[SearchLane] = (),
         model: str = "",
         calibrate: Alignment | None = None,
+        type_weights: Callable[[], Mapping[str, float]] | None = None,
     ) -> None:
         """``embed_query`` and ``chunks``: the standard ``model``'s (``calibrate``: its cosine -> the thresholds'
-        scale, ``freki.embed.calibration``); ``lanes``: every other model's."""
+        scale, ``freki.embed.calibration``); ``lanes``: every other model's; ``type_weights()``: the retriever
+        weight of each ``document_type`` that has one (the type registry, read per search)."""
         self.lanes = [SearchLane(model, embed_query, chunks, calibrate or Alignment()), *lanes]
         self._sparse = sparse or SparseEncoder()
         self.config = config or RetrievalConfig()
         self.reranker = reranker
+        self._type_weights = type_weights or dict
 
     def retrieve(self, query: Query) -> Hits:
         """Top-k chunks for the query with relevance ≥ threshold, best first (or in MMR order)."""
@@ -151,7 +158,8 @@ class Retriever:
         second_stage = bool(query.mmr_diversity) or (query.rerank and self.reranker is not None)
         # Re-ranking, MMR and variant merging choose among candidates; a plain list needs only top_k (hybrid
         # search fuses its candidate lists inside the engine and returns the top of the fused list).
-        deep = second_stage or len(texts) > 1
+        weights = self._type_weights()
+        deep = second_stage or len(texts) > 1 or bool(weights)
         depth = max(query.top_k, self.config.candidates) if deep else query.top_k
         payloads: dict[str, dict[str, Any]] = {}
         # Candidate lists deeper than top_k carry ids and scores only: loading ~100 payloads per search
@@ -172,6 +180,8 @@ class Retriever:
             head = ranked[: max(query.top_k, self.config.rerank_candidates)]
             self._load_payloads([s.id for s in head], payloads, origin)
             ranked = self._rerank(query.text, head, payloads)
+        if weights:
+            ranked = self._weighted(ranked, weights, payloads, origin)
         below = sum(s.score < query.score_threshold for s in ranked[: query.top_k])
         ranked = [s for s in ranked if s.score >= query.score_threshold]
         if query.mmr_diversity:
@@ -268,6 +278,19 @@ class Retriever:
         return [Scored(p.id, relevance(p.score)) for p in points]
 
     # -- second stage ----------------------------------------------------------------------------------
+    def _weighted(self, ranked: list[Scored], weights: Mapping[str, float], payloads: dict[str, dict[str, Any]],
+                  origin: dict[str, SearchLane]) -> list[Scored]:
+        """Each candidate's relevance times its document type's weight (1 for other types), capped at 1:
+        a weight moves a type's chunks across the threshold and the top-k (Mindnet's retriever_weight)."""
+        self._load_payloads([s.id for s in ranked], payloads, origin)
+
+        def weight(chunk_id: str) -> float:
+            metadata = payloads.get(chunk_id, {}).get("metadata")
+            kind = metadata.get("document_type") if isinstance(metadata, dict) else None
+            return weights.get(kind, 1.0) if isinstance(kind, str) else 1.0
+
+        return fusion.sort_scored(Scored(s.id, min(1.0, s.score * weight(s.id))) for s in ranked)
+
     def _rerank(self, text: str, head: list[Scored], payloads: dict[str, dict[str, Any]]) -> list[Scored]:
         assert self.reranker is not None
         scores = self.reranker.score(text, [str(payloads.get(s.id, {}).get("content", "")) for s in head])

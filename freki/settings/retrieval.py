@@ -95,6 +95,8 @@ class RetrievalSettings(BaseModel):
     # Path of a sentence-transformers CrossEncoder directory; None disables re-ranking.
     reranker_model: str | None = None
     rerank_candidates: int = Field(30, ge=1, le=1000)
+    # RetrievalOptions.neighbours: the most previous/next chunks a request may ask for around each hit.
+    max_neighbours: int = Field(3, ge=0, le=20)
     # Concurrent query embeddings are batched while the model is busy; a leader may also wait this
     # long for company (0 = never delay a query; batches still form under load). It waits only when the
     # last pass was shared or others are queued, never for a caller that is alone; it pays with
@@ -124,3 +126,16 @@ class GraphSettings(BaseModel):
     # RecordFeedback: longest comment, and the size at which a tenant's log refuses more (RESOURCE_EXHAUSTED).
     feedback_comment_max_chars: int = Field(2_000, ge=0, le=100_000)
     feedback_log_max_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+
+
+class SearchLogSettings(BaseModel):
+    """The per-tenant search log (``freki/graph/search_log.py``, docs/operations.md "Search log"); off by default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    # A tenant's file is trimmed to its newest lines (half this size) rather than grow past it.
+    max_bytes: int = Field(16 * 1024 * 1024, ge=4096, le=2**40)
+    max_age_days: float = Field(30.0, gt=0.0, le=3650.0)
+    max_hits: int = Field(10, ge=0, le=1000)  # hits logged per search
+    max_query_chars: int = Field(1000, ge=0, le=100_000)

@@ -15,12 +15,13 @@ from pydantic_settings import SettingsConfigDict
 
 from freki.settings.chunking import ChunkingSettings
 from freki.settings.disk import DiskSettings, IntegritySettings
+from freki.settings.document_types import DocumentTypeSettings, check_document_types
 from freki.settings.embedding_servers import EmbeddingServer, ServerName, check_server_references
 from freki.settings.gdpr import GdprSettings
 from freki.settings.limits import LimitsSettings
 from freki.settings.reindex import ReindexSettings
 from freki.settings.retention import BackupSettings, RetentionSettings
-from freki.settings.retrieval import GraphSettings, RetrievalSettings
+from freki.settings.retrieval import GraphSettings, RetrievalSettings, SearchLogSettings
 from freki.settings.store import StoreSettings
 from freki.settings.watch import WatchSettings
 from wolf_service.audit_log import AuditRotation
@@ -95,6 +96,10 @@ class FrekiSettings(FileSettings):
     limits: LimitsSettings = LimitsSettings()
     gdpr: GdprSettings = GdprSettings()
     graph: GraphSettings = GraphSettings()
+    # Per document_type: chunk profile and retriever weight (freki/settings/document_types.py), reloadable.
+    document_types: dict[str, DocumentTypeSettings] = Field(default_factory=dict)
+    # One JSON line per search per tenant (query, hits, scores), opt-in: freki/graph/search_log.py.
+    search_log: SearchLogSettings = SearchLogSettings()
     reindex: ReindexSettings = ReindexSettings()
     # Free-space watermarks of the data dir (writes refused before the disk is full) and chunk integrity checks.
     disk: DiskSettings = DiskSettings()
@@ -117,7 +122,9 @@ class FrekiSettings(FileSettings):
     watch: WatchSettings = WatchSettings()
     backup: BackupSettings = BackupSettings()
     retention: RetentionSettings = RetentionSettings()
-    # Append-only JSON-lines log of erasures and exports (who, what, when); None = <data_dir>/audit.jsonl.
+    # Append-only JSON-lines audit of every read, write, erasure and export (who, user, ids, counts; never text
+    # or queries): on unless audit_enabled is False. None = <data_dir>/audit.jsonl.
+    audit_enabled: bool = True
     audit_log: Path | None = None
     audit_rotation: AuditRotation = Field(default_factory=AuditRotation)  # size-based, docs/operations.md
 
@@ -128,6 +135,11 @@ class FrekiSettings(FileSettings):
             if backups == data or data in backups.parents or backups in data.parents:
                 raise ValueError(f"backup.dir {self.backup.dir} and data_dir {self.data_dir} must not contain "
                                  "each other: a backup would copy itself, a restore would refuse the data dir")
+        return self
+
+    @model_validator(mode="after")
+    def _known_document_types(self) -> FrekiSettings:
+        check_document_types(self.document_types)
         return self
 
     @model_validator(mode="after")

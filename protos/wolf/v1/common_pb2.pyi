@@ -52,7 +52,7 @@ class RequestMetadata(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., max_tokens: _Optional[int] = ..., temperature: _Optional[float] = ..., language: _Optional[str] = ..., owner_id: _Optional[str] = ...) -> None: ...
 
 class RetrievedDocument(_message.Message):
-    __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source", "metadata_lists", "explanation", "embedding_model", "location")
+    __slots__ = ("document_id", "content", "relevance_score", "metadata", "chunk_id", "chunk_index", "source", "metadata_lists", "explanation", "embedding_model", "location", "neighbour_of", "overlap_chars")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -78,6 +78,8 @@ class RetrievedDocument(_message.Message):
     EXPLANATION_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
     LOCATION_FIELD_NUMBER: _ClassVar[int]
+    NEIGHBOUR_OF_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_CHARS_FIELD_NUMBER: _ClassVar[int]
     document_id: str
     content: str
     relevance_score: float
@@ -89,7 +91,9 @@ class RetrievedDocument(_message.Message):
     explanation: Explanation
     embedding_model: str
     location: SourceLocation
-    def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, MetadataValues]] = ..., explanation: _Optional[_Union[Explanation, _Mapping]] = ..., embedding_model: _Optional[str] = ..., location: _Optional[_Union[SourceLocation, _Mapping]] = ...) -> None: ...
+    neighbour_of: str
+    overlap_chars: int
+    def __init__(self, document_id: _Optional[str] = ..., content: _Optional[str] = ..., relevance_score: _Optional[float] = ..., metadata: _Optional[_Mapping[str, str]] = ..., chunk_id: _Optional[str] = ..., chunk_index: _Optional[int] = ..., source: _Optional[str] = ..., metadata_lists: _Optional[_Mapping[str, MetadataValues]] = ..., explanation: _Optional[_Union[Explanation, _Mapping]] = ..., embedding_model: _Optional[str] = ..., location: _Optional[_Union[SourceLocation, _Mapping]] = ..., neighbour_of: _Optional[str] = ..., overlap_chars: _Optional[int] = ...) -> None: ...
 
 class SourceLocation(_message.Message):
     __slots__ = ("page", "slide", "sheet", "heading_path", "label")
@@ -230,7 +234,7 @@ class MetadataFilter(_message.Message):
     def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ..., exclude: _Optional[bool] = ..., match: _Optional[_Union[MetadataMatch, str]] = ..., gte: _Optional[str] = ..., gt: _Optional[str] = ..., lte: _Optional[str] = ..., lt: _Optional[str] = ...) -> None: ...
 
 class RetrievalOptions(_message.Message):
-    __slots__ = ("top_k", "score_threshold", "filters", "mode", "query_variants", "document_ids", "mmr_diversity", "rerank", "graph_expand", "explain")
+    __slots__ = ("top_k", "score_threshold", "filters", "mode", "query_variants", "document_ids", "mmr_diversity", "rerank", "graph_expand", "explain", "neighbours")
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     SCORE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     FILTERS_FIELD_NUMBER: _ClassVar[int]
@@ -241,6 +245,7 @@ class RetrievalOptions(_message.Message):
     RERANK_FIELD_NUMBER: _ClassVar[int]
     GRAPH_EXPAND_FIELD_NUMBER: _ClassVar[int]
     EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    NEIGHBOURS_FIELD_NUMBER: _ClassVar[int]
     top_k: int
     score_threshold: float
     filters: _containers.RepeatedCompositeFieldContainer[MetadataFilter]
@@ -251,7 +256,8 @@ class RetrievalOptions(_message.Message):
     rerank: bool
     graph_expand: bool
     explain: bool
-    def __init__(self, top_k: _Optional[int] = ..., score_threshold: _Optional[float] = ..., filters: _Optional[_Iterable[_Union[MetadataFilter, _Mapping]]] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., query_variants: _Optional[_Iterable[str]] = ..., document_ids: _Optional[_Iterable[str]] = ..., mmr_diversity: _Optional[float] = ..., rerank: _Optional[bool] = ..., graph_expand: _Optional[bool] = ..., explain: _Optional[bool] = ...) -> None: ...
+    neighbours: int
+    def __init__(self, top_k: _Optional[int] = ..., score_threshold: _Optional[float] = ..., filters: _Optional[_Iterable[_Union[MetadataFilter, _Mapping]]] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., query_variants: _Optional[_Iterable[str]] = ..., document_ids: _Optional[_Iterable[str]] = ..., mmr_diversity: _Optional[float] = ..., rerank: _Optional[bool] = ..., graph_expand: _Optional[bool] = ..., explain: _Optional[bool] = ..., neighbours: _Optional[int] = ...) -> None: ...
 
 class ToolDefinition(_message.Message):
     __slots__ = ("name", "description", "parameters_json_schema")

@@ -512,15 +512,43 @@ class ExportedLinks(_message.Message):
     outgoing: _containers.RepeatedCompositeFieldContainer[_common_pb2.GraphEdge]
     def __init__(self, document_id: _Optional[str] = ..., outgoing: _Optional[_Iterable[_Union[_common_pb2.GraphEdge, _Mapping]]] = ...) -> None: ...
 
+class SearchLogEntry(_message.Message):
+    __slots__ = ("at", "query_id", "query", "mode", "took_ms", "hits")
+    AT_FIELD_NUMBER: _ClassVar[int]
+    QUERY_ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    TOOK_MS_FIELD_NUMBER: _ClassVar[int]
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    at: str
+    query_id: str
+    query: str
+    mode: str
+    took_ms: int
+    hits: _containers.RepeatedCompositeFieldContainer[SearchLogHit]
+    def __init__(self, at: _Optional[str] = ..., query_id: _Optional[str] = ..., query: _Optional[str] = ..., mode: _Optional[str] = ..., took_ms: _Optional[int] = ..., hits: _Optional[_Iterable[_Union[SearchLogHit, _Mapping]]] = ...) -> None: ...
+
+class SearchLogHit(_message.Message):
+    __slots__ = ("document_id", "chunk_id", "score")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_ID_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    chunk_id: str
+    score: float
+    def __init__(self, document_id: _Optional[str] = ..., chunk_id: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
+
 class ExportRecord(_message.Message):
-    __slots__ = ("document", "chunk", "links")
+    __slots__ = ("document", "chunk", "links", "search")
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     CHUNK_FIELD_NUMBER: _ClassVar[int]
     LINKS_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_FIELD_NUMBER: _ClassVar[int]
     document: DocumentInfo
     chunk: ExportedChunk
     links: ExportedLinks
-    def __init__(self, document: _Optional[_Union[DocumentInfo, _Mapping]] = ..., chunk: _Optional[_Union[ExportedChunk, _Mapping]] = ..., links: _Optional[_Union[ExportedLinks, _Mapping]] = ...) -> None: ...
+    search: SearchLogEntry
+    def __init__(self, document: _Optional[_Union[DocumentInfo, _Mapping]] = ..., chunk: _Optional[_Union[ExportedChunk, _Mapping]] = ..., links: _Optional[_Union[ExportedLinks, _Mapping]] = ..., search: _Optional[_Union[SearchLogEntry, _Mapping]] = ...) -> None: ...
 
 class EmbedRequest(_message.Message):
     __slots__ = ("request_id", "tenant_id", "texts")
