@@ -16,7 +16,7 @@ by two anchors of its own (``anchored``): unrelated texts, and a question with t
 (``CALIBRATION_QUESTIONS``), each onto the reference's, so a relevant passage scores where MiniLM would put
 it and the answer gate holds for that model too (docs/decisions/0161-answer-gate-languages.md).
 
-Measured (``scripts/bench_embedding_models.py``, SciFact sample of 400 abstracts, 100 test claims, half the
+Measured (``scripts/bench/embedding_models.py``, SciFact sample of 400 abstracts, 100 test claims, half the
 abstracts on a second model), dense / hybrid nDCG@10: with a two-layer cut of MiniLM projected to 128-d
 (background 0.63) 0.229 / 0.590 merged by raw cosine, 0.468 / 0.600 aligned (the cut alone 0.166 / 0.667);
 with all six layers projected to 128-d 0.822 / 0.874 aligned (MiniLM alone 0.851 / 0.893, the projection

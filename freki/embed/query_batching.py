@@ -15,7 +15,7 @@ in one pass, hands every waiter its rows and steps down, handing the lead to the
 waiting. Each waiter sleeps on its own event and is woken once, when its rows are ready or when it
 is to lead: with one shared condition and ``notify_all`` every pass woke every waiter (30 of them
 at 64 clients) only for most to find nothing to do and sleep again, each wake-up a thread switch
-and a GIL hand-off (0.43 ms of server CPU per query at 64 clients; scripts/bench_query_stages.py).
+and a GIL hand-off (0.43 ms of server CPU per query at 64 clients; scripts/bench/query_stages.py).
 
 Queries jump the queue: a call made with ``urgent=True`` (``Embedder.embed_query``) is taken
 before every waiting indexing call, and a pass that carries urgent calls carries nothing else,

@@ -4,7 +4,7 @@ runner for indexing batches on this machine.
 Both compute the same sentence-transformers pipeline (transformer, pooling, normalisation).
 On the 2-core AMX box ONNX Runtime is about 2x faster than eager torch for indexing batches and
 about 3x faster for a single query than torch, with vectors equal to torch's to 1e-5 (measured by
-the encoders section of ``scripts/bench_freki.py``).
+the encoders section of ``scripts/bench/freki.py``).
 
 The ONNX graph is exported from the loaded torch model on first use and cached under
 ``embedding_cache_dir`` (a file per model and exporter version, written atomically, so concurrent

@@ -3,7 +3,7 @@
 One ``EdgeShard`` per collection (layout in ``edge_layout``). Durability: every operation goes to the
 engine's write-ahead log before ``update`` returns and the WAL is replayed on open, so ``kill -9`` loses
 nothing acknowledged (``tests/freki/store/test_edge.py``); ``flush_writes=True`` also flushes each batch to
-the segments (survives power loss, 50-300 ms per batch once optimised, ``scripts/bench_store.py``).
+the segments (survives power loss, 50-300 ms per batch once optimised, ``scripts/bench/store.py``).
 ``purge`` removes deleted data from segments and WAL (``edge_purge``).
 
 Searches run on the calling thread by default (``search_threads=1``): qdrant-edge holds the GIL for a whole

@@ -1,7 +1,7 @@
 """Grammar-constrained decoding for the embedded backend: every token keeps the output valid JSON for a schema.
 
 Uses llguidance (Microsoft's Rust grammar engine behind Guidance). Chosen by measurement on 2 CPU
-cores with SmolLM2-135M (scripts/bench_geri.py --constrained reproduces it): llguidance and xgrammar
+cores with SmolLM2-135M (scripts/bench/geri.py --constrained reproduces it): llguidance and xgrammar
 both decode at the unconstrained speed (~8.5 tokens/s here), but llguidance compiles a schema in
 ~0.4 s against ~2 s and gives the first token sooner, which matters because every request brings
 its own schema (citation ids differ per answer); lm-format-enforcer does not import with

@@ -1,7 +1,7 @@
 """Grounded answers over the contract: Odin chains Geri's RewriteQuery, Freki's RetrieveContext and Geri's
 Answer / AnswerStream and fills its Answer from Geri's GroundedAnswer — over real gRPC servers with a
 scripted Geri at the servicer seam. The answering rules are Geri's (tests/geri/test_answering_rules.py);
-the real Geri and model are in test_end_to_end.py and scripts/eval_answers.py."""
+the real Geri and model are in test_end_to_end.py and scripts/eval/answers.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A corpus of hostile documents, built in memory (shared by the attack tests and scripts/hostile_rss.py).
+"""A corpus of hostile documents, built in memory (shared by the attack tests and scripts/bench/hostile_rss.py).
 
 Each entry: (name, IndexDocument fields, the status it must get, a phrase its message must contain).
 """

@@ -2,7 +2,7 @@
 
 python-pptx, openpyxl, odfpy, ebooklib, the stdlib ``email`` package and aspose-email-foss (an MIT-licensed
 pure-Python MSG writer) write them; Freki reads them with its own parsers. Used by the parser tests, the
-end-to-end and watcher tests, and ``scripts/eval_formats.py``.
+end-to-end and watcher tests, and ``scripts/eval/formats.py``.
 """
 
 from __future__ import annotations
