@@ -5,7 +5,7 @@ Configurations (each indexes the same corpus sample into a fresh data dir):
 * ``one``: every document embedded by the packaged all-MiniLM-L6-v2.
 * ``two``: half the documents (every second id, by ``document_type`` metadata "b") routed to a second
   model built from MiniLM's weights (``--layers`` of its 6 layers, projected to 128 dimensions;
-  ``tests/freki/engine/small_model.py``);
+  ``tests/freki/engine/small_models_support.py``);
   queries are embedded by both models and the per-model results merged.
 * ``small``: every document embedded by the small model (what half of ``two`` is made of).
 
@@ -33,7 +33,7 @@ from freki.search.retrieval import Query
 from freki.settings import FrekiSettings
 from scripts.evalsets import scifact
 from scripts.evalsets.harness import ndcg_at
-from tests.freki.engine.small_model import build_small_model
+from tests.freki.engine.small_models_support import build_small_model
 
 
 def doc_ranking(hits) -> list[tuple[str, float]]:  # type: ignore[no-untyped-def]

@@ -36,7 +36,7 @@ from odin_client.gateway import GatewaySettings, create_app
 from odin_client.gateway.answer_stream import REVISED_NOTE
 from scripts.eval.answers import load, split_of
 from scripts.evalsets.harness import data_dir_for, eval_settings, freki_server, index_corpus, running_freki
-from tests.local_servers import free_port
+from tests.local_servers_support import free_port
 
 
 def ask(client: openai.OpenAI, question: str, top_k: int) -> dict[str, Any]:

@@ -190,7 +190,7 @@ def real_servers() -> Iterator[tuple[str, str, str]]:
     """transformers serve + ollama-proxy-plus on free ports: (OpenAI base URL, Ollama host, model)."""
     import subprocess
 
-    from tests.geri.fixtures import HF_DIR_NAME, VENV_BIN, export_hf_checkpoint, free_port
+    from tests.geri.geri_servers_support import HF_DIR_NAME, VENV_BIN, export_hf_checkpoint, free_port
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-geri-"))
     checkpoint = export_hf_checkpoint(Path(tempfile.gettempdir()) / "wolfpack-geri-hf" / HF_DIR_NAME)
@@ -205,17 +205,18 @@ def real_servers() -> Iterator[tuple[str, str, str]]:
 def _with_proxy(serve: Any, port: int, proxy_port: int, workdir: Path) -> Iterator[tuple[str, str, str]]:
     """Wait for an OpenAI-compatible server on ``port``, put ollama-proxy-plus in front, yield (OpenAI base URL,
     Ollama URL, model), and stop both afterwards."""
-    from tests.geri.fixtures import OLLAMA_MODEL, _stop, _wait_http, start_ollama_proxy
+    from tests.geri.geri_servers_support import OLLAMA_MODEL
+    from tests.local_servers_support import start_ollama_proxy, stop, wait_http
 
     proxy = None
     try:
-        _wait_http(f"http://127.0.0.1:{port}/health", serve, 180, workdir / "serve.log")
-        proxy = start_ollama_proxy(f"http://127.0.0.1:{port}/v1", proxy_port, workdir / "proxy.log")
+        wait_http(f"http://127.0.0.1:{port}/health", serve, 180, workdir / "serve.log")
+        proxy = start_ollama_proxy(f"http://127.0.0.1:{port}/v1", proxy_port, workdir / "proxy.log", OLLAMA_MODEL)
         yield f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{proxy_port}", OLLAMA_MODEL
     finally:
         if proxy is not None:
-            _stop(proxy)
-        _stop(serve)
+            stop(proxy)
+        stop(serve)
 
 
 @contextlib.contextmanager
@@ -225,7 +226,7 @@ def llama_servers() -> Iterator[tuple[str, str, str]]:
     import subprocess
 
     from geri.backends.embedded import default_model_path
-    from tests.geri.fixtures import HF_DIR_NAME, free_port
+    from tests.geri.geri_servers_support import HF_DIR_NAME, free_port
 
     llama = Path(os.environ.get("LLAMA_SERVER", REPO / ".tools" / "llama-server" / "llama-server"))
     if not llama.exists():

@@ -1,4 +1,6 @@
-"""Peak memory of a real ``freki serve`` for each hostile document (tests/freki/api/hostile.py), default limits.
+"""Peak memory of a real ``freki serve`` for each hostile document, default limits.
+
+The documents: tests/freki/api/hostile_documents_support.py.
 
 For every input: the status and message it gets, the peak RSS of the server process and of its parser
 workers while the call runs (sampled every 5 ms), and the call's time. Then how long indexing goes on after
@@ -25,7 +27,7 @@ import psutil
 from wolf.v1 import freki_pb2, freki_pb2_grpc
 
 from scripts.common import REPO, child_pythonpath
-from tests.freki.api.hostile import cases
+from tests.freki.api.hostile_documents_support import cases
 
 
 def main() -> int:

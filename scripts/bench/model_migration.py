@@ -29,7 +29,7 @@ from freki.ingest.indexing import IndexInput
 from freki.search.retrieval import Query
 from freki.settings import FrekiSettings
 from scripts.evalsets import scifact
-from tests.freki.engine.small_model import build_second_model
+from tests.freki.engine.small_models_support import build_second_model
 
 
 def latencies(engine: FrekiEngine, claims: list[str], stop: threading.Event | None = None

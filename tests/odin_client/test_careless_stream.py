@@ -17,7 +17,7 @@ from odin_client import IndexResult, OdinClient, OdinSettings
 from odin_client.aio import AsyncOdinClient
 from odin_client.documents import DocumentFile
 from tests.odin_client.conftest import running
-from tests.odin_client.servicers import ControlledFreki, serve_freki
+from tests.odin_client.servicers_support import ControlledFreki, serve_freki
 
 
 class CarelessFreki(ControlledFreki):

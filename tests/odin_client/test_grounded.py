@@ -17,8 +17,8 @@ from odin_client import DeadlineExceeded, OdinClient, StreamInterrupted
 from odin_client.aio import AsyncOdinClient
 from odin_client.results import Answer
 from odin_client.settings import OdinSettings
-from tests.odin_client.grounded_servicer import REWRITTEN, GroundedGeri
-from tests.odin_client.servicers import FakeClock, sample_context
+from tests.odin_client.grounded_servicer_support import REWRITTEN, GroundedGeri
+from tests.odin_client.servicers_support import FakeClock, sample_context
 
 
 def calls(servicer: GroundedGeri, method: str) -> list[Any]:

@@ -12,7 +12,7 @@ from wolf.v1 import common_pb2, freki_pb2
 
 from freki.engine import FrekiEngine
 from freki.ingest.indexing import IndexInput
-from tests.freki.api.corpus import ASTRO_DOC, BAKERY_DOC, GERI_DOC
+from tests.freki.api.corpus_support import ASTRO_DOC, BAKERY_DOC, GERI_DOC
 from tests.freki.conftest import freki_settings
 
 pytestmark = pytest.mark.integration

@@ -3,7 +3,7 @@ Ollama-protocol server (ollama-proxy-plus in front of ``transformers serve`` run
 
 Other test packages (e.g. Odin's) reuse them with::
 
-    from tests.geri.fixtures import embedded_backend, geri_server, geri_stub  # noqa: F401
+    from tests.geri.geri_servers_support import embedded_backend, geri_server, geri_stub  # noqa: F401
 
 ``geri_server`` yields a :class:`wolf_service.serving.ServerHandle`; ``handle.address`` is
 ``127.0.0.1:<port>``. ``start_geri(settings, backend)`` is the context manager behind it, for
@@ -33,7 +33,7 @@ from geri.backends.embedded import EmbeddedBackend, default_model_path
 from geri.backends.loaded_model import load_model
 from geri.server import build_server
 from geri.settings import GeriSettings
-from tests.local_servers import free_port, start_ollama_proxy, stop, wait_http  # noqa: F401 - free_port is used by the tests
+from tests.local_servers_support import free_port, start_ollama_proxy, stop, wait_http  # noqa: F401 - free_port is used by the tests
 from wolf_service.serving import ServerHandle
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -11,7 +11,7 @@ from typing import Any
 import grpc
 from wolf.v1 import common_pb2, geri_pb2
 
-from tests.odin_client.servicers import ControlledGeri
+from tests.odin_client.servicers_support import ControlledGeri
 
 REWRITTEN = "Which port does the Skadi gateway listen on?"
 

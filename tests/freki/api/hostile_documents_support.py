@@ -81,7 +81,7 @@ def locked_pptx() -> bytes:
     """A password-protected deck: an OLE file holding the encrypted package."""
     from msoffcrypto.format.ooxml import OOXMLFile
 
-    from tests.freki.ingest.office_files import build_pptx
+    from tests.freki.ingest.office_files_support import build_pptx
 
     out = io.BytesIO()
     OOXMLFile(io.BytesIO(build_pptx([{"title": "Secret", "body": ["plans"]}]))).encrypt("s3cret", out)
@@ -90,7 +90,7 @@ def locked_pptx() -> bytes:
 
 def declared_slides_pptx(slides: int) -> bytes:
     """A one-slide deck whose presentation.xml lists ``slides`` slides (the extra ones point at no part)."""
-    from tests.freki.ingest.office_files import build_pptx
+    from tests.freki.ingest.office_files_support import build_pptx
 
     deck = zipfile.ZipFile(io.BytesIO(build_pptx([{"title": "Declared", "body": ["one real slide"]}])))
     out = io.BytesIO()
@@ -142,7 +142,7 @@ def tiff_frames(frames: int) -> bytes:
 
 def cases() -> list[tuple[str, dict[str, Any], grpc.StatusCode, str]]:
     """The corpus; every entry must be refused with its status and a message containing its phrase."""
-    from tests.freki.ingest.scanned import png_header_only
+    from tests.freki.ingest.scanned_documents_support import png_header_only
 
     nested_html = "<html><body>" + "<div>" * 100_000 + "deep" + "</div>" * 100_000 + "</body></html>"
     smime = (b"From: a@example.com\r\nSubject: s\r\nMIME-Version: 1.0\r\nContent-Type: application/pkcs7-mime; "

@@ -1,5 +1,5 @@
-"""A controllable Freki (see :mod:`tests.odin_client.servicers`) that also answers the document, graph, embedding,
-re-index and export calls from canned data — the seam for the clients' retry, error and parity tests (the
+"""A controllable Freki (see :mod:`tests.odin_client.servicers_support`) that also answers the document, graph,
+embedding, re-index and export calls from canned data — the seam for the clients' retry, error and parity tests (the
 real Freki behind the same calls is in ``test_aio_real_freki.py``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import grpc
 from wolf.v1 import common_pb2, freki_pb2
 
-from tests.odin_client.servicers import ControlledFreki
+from tests.odin_client.servicers_support import ControlledFreki
 
 DOCS = [freki_pb2.DocumentInfo(document_id=f"doc-{i}", tenant_id="default", source=f"notes/{i}.md",
                                content_type="markdown", chunk_count=i + 1, metadata={"n": str(i)})

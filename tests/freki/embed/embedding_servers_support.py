@@ -6,7 +6,7 @@
 - Ollama API: ``ollama-proxy-plus`` (a dev extra) serves ``/api/embed`` in front of that server; its models are
   named ``local/<backend model>``.
 
-Use with ``from tests.freki.embed.embedding_servers import e5_openai, e5_ollama  # noqa: F401``.
+Use with ``from tests.freki.embed.embedding_servers_support import e5_openai, e5_ollama  # noqa: F401``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.local_servers import free_port, start_ollama_proxy, stop, wait_http  # noqa: F401 - re-exported for the fixtures' users
+from tests.local_servers_support import free_port, start_ollama_proxy, stop, wait_http  # noqa: F401 - re-exported for the fixtures' users
 
 VENV_BIN = Path(sys.executable).parent
 
