@@ -18,13 +18,15 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from freki.settings import FrekiSettings
 from scripts.common import REPO, child_pythonpath
+
+if TYPE_CHECKING:
+    from freki.settings import FrekiSettings
 
 STOP_TIMEOUT_S = 40.0
 

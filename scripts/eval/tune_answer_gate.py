@@ -1,6 +1,6 @@
 """Choose the answer gate's settings from retrieval-only records of several corpus sizes.
 
-Input: records of ``scripts/eval/answers.py --retrieval-only --min-score 0 --out FILE`` (what the gate sees
+Input: records of ``python -m scripts.eval.answers --retrieval-only --min-score 0 --out FILE`` (what the gate sees
 per question: best score, weighted question-term coverage of the best passage), one file per corpus size
 (``--grow 1``, ``--grow 6``), on the **dev** split. For every pair (``min_score``, ``min_evidence``) at a
 ``--weight`` of coverage it computes abstention on unanswerable and false abstention on answerable
