@@ -11,7 +11,7 @@ Prints figures; asserts nothing. Sections:
    texts, and next to the raw ONNX encoder (the ceiling of the engine Freki runs).
 2. RetrieveContext p50/p99 (single client, query embedding included: every query text is new, so
    the LRU cache never answers) at 10k and 100k chunks, dense and hybrid. The collections are
-   synthesised from real indexed SciFact chunks (see ``synthesise``): embedding 100k real chunks
+   synthesised from real indexed SciFact chunks (see ``scripts.bench.synthetic``): embedding 100k real chunks
    takes hours on this box. Query texts are real SciFact claims.
 3. Throughput with 1, 8 and 64 concurrent clients (distinct queries), queries/s, against ``freki serve``
    running in its own process as deployed.
