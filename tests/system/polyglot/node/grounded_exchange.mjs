@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 
-const PROTOS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../protos");
+const PROTOS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../protos");
 const DEADLINE_MS = 300_000;
 
 const DOCUMENT = {
