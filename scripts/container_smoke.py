@@ -3,7 +3,7 @@ script from the test image. Waits until both report SERVING, indexes scripts/sam
 retrieves, asks a grounded question and checks the answer cites the right document. Exit 0 when it all
 holds, 1 otherwise (the reason on stderr).
 
-    python scripts/container_smoke.py --freki 127.0.0.1:50061 --geri 127.0.0.1:50062
+    python -m scripts.container_smoke --freki 127.0.0.1:50061 --geri 127.0.0.1:50062
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from odin_client import OdinClient, OdinSettings
+from scripts.common import SAMPLE_CORPUS
 
-CORPUS = Path(__file__).resolve().parent / "sample_corpus"
+CORPUS = SAMPLE_CORPUS
 
 
 def wait_serving(target: str, timeout_s: float) -> None:

@@ -1,4 +1,4 @@
-"""Wolfpack RAG end to end on a fresh machine: ``make demo`` (or ``.venv/bin/python scripts/demo.py``).
+"""Wolfpack RAG end to end on a fresh machine: ``make demo`` (or ``.venv/bin/python -m scripts.demo``).
 
 Starts Freki (retrieval) and Geri (generation, embedded SmolLM2 model) as subprocesses on free
 ports, waits until both report SERVING on grpc.health.v1, indexes ``scripts/sample_corpus`` through
@@ -13,131 +13,26 @@ services up for the ``odin`` CLI until Ctrl-C).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import IO
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "protos")]  # run from a checkout even without the editable install
-
-from odin_client import Answer, IndexResult, OdinClient, OdinError, OdinSettings  # noqa: E402
-from odin_client.cli.render import render_answer  # noqa: E402
+from odin_client import Answer, IndexResult, OdinClient, OdinError, OdinSettings
+from odin_client.cli.render import render_answer
+from scripts.common import REPO, SAMPLE_CORPUS
+from scripts.services import Service, free_port, start_service, stop_service, wait_serving
 
 DEFAULT_QUESTION = "Which port does the Hrafn Relay admin API listen on?"
 DEFAULT_EXPECTED = "9427"
-STOP_TIMEOUT_S = 40.0
 
 
 class Interrupted(Exception):
     """SIGTERM/SIGINT arrived; unwinds to the ``finally`` that stops the services."""
-
-
-@dataclass
-class Service:
-    """A service subprocess and where its output goes."""
-
-    name: str
-    title: str
-    port: int
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-    log_file: IO[bytes]
-
-    @property
-    def target(self) -> str:
-        """host:port clients use."""
-        return f"127.0.0.1:{self.port}"
-
-    def log_tail(self, lines: int = 25) -> str:
-        """Last lines of the service's log, for error messages."""
-        self.log_file.flush()
-        text = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-        return "\n".join("    " + line for line in text[-lines:])
-
-
-def free_port() -> int:
-    """A currently free TCP port on loopback (the service binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_service(name: str, title: str, args: list[str], port: int, log_dir: Path) -> Service:
-    """Start ``python -m <name>.cli serve ...`` with its output in ``log_dir/<name>.log``."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), str(REPO / "protos"), env.get("PYTHONPATH")]))
-    log_path = log_dir / f"{name}.log"
-    log_file = log_path.open("wb")
-    cmd = [sys.executable, "-m", f"{name}.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
-    print(f"starting {title}: {' '.join(cmd[1:])}  (log: {log_path})", flush=True)
-    # A new session keeps the terminal's Ctrl-C away from the children: we stop them in order.
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    return Service(name, title, port, proc, log_path, log_file)
-
-
-def wait_serving(services: Sequence[Service], timeout_s: float) -> None:
-    """Poll grpc.health.v1 until every service reports SERVING.
-
-    Raises:
-        RuntimeError: a service exited, or the timeout passed; the message includes its log tail.
-    """
-    deadline = time.monotonic() + timeout_s
-    start = time.monotonic()
-    pending = list(services)
-    names = ", ".join(f"{s.title} on {s.target}" for s in pending)
-    print(f"waiting up to {timeout_s:.0f}s for {names} to report SERVING (loading models)...", flush=True)
-    channels = {s.name: grpc.insecure_channel(s.target) for s in pending}
-    try:
-        while pending:
-            for svc in list(pending):
-                if svc.proc.poll() is not None:
-                    raise RuntimeError(f"{svc.title} exited with code {svc.proc.returncode} while starting:\n"
-                                       f"{svc.log_tail()}")
-                try:
-                    reply = health_pb2_grpc.HealthStub(channels[svc.name]).Check(
-                        health_pb2.HealthCheckRequest(service=""), timeout=1.0)
-                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                        print(f"  {svc.title} is SERVING after {time.monotonic() - start:.1f}s", flush=True)
-                        pending.remove(svc)
-                except grpc.RpcError:
-                    pass  # not listening yet
-            if pending and time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"{', '.join(s.title for s in pending)} not SERVING after {timeout_s:.0f}s; last log lines:\n"
-                    + "\n".join(s.log_tail() for s in pending))
-            if pending:
-                time.sleep(0.5)
-    finally:
-        for channel in channels.values():
-            channel.close()
-
-
-def stop_service(svc: Service) -> None:
-    """SIGTERM, wait for a clean exit (in-flight calls finish), SIGKILL only as a last resort."""
-    if svc.proc.poll() is None:
-        svc.proc.send_signal(signal.SIGTERM)
-        try:
-            svc.proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            print(f"{svc.title} did not stop within {STOP_TIMEOUT_S:.0f}s; killing it", file=sys.stderr)
-            svc.proc.kill()
-            svc.proc.wait()
-    svc.log_file.close()
-    print(f"stopped {svc.title} (exit code {svc.proc.returncode})", flush=True)
 
 
 def run_demo(odin: OdinClient, corpus: Path, question: str, expected: str | None) -> Answer:
@@ -168,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; returns the process exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--question", default=DEFAULT_QUESTION)
-    parser.add_argument("--corpus", type=Path, default=REPO / "scripts" / "sample_corpus")
+    parser.add_argument("--corpus", type=Path, default=SAMPLE_CORPUS)
     parser.add_argument("--data-dir", type=Path, help="keep Freki's index here (default: temporary)")
     parser.add_argument("--startup-timeout", type=float, default=300.0)
     parser.add_argument("--keep-running", action="store_true", help="leave services up until Ctrl-C")

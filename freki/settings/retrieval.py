@@ -46,7 +46,7 @@ class LexicalSettings(BaseModel):
 class ModeThresholds(BaseModel):
     """The minimum relevance a result needs when the request sets none, per search mode.
 
-    Chosen with scripts/eval_thresholds.py on the train splits of two unrelated corpora (SciFact, SQuAD),
+    Chosen with scripts/eval/thresholds.py on the train splits of two unrelated corpora (SciFact, SQuAD),
     each asked the other's questions: the highest threshold that keeps on-topic Recall@10 (≈ all) while
     dropping most off-topic results. Lexical (sparse) relevance cannot tell an unrelated match on common
     words from a relevant one at any threshold that keeps recall, so it gets none (docs/retrieval.md).
@@ -77,7 +77,7 @@ class RetrievalSettings(BaseModel):
     # confidence-weighted sum of calibrated dense and lexical relevance (freki/search/fusion.py).
     fusion: Literal["rrf", "convex"] = "convex"
     # Convex fusion: weight of lexical relevance (dense gets 1 - weight). Chosen on SciFact train and
-    # checked on the pydoc sets (scripts/eval_retrieval.py).
+    # checked on the pydoc sets (scripts/eval/retrieval.py).
     sparse_weight: float = Field(0.4, ge=0.0, le=1.0)
     # BM25 points per query term at which lexical relevance is 0.5 (relevance = s / (s + half * terms)).
     sparse_half_score: float = Field(8.0, gt=0.0)

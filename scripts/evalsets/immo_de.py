@@ -13,7 +13,7 @@ asks them ("Wie hoch ist die Miete der Wohnung in der Lindenstraße 12?"). Three
 Splits by exposé / question id hash: a third "train" (choose settings on it), the rest "test". Nothing here is
 copied from anywhere; the generator is the data.
 
-    python scripts/evalsets/immo_de.py --exposes 40     # print a sample exposé and the counts
+    python -m scripts.evalsets.immo_de --exposes 40     # print a sample exposé and the counts
 """
 
 from __future__ import annotations

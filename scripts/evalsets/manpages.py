@@ -11,8 +11,8 @@ are left out. Splits are by page name (a fixed third, by hash, is "train" for ch
 The package is installed with apt-get when missing (root only); the rendered set is cached under
 ``.cache/evalsets/`` (git-ignored) and never committed. Nothing in it was written by this project.
 
-    python scripts/evalsets/manpages.py            # build (or show) the German set
-    python scripts/evalsets/manpages.py --lang fr  # another translation (manpages-fr)
+    python -m scripts.evalsets.manpages            # build (or show) the German set
+    python -m scripts.evalsets.manpages --lang fr  # another translation (manpages-fr)
 """
 
 from __future__ import annotations
@@ -29,13 +29,11 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from evalsets import EvalSet  # noqa: E402
+from scripts.common import REPO
+from scripts.evalsets import EvalSet
 
 MAN_ROOT = Path("/usr/share/man")
-CACHE = Path(__file__).resolve().parents[2] / ".cache" / "evalsets"
+CACHE = REPO / ".cache" / "evalsets"
 MIN_PASSAGE_CHARS = 150
 MAX_PASSAGE_CHARS = 3000
 # Section headings of the translated pages (NAME, DESCRIPTION) per language.

@@ -28,7 +28,7 @@ import re
 import warnings
 from pathlib import Path
 
-from evalsets import EvalSet
+from scripts.evalsets import EvalSet
 
 MODULES = (
     "abc argparse array ast asyncio base64 bisect calendar codecs collections concurrent.futures "

@@ -28,12 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-from evalsets import EvalSet
-from evalsets.harness import eval_settings, ndcg_at
 from freki.embed.sparse import Bm25Params, term_index, tokenize
 from freki.engine import FrekiEngine
 from freki.ingest.indexing import lexical_text
 from freki.search import fusion
+from scripts.evalsets import EvalSet
+from scripts.evalsets.harness import eval_settings, ndcg_at
 
 Ranking = list[tuple[str, float]]
 

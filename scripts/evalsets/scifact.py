@@ -6,10 +6,10 @@ import csv
 import json
 from pathlib import Path
 
-from evalsets import EvalSet
+from scripts.common import SCIFACT_DIR
+from scripts.evalsets import EvalSet
 
-# ../shared beside the project root (scripts/evalsets/ -> project root -> its parent).
-DEFAULT_DIR = Path(__file__).resolve().parents[3] / "shared" / "eval" / "scifact"
+DEFAULT_DIR = SCIFACT_DIR
 
 
 def load(root: Path = DEFAULT_DIR) -> EvalSet:

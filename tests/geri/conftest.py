@@ -1,6 +1,6 @@
-"""Geri test fixtures (defined in ``tests/geri/fixtures.py`` so other packages can import them)."""
+"""Geri test fixtures (defined in ``tests/geri/geri_servers_support.py`` so other packages can import them)."""
 
-from tests.geri.fixtures import (  # noqa: F401
+from tests.geri.geri_servers_support import (  # noqa: F401
     embedded_backend,
     geri_server,
     geri_stub,

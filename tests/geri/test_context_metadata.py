@@ -11,7 +11,7 @@ from wolf.v1 import common_pb2, geri_pb2_grpc
 from geri.prompting import build_messages
 from geri.settings import GeriSettings
 from geri.validation import validate_request
-from tests.geri.fixtures import geri_settings, start_geri
+from tests.geri.geri_servers_support import geri_settings, start_geri
 
 KEYS = {"keys": ["title", "document_type", "tags", "breed"], "max_value_chars": 60, "max_chars": 200}
 HOSTILE = {

@@ -17,7 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from geri.cli import main
 from geri.service import SERVICE_NAME
 from geri.settings import GeriSettings
-from tests.geri.fixtures import free_port
+from tests.geri.geri_servers_support import free_port
 from wolf_service.settings import SettingsError
 
 

@@ -14,7 +14,7 @@ from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 from geri.backends.embedded import EmbeddedBackend
 from geri.service import SERVICE_NAME
 from geri.settings import GeriSettings
-from tests.geri.fixtures import geri_settings, start_geri
+from tests.geri.geri_servers_support import geri_settings, start_geri
 from wolf_service.serving import ServerHandle
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
 from geri.server import build_server
 from geri.service import SERVICE_NAME
-from tests.geri.fixtures import (
+from tests.geri.geri_servers_support import (
     OLLAMA_MODEL,
     OpenAICompatibleServer,
     free_port,

@@ -13,7 +13,7 @@ from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
 from geri.backends.base import ChatMessage, GenerationParams
 from geri.backends.ollama import OllamaBackend
-from tests.geri.fixtures import OllamaProtocolServer, free_port, geri_settings, start_geri
+from tests.geri.geri_servers_support import OllamaProtocolServer, free_port, geri_settings, start_geri
 from wolf_service.errors import DeadlineExceeded
 from wolf_service.serving import ServerHandle
 

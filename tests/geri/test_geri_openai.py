@@ -18,7 +18,7 @@ import pytest
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
 from geri.server import build_server
-from tests.geri.fixtures import OpenAICompatibleServer, free_port, geri_settings
+from tests.geri.geri_servers_support import OpenAICompatibleServer, free_port, geri_settings
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from geri.breaker import CircuitBreaker
 from geri.routing import Route, Router
 from geri.server import build_server
 from geri.settings import GeriSettings, ModelRoute
-from tests.geri.fixtures import geri_settings
+from tests.geri.geri_servers_support import geri_settings
 from wolf_service.errors import FailedPrecondition, Unavailable
 
 SCHEMA = {"type": "object", "required": ["port"], "properties": {"port": {"type": "integer"}},

@@ -20,7 +20,7 @@ from geri.backends.base import (
     GenerationParams,
     ModelDescription,
 )
-from tests.geri.fixtures import geri_settings, start_geri
+from tests.geri.geri_servers_support import geri_settings, start_geri
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, Unavailable
 
 

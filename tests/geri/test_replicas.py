@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from odin_client import OdinClient, OdinSettings
-from tests.geri.fixtures import embedded_backend, geri_settings, start_geri  # noqa: F401
+from tests.geri.geri_servers_support import embedded_backend, geri_settings, start_geri  # noqa: F401
 
 pytestmark = pytest.mark.integration
 

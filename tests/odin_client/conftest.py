@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 import pytest
 
 from odin_client import OdinClient, OdinSettings
-from tests.odin_client.grounded_servicer import GroundedGeri
-from tests.odin_client.servicers import ControlledFreki, serve_freki, serve_geri
+from tests.odin_client.grounded_servicer_support import GroundedGeri
+from tests.odin_client.servicers_support import ControlledFreki, serve_freki, serve_geri
 from wolf_service.serving import ServerHandle
 
 S = TypeVar("S")

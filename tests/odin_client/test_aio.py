@@ -16,7 +16,7 @@ from odin_client import (
     ServiceUnavailable,
     StreamInterrupted,
 )
-from tests.odin_client.servicers import free_port
+from tests.odin_client.servicers_support import free_port
 
 
 class FakeAsyncClock:

@@ -28,8 +28,8 @@ from odin_client import (
 )
 from odin_client.protocol.files import DocumentFile
 from tests.odin_client.conftest import running
-from tests.odin_client.document_servicer import DocumentFreki
-from tests.odin_client.servicers import ControlledGeri, serve_freki, serve_geri
+from tests.odin_client.document_servicer_support import DocumentFreki
+from tests.odin_client.servicers_support import ControlledGeri, serve_freki, serve_geri
 from wolf_service.serving import ServerHandle
 
 # (method, args, kwargs): every call the asyncio client gained, with arguments that reach the request.

@@ -19,8 +19,8 @@ from wolf.v1 import freki_pb2
 from odin_client import AsyncOdinClient, ClientClosed, OdinSettings
 from odin_client.protocol.files import DocumentFile
 from tests.odin_client.conftest import running
-from tests.odin_client.document_servicer import DocumentFreki
-from tests.odin_client.servicers import Faults, serve_freki
+from tests.odin_client.document_servicer_support import DocumentFreki
+from tests.odin_client.servicers_support import Faults, serve_freki
 from wolf_service.serving import ServerHandle
 
 

@@ -24,7 +24,7 @@ from odin_client import (  # noqa: E402
     OdinSettings,
 )
 from odin_client.protocol.files import DocumentFile  # noqa: E402
-from tests.geri.fixtures import embedded_backend, geri_server  # noqa: E402, F401
+from tests.geri.geri_servers_support import embedded_backend, geri_server  # noqa: E402, F401
 from wolf_service.serving import ServerHandle  # noqa: E402
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from wolf.v1 import freki_pb2
 from odin_client import AsyncOdinClient, IndexResult, OdinClient, OdinSettings
 from odin_client.protocol.files import DocumentFile
 from tests.odin_client.conftest import running
-from tests.odin_client.servicers import ControlledFreki, serve_freki
+from tests.odin_client.servicers_support import ControlledFreki, serve_freki
 
 
 class CarelessFreki(ControlledFreki):

@@ -10,7 +10,7 @@ import pytest
 from wolf.v1 import common_pb2
 
 from odin_client.cli import main
-from tests.odin_client.servicers import free_port
+from tests.odin_client.servicers_support import free_port
 
 
 def _targets(freki, geri) -> list[str]:

@@ -19,7 +19,7 @@ from freki.ingest.indexing import IndexInput  # noqa: E402
 from freki.settings import FrekiSettings  # noqa: E402
 from odin_client import OdinClient, OdinSettings  # noqa: E402
 from odin_client.cli import main as odin  # noqa: E402
-from tests.freki.engine.small_model import build_second_model  # noqa: E402
+from tests.freki.engine.small_models_support import build_second_model  # noqa: E402
 from wolf_service.serving import ServerHandle  # noqa: E402
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ from wolf.v1 import common_pb2, freki_pb2_grpc
 
 from odin_client import ClientClosed, OdinClient, OdinSettings, ServiceUnavailable
 from odin_client.protocol.files import discover
-from tests.odin_client.servicers import ControlledFreki, FakeClock, free_port
+from tests.odin_client.servicers_support import ControlledFreki, FakeClock, free_port
 from wolf_service.serving import build_grpc_server
 
 

@@ -17,7 +17,7 @@ pytest.importorskip("geri.server")
 
 from odin_client import OdinClient, OdinSettings  # noqa: E402
 from odin_client.cli import main as odin_main  # noqa: E402
-from tests.geri.fixtures import embedded_backend, geri_server  # noqa: E402, F401
+from tests.geri.geri_servers_support import embedded_backend, geri_server  # noqa: E402, F401
 from wolf_service.serving import ServerHandle  # noqa: E402
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from odin_client import (
     ServiceUnavailable,
     StreamInterrupted,
 )
-from tests.odin_client.servicers import (
+from tests.odin_client.servicers_support import (
     ControlledFreki,
     FakeClock,
     FixedRandom,

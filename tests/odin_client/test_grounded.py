@@ -1,7 +1,7 @@
 """Grounded answers over the contract: Odin chains Geri's RewriteQuery, Freki's RetrieveContext and Geri's
 Answer / AnswerStream and fills its Answer from Geri's GroundedAnswer — over real gRPC servers with a
 scripted Geri at the servicer seam. The answering rules are Geri's (tests/geri/test_answering_rules.py);
-the real Geri and model are in test_end_to_end.py and scripts/eval_answers.py."""
+the real Geri and model are in test_end_to_end.py and scripts/eval/answers.py."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from wolf.v1 import common_pb2
 from odin_client import AsyncOdinClient, DeadlineExceeded, OdinClient, StreamInterrupted
 from odin_client.settings import OdinSettings
 from odin_client.types.results import Answer
-from tests.odin_client.grounded_servicer import REWRITTEN, GroundedGeri
-from tests.odin_client.servicers import FakeClock, sample_context
+from tests.odin_client.grounded_servicer_support import REWRITTEN, GroundedGeri
+from tests.odin_client.servicers_support import FakeClock, sample_context
 
 
 def calls(servicer: GroundedGeri, method: str) -> list[Any]:

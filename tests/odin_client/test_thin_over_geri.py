@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from odin_client.types.results import Answer
-from tests.geri.fixtures import geri_settings, start_geri
+from tests.geri.geri_servers_support import geri_settings, start_geri
 from tests.geri.test_geri_service_seam import ScriptedBackend
 from wolf_service.serving import ServerHandle
 

@@ -8,10 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from odin_client import OdinClient, OdinSettings
 from odin_client.tools import Tool, ToolRegistry
 from odin_client.tools.confirmations import IdempotencyLog, PendingConfirmation
-from odin_client.tools.driving import drive_tools
-from odin_client.tools.loop import ToolLoopOptions
 from tests.odin_client.test_tools import CITY, ScriptedGeri, call, gen
 from wolf_service.audit_log import AuditLog, read_audit_log
 
@@ -29,10 +28,12 @@ def booking_registry() -> tuple[ToolRegistry, list[dict[str, Any]]]:
 
 def run(geri: ScriptedGeri, registry: ToolRegistry, log: IdempotencyLog, audit: AuditLog | None = None,
         **options: Any) -> Any:
-    opts = ToolLoopOptions(max_steps=4, session_id="chat-1", tenant_id="immo", user_id="agent-7",
-                           defer_confirmation=True, idempotency=log, **options)
-    return drive_tools(geri, "Book a viewing in Oslo", registry, opts, confirm=None, timeout_s=5.0, audit=audit,
-                       actor="front-end")
+    client = OdinClient(OdinSettings(tool_timeout_s=5.0))
+    client.generate = geri  # type: ignore[method-assign]  # the seam: Geri's replies are scripted
+    client._tool_audit = audit
+    return client.run_tools("Book a viewing in Oslo", registry, confirm=None, actor="front-end", max_steps=4,
+                            session_id="chat-1", tenant_id="immo", user_id="agent-7", defer_confirmation=True,
+                            idempotency=log, **options)
 
 
 def test_a_call_needing_confirmation_ends_the_turn_and_runs_once_when_confirmed(tmp_path: Path) -> None:

@@ -145,3 +145,24 @@ def test_dockerfile_installs_cpu_torch_before_the_project() -> None:
         assert (ROOT / copied).exists(), f"Dockerfile copies missing {copied}"
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert ".venv" in ignored and ".git" in ignored
+
+
+@pytest.mark.parametrize("name", COMPOSE_FILES)
+def test_commands_run_scripts_and_folders_that_exist(name: str) -> None:
+    """A container command names project scripts as modules (``python -m scripts.…``) or files that exist here:
+    a moved script breaks this test, not the container."""
+    for svc_name, svc in load(name)["services"].items():
+        command = svc.get("command") or []
+        args = command if isinstance(command, list) else command.split()
+        for i, arg in enumerate(args):
+            if arg == "-m" and args[i + 1].startswith("scripts."):
+                module = ROOT / (args[i + 1].replace(".", "/") + ".py")
+                assert module.is_file(), f"{svc_name} runs a missing module {args[i + 1]}"
+            elif arg.endswith(".py"):
+                assert (ROOT / arg).is_file(), f"{svc_name} runs a missing file {arg}"
+
+
+def test_dockerfile_changes_only_into_folders_that_exist() -> None:
+    dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
+    for folder in re.findall(r"^RUN cd (\S+) ", dockerfile, re.M):
+        assert (ROOT / folder).is_dir(), f"the Dockerfile changes into a missing folder {folder}"

@@ -15,7 +15,7 @@ import grpc
 import pytest
 
 from freki.settings import FrekiSettings
-from tests.geri.fixtures import embedded_backend, geri_settings, start_geri  # noqa: F401
+from tests.geri.geri_servers_support import embedded_backend, geri_settings, start_geri  # noqa: F401
 from tests.wolf_service.conftest import KEYS, api_keys
 
 pytestmark = pytest.mark.integration
@@ -112,7 +112,7 @@ def test_model_migration_commands(tmp_path: Path, embedder) -> None:  # type: ig
     from freki.api.server import build_server
     from freki.engine import FrekiEngine
     from freki.ingest.indexing import IndexInput
-    from tests.freki.engine.small_model import build_second_model
+    from tests.freki.engine.small_models_support import build_second_model
 
     base = {"data_dir": tmp_path / "data", "embedding_backend": "torch", "reindex": {"switch_grace_s": 0.0}}
     engine = FrekiEngine(FrekiSettings(**base), embedder=embedder)  # type: ignore[arg-type]
@@ -161,7 +161,7 @@ def test_grounded_exchange_commands(tmp_path: Path, embedder, embedded_backend) 
     call (real Freki, embedded SmolLM2)."""
     from freki.api.server import build_server
     from freki.engine import FrekiEngine
-    from tests.system.polyglot.citations import quotes_the_document
+    from tests.system.polyglot.citations_support import quotes_the_document
     from tests.wolf_service.conftest import ops_settings
 
     cmds = commands("grounded")

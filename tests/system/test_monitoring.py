@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.geri.fixtures import embedded_backend, geri_settings, start_geri  # noqa: F401
+from tests.geri.geri_servers_support import embedded_backend, geri_settings, start_geri  # noqa: F401
 from tests.wolf_service.conftest import metrics_url
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from wolf.v1 import freki_pb2
 
 from freki.settings import FrekiSettings
-from tests.freki.api.corpus import GERI_DOC
+from tests.freki.api.corpus_support import GERI_DOC
 from tests.wolf_service.conftest import (
     api_keys,
     bearer,

@@ -8,7 +8,7 @@ import grpc
 import pytest
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
-from tests.geri.fixtures import embedded_backend, geri_settings, start_geri  # noqa: F401
+from tests.geri.geri_servers_support import embedded_backend, geri_settings, start_geri  # noqa: F401
 from tests.wolf_service.conftest import KEYS, api_keys, bearer, metrics_url
 from tests.wolf_service.test_metrics import scrape, value
 from wolf_service.audit_log import read_audit_log

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from wolf.v1 import freki_pb2
 
-from tests.freki.api.corpus import BAKERY_DOC, GERI_DOC
+from tests.freki.api.corpus_support import BAKERY_DOC, GERI_DOC
 from tests.wolf_service.conftest import freki_stub, index_request, metrics_url, ops_of, retrieve_request
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ import uvicorn
 from odin_client import OdinSettings
 from odin_client.gateway import GatewaySettings, create_app
 from odin_client.types.errors import RateLimited, from_rpc_error
-from tests.odin_client.servicers import free_port
+from tests.odin_client.servicers_support import free_port
 from tests.wolf_service.conftest import api_keys, bearer, freki_stub, index_request, metrics_url, retrieve_request
 from tests.wolf_service.test_metrics import scrape, value
 from wolf_service.rate_limits import Limiter, LimitExceeded, RateLimitSettings, Subject

@@ -16,7 +16,7 @@ import pytest
 from wolf.v1 import freki_pb2
 
 from freki.settings import FrekiSettings
-from tests.freki.api.corpus import BAKERY_DOC, GERI_DOC
+from tests.freki.api.corpus_support import BAKERY_DOC, GERI_DOC
 from tests.wolf_service.conftest import freki_stub, index_request, ops_of, retrieve_request
 from wolf_service.reload import SettingsReloader, SettingsSource
 from wolf_service.service_ops import COMMON_RELOADABLE

@@ -19,7 +19,7 @@ from wolf.v1 import freki_pb2_grpc
 
 from freki.api.server import build_server
 from freki.engine import FrekiEngine
-from tests.geri.fixtures import embedded_backend, geri_settings, start_geri  # noqa: F401 - fixture
+from tests.geri.geri_servers_support import embedded_backend, geri_settings, start_geri  # noqa: F401 - fixture
 from tests.wolf_service.conftest import index_request, ops_of, ops_settings
 from wolf_service.audit_log import read_audit_log
 from wolf_service.auth import hash_key
@@ -69,7 +69,7 @@ def seed_stubs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def seed_calls(stubs: Path, address: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Run the seed-only client in its own process (its path holds the generated stubs, not ours)."""
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("seed_client.py")), str(stubs), address],
+        [sys.executable, str(Path(__file__).with_name("seed_client_support.py")), str(stubs), address],
         input=json.dumps(calls), capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-3000:]
     return list(json.loads(done.stdout))

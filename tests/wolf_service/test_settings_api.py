@@ -17,7 +17,7 @@ from freki.api.server import build_server
 from freki.engine import FrekiEngine
 from freki.settings import FrekiSettings
 from geri.settings import GeriSettings
-from tests.geri.fixtures import embedded_backend, start_geri  # noqa: F401 - fixture
+from tests.geri.geri_servers_support import embedded_backend, start_geri  # noqa: F401 - fixture
 from tests.wolf_service.conftest import ops_of
 from wolf_service.audit_log import read_audit_log
 from wolf_service.auth import hash_key

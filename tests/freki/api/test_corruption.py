@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from wolf.v1 import common_pb2, freki_pb2
 
-from tests.freki.served import ROOT, FrekiProcess
+from tests.freki.freki_process_support import ROOT, FrekiProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 DOCS = {

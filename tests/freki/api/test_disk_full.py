@@ -20,7 +20,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from wolf.v1 import common_pb2, freki_pb2
 
-from tests.freki.served import FrekiProcess
+from tests.freki.freki_process_support import FrekiProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 MIB = 1024 * 1024

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from wolf.v1 import common_pb2, freki_pb2
 
-from tests.freki.ingest.office_files import build_eml, build_pptx, build_xlsx
+from tests.freki.ingest.office_files_support import build_eml, build_pptx, build_xlsx
 
 pytestmark = pytest.mark.integration
 

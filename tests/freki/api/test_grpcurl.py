@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.freki.api.corpus import GERI_DOC
+from tests.freki.api.corpus_support import GERI_DOC
 
 pytestmark = pytest.mark.integration
 

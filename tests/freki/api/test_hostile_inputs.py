@@ -10,7 +10,13 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from wolf.v1 import common_pb2, freki_pb2
 
-from tests.freki.api.hostile import ALIAS_BOMB, cases, declared_slides_pptx, locked_pptx, many_page_pdf
+from tests.freki.api.hostile_documents_support import (
+    ALIAS_BOMB,
+    cases,
+    declared_slides_pptx,
+    locked_pptx,
+    many_page_pdf,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +57,7 @@ def test_hostile_document_is_refused_and_the_tenant_unharmed(  # type: ignore[no
 
 
 def test_the_watched_folder_skips_the_same_files_with_their_reasons(tmp_path, embedder) -> None:  # type: ignore[no-untyped-def]
-    from tests.freki.ingest.scanned import encode, png_header_only, text_image
+    from tests.freki.ingest.scanned_documents_support import encode, png_header_only, text_image
     from tests.freki.watch.conftest import settle, start_watched
 
     folder = tmp_path / "docs"

@@ -7,7 +7,7 @@ import grpc
 import pytest
 from wolf.v1 import common_pb2, freki_pb2
 
-from tests.freki.ingest.scanned import encode, png_header_only, text_image
+from tests.freki.ingest.scanned_documents_support import encode, png_header_only, text_image
 
 pytestmark = pytest.mark.integration
 

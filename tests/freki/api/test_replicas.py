@@ -1,6 +1,6 @@
 """Two Freki replicas writing and reading one collection (``store.shared``; docs/scaling.md).
 
-Both replicas talk to one real engine (``tests.freki.shared_engine``: no Qdrant server runs on this box).
+Both replicas talk to one real engine (``tests.freki.shared_engine_support``: no Qdrant server runs on this box).
 Each has its own gRPC server, engine, locks, caches and hidden generations; they share the collection and
 the key store file, as replicas on one Qdrant cluster do.
 """
@@ -20,7 +20,7 @@ from freki.api.server import build_server
 from freki.engine import FrekiEngine
 from freki.ingest.indexing import IndexInput
 from tests.freki.conftest import freki_settings
-from tests.freki.shared_engine import SharedEngine, shared_store_settings
+from tests.freki.shared_engine_support import SharedEngine, shared_store_settings
 
 pytestmark = pytest.mark.integration
 

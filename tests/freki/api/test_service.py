@@ -12,7 +12,7 @@ from wolf.v1 import common_pb2, freki_pb2
 
 from freki.engine import FrekiEngine
 from freki.ingest.indexing import IndexInput
-from tests.freki.api.corpus import ASTRO_DOC, BAKERY_DOC, GERI_DOC
+from tests.freki.api.corpus_support import ASTRO_DOC, BAKERY_DOC, GERI_DOC
 from tests.freki.conftest import freki_settings
 
 pytestmark = pytest.mark.integration
@@ -104,7 +104,7 @@ def test_score_threshold_is_a_minimum(freki_stub, corpus) -> None:  # type: igno
     (common_pb2.SEARCH_MODE_UNSPECIFIED, 0.2), (common_pb2.SEARCH_MODE_HYBRID, 0.2),
     (common_pb2.SEARCH_MODE_DENSE, 0.25), (common_pb2.SEARCH_MODE_SPARSE, 0.0)])
 def test_unrelated_questions_find_nothing_and_say_so(freki_stub, corpus, mode, threshold) -> None:  # type: ignore[no-untyped-def]
-    """The default threshold per mode (retrieval.mode_thresholds, scripts/eval_thresholds.py) keeps an
+    """The default threshold per mode (retrieval.mode_thresholds, scripts/eval/thresholds.py) keeps an
     unrelated question's matches out, and the reply says how many it removed."""
     ctx = retrieve(freki_stub, "What is the capital of Mongolia and who founded it?", top_k=3, mode=mode).rag_context
     assert ctx.score_threshold == pytest.approx(threshold)

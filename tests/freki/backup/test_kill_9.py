@@ -17,7 +17,7 @@ from wolf.v1 import freki_pb2
 
 from freki.backup.manifest import BackupInvalid
 from freki.backup.source import BackupSource
-from tests.freki.served import ROOT, FrekiProcess
+from tests.freki.freki_process_support import ROOT, FrekiProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

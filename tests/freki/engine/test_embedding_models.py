@@ -25,7 +25,7 @@ from freki.ingest.indexing import IndexInput, document_chunks
 from freki.search.retrieval import Query
 from freki.settings import FrekiSettings
 from freki.store import ChunkPoint, FieldMatch
-from tests.freki.engine.small_model import SMALL_DIM, build_small_model
+from tests.freki.engine.small_models_support import SMALL_DIM, build_small_model
 from wolf_service.errors import FailedPrecondition
 
 pytestmark = pytest.mark.integration

@@ -1,7 +1,7 @@
 """The knowledge graph across several embedding models, on the real engine with two real models.
 
 Linked Markdown notes where one note (frontmatter ``document_type: spec``) is embedded by a second model —
-a two-layer cut of the packaged MiniLM projected to 128 dimensions (``small_model.py``), whose unrelated
+a two-layer cut of the packaged MiniLM projected to 128 dimensions (``small_models_support.py``), whose unrelated
 texts sit at cosine ~0.63, so a score that skipped the alignment to the standard model's scale shows.
 Graph expansion must find the linked note in the second model's collection, and ``explain`` must score it
 with that model's query vector.
@@ -19,7 +19,7 @@ from freki.ingest.indexing import IndexInput
 from freki.search import fusion
 from freki.search.retrieval import Hit, Query
 from freki.settings import FrekiSettings
-from tests.freki.engine.small_model import build_small_model
+from tests.freki.engine.small_models_support import build_small_model
 
 pytestmark = pytest.mark.integration
 

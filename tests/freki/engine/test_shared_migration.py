@@ -4,7 +4,7 @@ A migration on one replica cannot see the other replicas' writes and drops the o
 on a shared store it is refused unless this replica is declared the single writer (``reindex.shared_migration``)
 and the active-index record is a file every replica reads (``reindex.active_index_path``). Replicas then start
 on the version that record names, and a replica that is not the migrator never resumes or abandons another's
-migration. One real engine behind the replicas (``tests.freki.shared_engine``), the real model and a real second
+migration. One real engine behind the replicas (``tests.freki.shared_engine_support``), the real model and a real second
 model.
 """
 
@@ -20,7 +20,7 @@ from freki.engine.active_index import ActiveIndex, MigrationRecord, load_active,
 from freki.search.retrieval import Query
 from freki.settings import FrekiSettings
 from tests.freki.engine.test_reindex import T, doc, settings, text, wait_for
-from tests.freki.shared_engine import SharedEngine, shared_store_settings
+from tests.freki.shared_engine_support import SharedEngine, shared_store_settings
 from wolf_service.errors import FailedPrecondition
 
 pytestmark = pytest.mark.integration
@@ -97,6 +97,6 @@ def test_a_replica_leaves_another_replicas_migration_alone(  # type: ignore[no-u
 
 @pytest.fixture(scope="module")
 def second_model(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from tests.freki.engine.small_model import build_second_model
+    from tests.freki.engine.small_models_support import build_second_model
 
     return build_second_model(tmp_path_factory.mktemp("minilm3-shared"))

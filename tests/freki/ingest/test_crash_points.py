@@ -16,7 +16,7 @@ import grpc
 import pytest
 from wolf.v1 import common_pb2, freki_pb2
 
-from tests.freki.served import FrekiProcess
+from tests.freki.freki_process_support import FrekiProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

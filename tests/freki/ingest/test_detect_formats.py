@@ -16,7 +16,7 @@ from freki.ingest.parsing import (
     detect_content_type,
     parse_document,
 )
-from tests.freki.ingest.office_files import (
+from tests.freki.ingest.office_files_support import (
     build_eml,
     build_epub,
     build_msg,
@@ -178,7 +178,7 @@ def test_supported_types_are_listed_in_one_table() -> None:
 
 @pytest.mark.parametrize("name", ["scan.pdf", "scan.docx", "notes.txt"])
 def test_an_image_under_another_extension_is_read_as_the_image_it_is(name: str) -> None:
-    from tests.freki.ingest.scanned import encode, text_image
+    from tests.freki.ingest.scanned_documents_support import encode, text_image
 
     png = encode([text_image(["Harbour master logbook"])], "PNG")
     assert detect_content_type(png, source=name) == "image"

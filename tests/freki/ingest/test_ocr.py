@@ -18,7 +18,7 @@ from freki.ingest.parsing import (
     parse_document,
 )
 from freki.ingest.sandbox import ParserSandbox, SandboxConfig
-from tests.freki.ingest.scanned import blank_image, encode, png_header_only, text_image
+from tests.freki.ingest.scanned_documents_support import blank_image, encode, png_header_only, text_image
 from tests.freki.ingest.test_parsing_binary import build_pdf
 
 HERON = ["The grey heron nests in the reed bed", "beside the old mill on the river."]
@@ -181,7 +181,7 @@ def test_a_server_without_tesseract_says_what_to_install(monkeypatch: pytest.Mon
 
 
 def test_an_e_mail_and_its_attachments_share_one_ocr_page_budget_in_the_sandbox() -> None:
-    from tests.freki.ingest.office_files import build_eml
+    from tests.freki.ingest.office_files_support import build_eml
 
     png = encode([text_image(HERON)], "PNG")
     mail = build_eml("Two scans attached.", attachments=[("first.png", png, "image/png"),

@@ -200,7 +200,7 @@ def test_docx_with_damaged_compressed_data_is_a_clear_error() -> None:
 
 
 def test_a_pdf_with_more_pages_than_the_limit_is_refused_before_its_pages_are_read() -> None:
-    from tests.freki.api.hostile import many_page_pdf
+    from tests.freki.api.hostile_documents_support import many_page_pdf
 
     with pytest.raises(LimitExceeded, match=r"3 pages; the limit is 2 \(limits.pdf_max_pages\)") as caught:
         parse_document(build_pdf([["one"], ["two"], ["three"]]), source="long.pdf", limits=ParseLimits(pdf_max_pages=2))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from freki.ingest.parsing import EmptyDocument, EncryptedDocument, ParsedDocument, ParseLimits, parse_document
-from tests.freki.ingest.office_files import (
+from tests.freki.ingest.office_files_support import (
     build_eml,
     build_message,
     build_msg,

@@ -1,4 +1,5 @@
-"""PPTX, XLSX, ODS, ODT and EPUB parsing on real files written at test time (tests/freki/ingest/office_files.py)."""
+"""PPTX, XLSX, ODS, ODT and EPUB parsing on real files written at test time
+(tests/freki/ingest/office_files_support.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from freki.ingest.parsing import CorruptDocument, LimitExceeded, ParseLimits, parse_document
 from freki.ingest.parsing.tables import is_table
-from tests.freki.ingest.office_files import build_epub, build_ods, build_odt, build_pptx, build_xlsx
+from tests.freki.ingest.office_files_support import build_epub, build_ods, build_odt, build_pptx, build_xlsx
 
 DECK = [
     {"title": "Revenue plan", "body": ["Grow sales by ten percent.", "Open the Bergen office."],
@@ -243,7 +244,7 @@ def test_truncated_packages_are_corrupt(name: str, data: bytes) -> None:
 
 
 def test_slides_a_deck_declares_count_against_the_limit_before_any_is_resolved() -> None:
-    from tests.freki.api.hostile import declared_slides_pptx
+    from tests.freki.api.hostile_documents_support import declared_slides_pptx
 
     with pytest.raises(LimitExceeded, match=r"100,001 slides; the limit is 1,000 \(limits.pptx_max_slides\)"):
         parse_document(declared_slides_pptx(100_000), source="declared.pptx")

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from freki.ingest.parsing import EncryptedDocument, parse_document
-from tests.freki.ingest.office_files import msg_message
+from tests.freki.ingest.office_files_support import msg_message
 
 
 def _msg() -> object:

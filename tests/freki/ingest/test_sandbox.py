@@ -10,7 +10,7 @@ import pytest
 from freki.ingest.deadline import Deadline
 from freki.ingest.parsing import LimitExceeded, ParseLimits
 from freki.ingest.sandbox import ParserSandbox, SandboxConfig
-from tests.freki.api.hostile import docx
+from tests.freki.api.hostile_documents_support import docx
 from wolf_service.errors import DeadlineExceeded
 
 SLOW = "\n\n".join(f"* item *{i}* with `code {i}` and [a link](http://x/{i}) **bold {i}**" for i in range(200_000))

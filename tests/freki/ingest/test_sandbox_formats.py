@@ -9,7 +9,7 @@ import pytest
 
 from freki.ingest.parsing import LimitExceeded, ParseLimits
 from freki.ingest.sandbox import ParserSandbox, SandboxConfig
-from tests.freki.ingest.office_files import build_xlsx
+from tests.freki.ingest.office_files_support import build_xlsx
 from tests.freki.ingest.test_detect_formats import SAMPLES
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from freki.store import EdgeStore, RemoteStore
 from freki.store.guarded import GuardedStore
-from tests.freki.store.points import spec
+from tests.freki.store.points_support import spec
 
 
 @pytest.fixture

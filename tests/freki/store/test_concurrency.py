@@ -10,7 +10,7 @@ import pytest
 from freki.store import FieldMatch
 from freki.store.guarded import GuardedStore
 from freki.store.rwlock import ReadWriteLock
-from tests.freki.store.points import make_points
+from tests.freki.store.points_support import make_points
 
 CHUNKS = 6
 

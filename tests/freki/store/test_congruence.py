@@ -21,7 +21,7 @@ from freki.store import (
     SparseVector,
     StoredPoint,
 )
-from tests.freki.store.points import DIM, make_points, random_dense, random_sparse, spec
+from tests.freki.store.points_support import DIM, make_points, random_dense, random_sparse, spec
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ import pytest
 from freki.embed.calibration import Alignment
 from freki.search import fusion
 from freki.store import ChunkPoint, ConvexWeights, EdgeStore, FieldMatch, InvalidStoreInput, RemoteStore, SparseVector
-from tests.freki.store.points import make_points, random_dense, random_sparse
+from tests.freki.store.points_support import make_points, random_dense, random_sparse
 
 pytestmark = pytest.mark.integration
 

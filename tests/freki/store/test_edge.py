@@ -21,7 +21,7 @@ from freki.store import (
     StoreError,
     StoreUnavailable,
 )
-from tests.freki.store.points import make_points, spec
+from tests.freki.store.points_support import make_points, spec
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[3]
@@ -51,7 +51,7 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path, flush_writes: bool) 
         import os, signal, sys
         sys.path[:0] = [{str(REPO)!r}]
         from freki.store import StoreConfig, make_store
-        from tests.freki.store.points import make_points, spec
+        from tests.freki.store.points_support import make_points, spec
         store = make_store(StoreConfig(data_dir={str(tmp_path)!r}, flush_writes={flush_writes}))
         store.ensure_collection(spec())
         points = make_points(25)
@@ -79,7 +79,7 @@ def test_second_open_of_a_data_dir_is_refused_clearly(tmp_path: Path) -> None:
     script = f"""
 import sys; sys.path[:0] = [{str(REPO)!r}]
 from freki.store import EdgeStore, StoreUnavailable
-from tests.freki.store.points import spec
+from tests.freki.store.points_support import spec
 try:
     EdgeStore({str(tmp_path)!r}).ensure_collection(spec())
 except StoreUnavailable as exc:

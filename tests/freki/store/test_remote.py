@@ -20,7 +20,7 @@ from freki.store import (
     StoreUnavailable,
     make_store,
 )
-from tests.freki.store.points import make_points, spec
+from tests.freki.store.points_support import make_points, spec
 
 pytestmark = pytest.mark.integration
 

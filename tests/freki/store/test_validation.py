@@ -17,7 +17,7 @@ from freki.store import (
 )
 from freki.store.guarded import GuardedStore
 from freki.store.validation import check_filter, check_payload, check_points, check_spec
-from tests.freki.store.points import DIM, make_points, spec
+from tests.freki.store.points_support import DIM, make_points, spec
 
 ID = "0b5e2f2a-8f1e-4c1e-9a51-3f0d7c1a9b10"
 

@@ -8,7 +8,7 @@ import pytest
 
 from freki.engine import FrekiEngine
 from freki.watch.watcher import Watcher
-from tests.freki.shared_engine import SharedEngine, shared_store_settings
+from tests.freki.shared_engine_support import SharedEngine, shared_store_settings
 from tests.freki.watch.conftest import TENANT, paragraphs, wait_for, watch_settings
 
 pytestmark = pytest.mark.integration

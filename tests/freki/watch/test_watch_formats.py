@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.freki.ingest.office_files import build_epub, build_msg, build_pptx
+from tests.freki.ingest.office_files_support import build_epub, build_msg, build_pptx
 from tests.freki.watch.conftest import Watched, settle, wait_for
 
 pytestmark = pytest.mark.integration

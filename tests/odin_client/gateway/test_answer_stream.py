@@ -16,7 +16,7 @@ from odin_client import OdinSettings
 from odin_client.gateway import GatewaySettings, create_app
 from odin_client.gateway.answer_stream import REVISED_NOTE
 from tests.odin_client.conftest import freki, geri  # noqa: F401 - fixtures
-from tests.odin_client.grounded_servicer import GroundedGeri
+from tests.odin_client.grounded_servicer_support import GroundedGeri
 
 QUOTE = "The Skadi gateway listens on TCP port 7443 by default."
 QUESTION = [{"role": "user", "content": "Which port?"}]

@@ -21,8 +21,8 @@ from freki.engine import FrekiEngine
 from freki.settings import FrekiSettings
 from odin_client import OdinSettings
 from odin_client.gateway import GatewaySettings, create_app
-from tests.geri.fixtures import embedded_backend, geri_server  # noqa: F401
-from tests.odin_client.servicers import free_port
+from tests.geri.geri_servers_support import embedded_backend, geri_server  # noqa: F401
+from tests.odin_client.servicers_support import free_port
 from wolf_service.serving import ServerHandle
 
 pytestmark = pytest.mark.integration

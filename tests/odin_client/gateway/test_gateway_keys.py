@@ -26,7 +26,7 @@ from freki.engine import FrekiEngine
 from freki.settings import FrekiSettings
 from odin_client import OdinSettings
 from odin_client.gateway import GatewaySettings, create_app
-from tests.odin_client.servicers import free_port
+from tests.odin_client.servicers_support import free_port
 from wolf_service.auth import hash_key
 from wolf_service.serving import ServerHandle
 

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from odin_client import OdinClient, OdinSettings
-from tests.geri.fixtures import embedded_backend, geri_settings, start_geri  # noqa: F401
-from tests.local_servers import free_port, stop
+from tests.geri.geri_servers_support import embedded_backend, geri_settings, start_geri  # noqa: F401
+from tests.local_servers_support import free_port, stop
 from wolf_service.auth import hash_key
 from wolf_service.serving import ServerHandle
 

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.local_servers import free_port, stop
+from tests.local_servers_support import free_port, stop
 from tests.odin_client.mcp.conftest import ROOT, child_env, key_entries, odin_mcp_args, secret, wait_listening
 from wolf_service.serving import ServerHandle
 

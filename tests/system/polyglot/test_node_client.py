@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.geri.fixtures import embedded_backend, geri_settings, start_geri  # noqa: F401
-from tests.system.polyglot.citations import quotes_the_document
+from tests.geri.geri_servers_support import embedded_backend, geri_settings, start_geri  # noqa: F401
+from tests.system.polyglot.citations_support import quotes_the_document
 from wolf_service.serving import ServerHandle
 
 pytestmark = pytest.mark.integration

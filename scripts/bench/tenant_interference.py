@@ -1,0 +1,140 @@
+"""Heavy documents from tenant A against tenant B's query latency, on a real ``freki serve`` (issue 32, item 3).
+
+Tenant B indexes a few ordinary documents, then asks questions one after another: first alone (baseline),
+then while tenant A keeps sending hostile documents — a 4.9-million-character "word" and one sentence
+repeated 70,000 times — each with a ``--deadline`` (the server must stop soon after it). Prints B's query
+p50 / p95 / max in both phases, their ratio (goal: p50 at most 2x), how A's calls ended, and the server's
+CPU time in each phase. The server runs in its own process; traffic goes to 127.0.0.1 only.
+
+    .venv/bin/python -m scripts.bench.tenant_interference                    # 60 s per phase
+    .venv/bin/python -m scripts.bench.tenant_interference --seconds 20 --senders 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import grpc
+import psutil
+from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
+
+from scripts.common import REPO, child_pythonpath
+
+HOSTILE = ["a" * 4_900_000, "The quick brown fox jumps over the lazy dog near the river bank. " * 70_000]
+B_DOCS = [f"Agency B note {i}: the flat on floor {i % 5} has {i % 3 + 1} bedrooms, rent {700 + 25 * i} euros, "
+          f"heating by {'gas' if i % 2 else 'district heat'}; viewing on request." for i in range(40)]
+QUESTIONS = ["Which flat has three bedrooms?", "How is the flat heated?", "What is the rent on floor 2?",
+             "Can I view the flat?", "Which flats have district heating?"]
+
+
+def start_server(data_dir: Path, extra: dict[str, object]) -> tuple[subprocess.Popen[str], str]:
+    config = data_dir / "freki.json"
+    config.write_text(json.dumps({"data_dir": str(data_dir / "data"), "retrieval": {"result_cache_bytes": 0},
+                                  **extra}))
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(), "HF_HUB_OFFLINE": "1"}
+    server = subprocess.Popen([sys.executable, "-m", "freki.cli", "serve", "--config", str(config), "--port", "0"],
+                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=open(data_dir / "freki.log", "w"),
+                              text=True)
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    if "listening on" not in line:
+        raise SystemExit(f"freki did not start; see {data_dir / 'freki.log'}")
+    return server, line.rsplit(" ", 1)[-1].strip()
+
+
+def ask(stub: freki_pb2_grpc.FrekiServiceStub, question: str) -> float:
+    started = time.perf_counter()
+    stub.RetrieveContext(common_pb2.WolfRequest(request_id=str(uuid.uuid4()), model_type=common_pb2.RAG,
+                                                prompt=question, tenant_id="agency-b",
+                                                retrieval=common_pb2.RetrievalOptions(top_k=5)), timeout=30)
+    return (time.perf_counter() - started) * 1000
+
+
+def queries(stub: freki_pb2_grpc.FrekiServiceStub, seconds: float) -> list[float]:
+    """B's query latencies (ms), one query after another, for ``seconds``."""
+    times: list[float] = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        # Never the same text twice: every query is embedded (no query-cache hits).
+        times.append(ask(stub, f"{QUESTIONS[len(times) % len(QUESTIONS)]} ({uuid.uuid4().hex[:6]})"))
+    return times
+
+
+def summary(times: list[float]) -> dict[str, float]:
+    ordered = sorted(times)
+    return {"n": len(times), "p50_ms": round(statistics.median(ordered), 1),
+            "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))], 1), "max_ms": round(ordered[-1], 1)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=60.0, help="length of each phase")
+    parser.add_argument("--senders", type=int, default=2, help="tenant A's concurrent senders of hostile documents")
+    parser.add_argument("--deadline", type=float, default=30.0, help="deadline of each of A's IndexDocument calls")
+    parser.add_argument("--config", default="{}", help="extra Freki settings as JSON")
+    args = parser.parse_args()
+
+    server, address = start_server(Path(tempfile.mkdtemp(prefix="freki-interference-")), json.loads(args.config))
+    process = psutil.Process(server.pid)
+    try:
+        stub = freki_pb2_grpc.FrekiServiceStub(grpc.insecure_channel(address, options=[
+            ("grpc.max_send_message_length", 64 * 1024 * 1024)]))
+        for i, text in enumerate(B_DOCS):
+            stub.IndexDocument(freki_pb2.IndexDocumentRequest(request_id=str(uuid.uuid4()), tenant_id="agency-b",
+                                                              document_id=f"b-{i}", content=text,
+                                                              content_type="text"), timeout=120)
+        queries(stub, 5)  # warm-up
+        cpu = process.cpu_times()
+        alone = queries(stub, args.seconds)
+        cpu_alone = sum(process.cpu_times()[:2]) - sum(cpu[:2])
+
+        stop, outcomes = threading.Event(), Counter[str]()
+
+        def send(sender: int) -> None:
+            n = 0
+            while not stop.is_set():
+                text = HOSTILE[(sender + n) % len(HOSTILE)]
+                n += 1
+                try:
+                    stub.IndexDocument(freki_pb2.IndexDocumentRequest(
+                        request_id=str(uuid.uuid4()), tenant_id="agency-a", document_id=f"a-{sender}-{n}",
+                        content=text, content_type="text"), timeout=args.deadline)
+                    outcomes["OK"] += 1
+                except grpc.RpcError as exc:
+                    outcomes[exc.code().name] += 1
+
+        senders = [threading.Thread(target=send, args=(s,), daemon=True) for s in range(args.senders)]
+        for thread in senders:
+            thread.start()
+        time.sleep(2)  # A's documents are being worked on
+        cpu = process.cpu_times()
+        loaded = queries(stub, args.seconds)
+        cpu_loaded = sum(process.cpu_times()[:2]) - sum(cpu[:2])
+        stop.set()
+        for thread in senders:
+            thread.join(args.deadline + 30)
+        before, during = summary(alone), summary(loaded)
+        print(json.dumps({"alone": {**before, "server_cpu_s": round(cpu_alone, 1)},
+                          "with_tenant_a": {**during, "server_cpu_s": round(cpu_loaded, 1)},
+                          "p50_ratio": round(during["p50_ms"] / before["p50_ms"], 2),
+                          "tenant_a_calls": dict(outcomes), "seconds": args.seconds, "senders": args.senders,
+                          "deadline_s": args.deadline, "config": args.config}, indent=2))
+    finally:
+        server.terminate()
+        server.wait(30)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
