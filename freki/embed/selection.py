@@ -37,6 +37,7 @@ from freki.embed import bulk_choice
 from freki.embed.encoders import PAD_SLACK, BatchedEncoder, Encoder, TorchEncoder
 from freki.embed.onnx_export import export_onnx
 from freki.embed.runners import BatchRunner, OnnxRunner, TorchRunner
+from wolf_service.hardware import native_bf16
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -131,16 +132,6 @@ def _checked_runner(make: Callable[[], BatchRunner], reference: Callable[[], np.
         return None
     log.info("%s on: min probe cosine to torch fp32 %.6f", what, cosine)
     return runner
-
-
-def native_bf16() -> bool:
-    """Whether torch (oneDNN) has native bf16 kernels on this CPU; emulated bf16 is slower than fp32."""
-    import torch
-
-    try:
-        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):  # a torch build without the check
-        return False
 
 
 def probe_vectors(encoder: Encoder) -> np.ndarray:

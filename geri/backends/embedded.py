@@ -86,7 +86,8 @@ class EmbeddedBackend:
                         f"embedded model {path} does not exist: set GERI_EMBEDDED_MODEL_PATH to a GGUF file "
                         "or a Hugging Face model directory"
                     )
-                self._model = load_model(path, threads=self._settings.embedded_threads)
+                self._model = load_model(path, threads=self._settings.embedded_threads,
+                                         dtype=self._settings.embedded_dtype)
             return self._model
 
     def resolve_model(self, requested: str) -> str:

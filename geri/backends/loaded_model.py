@@ -22,13 +22,14 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, TextIteratorStream
 from geri.backends.base import ChatMessage, GenerationParams
 from geri.backends.constrained import JsonSchemaConstraint, llg_tokenizer
 from geri.backends.decoding import PromptCache, decode
+from wolf_service.hardware import native_bf16
 
 log = logging.getLogger("geri.embedded")
 
 # How long the consumer waits on the streamer before checking that the worker is still alive.
 _STREAMER_POLL_S = 0.5
 
-_cache: dict[Path, LoadedModel] = {}
+_cache: dict[tuple[Path, torch.dtype], LoadedModel] = {}
 _cache_lock = threading.Lock()
 
 
@@ -134,29 +135,32 @@ def _render(message: ChatMessage) -> str:
     return message.content
 
 
-def load_model(path: Path, *, threads: int | None = None) -> LoadedModel:
+def load_model(path: Path, *, threads: int | None = None, dtype: str = "auto") -> LoadedModel:
     """Load (or return the cached) model at ``path``: a ``.gguf`` file or an HF model directory.
 
     Args:
         path: Weights location.
         threads: torch intra-op threads; None keeps torch's default.
+        dtype: "float32", "bfloat16", or "auto" (bfloat16 where the CPU has native bf16 kernels).
     """
     if threads:
         torch.set_num_threads(threads)
-    key = path.resolve()
+    torch_dtype = model_dtype(dtype)
+    key = (path.resolve(), torch_dtype)
     with _cache_lock:
         cached = _cache.get(key)
         if cached is not None:
             return cached
         started = time.monotonic()
-        if key.suffix == ".gguf":
-            source, extra = str(key.parent), {"gguf_file": key.name}
-            size = key.stat().st_size
+        where = key[0]
+        if where.suffix == ".gguf":
+            source, extra = str(where.parent), {"gguf_file": where.name}
+            size = where.stat().st_size
         else:
-            source, extra = str(key), {}
-            size = sum(p.stat().st_size for p in key.iterdir() if p.is_file())
+            source, extra = str(where), {}
+            size = sum(p.stat().st_size for p in where.iterdir() if p.is_file())
         tokenizer = AutoTokenizer.from_pretrained(source, **extra)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **extra)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **extra)
         model.eval()
         eos = model.generation_config.eos_token_id
         eos_ids = frozenset(eos if isinstance(eos, list) else [eos] if eos is not None else [])
@@ -168,6 +172,14 @@ def load_model(path: Path, *, threads: int | None = None) -> LoadedModel:
             family=str(getattr(model.config, "model_type", "")),
             eos_ids=eos_ids | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()),
         )
-        log.info("loaded %s in %.1fs (window %d)", key, time.monotonic() - started, loaded.max_positions)
+        log.info("loaded %s (%s) in %.1fs (window %d)", where, torch_dtype, time.monotonic() - started,
+                 loaded.max_positions)
         _cache[key] = loaded
         return loaded
+
+
+def model_dtype(name: str) -> torch.dtype:
+    """The torch dtype for the ``embedded_dtype`` setting; "auto" is bfloat16 only with native bf16 kernels."""
+    if name == "auto":
+        return torch.bfloat16 if native_bf16() else torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16}[name]
