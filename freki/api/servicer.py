@@ -80,12 +80,17 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         started = time.perf_counter()
         validation.validate_retrieve(request, self.settings)
         query = convert.query_from_request(request, self.settings, self.default_mode)
+        # Read before the search: a write landing during it moves the epoch on, so this context is never
+        # labelled with an epoch newer than its content.
+        epoch = self.engine.results.epoch(query.tenant_id)
         with caller_deadline(call_deadline(context).remaining()):  # bounds a server model's requests
             hits = self.engine.retrieve(query)
+        reranked = query.rerank and self.engine.retriever.reranker is not None
         return common_pb2.WolfResponse(
             request_id=request.request_id,
             model_type=common_pb2.RAG,
-            rag_context=convert.rag_context(hits, query.score_threshold),
+            rag_context=convert.rag_context(hits, query.score_threshold, queries=[query.text, *query.variants],
+                                            reranked=reranked, index_epoch=epoch),
             metadata=common_pb2.ResponseMetadata(
                 timestamp=convert.now_timestamp(),
                 duration_ms=int((time.perf_counter() - started) * 1000),
