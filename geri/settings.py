@@ -89,6 +89,18 @@ class SessionSettings(BaseModel):
         return self
 
 
+class AnswerCacheSettings(BaseModel):
+    """Geri's cache of grounded answers (docs/answers.md, "Answer cache"; decision 0271)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # On by default: the key holds every input of the answer (the shown sources' text included), so a hit
+    # is the answer the model would give again; the bound keeps it a few MB.
+    max_entries: int = Field(default=1024, ge=0, le=1_000_000,
+                             description="Grounded answers kept (least recently used go first); 0 turns it off.")
+    ttl_s: float = Field(default=900.0, gt=0, description="A cached answer older than this is generated again.")
+
+
 class StructuredSettings(BaseModel):
     """Limits on JSON schemas and tools a request may carry."""
 
@@ -160,6 +172,7 @@ class GeriSettings(FileSettings):
     sessions: SessionSettings = SessionSettings()
     structured: StructuredSettings = StructuredSettings()
     answering: AnsweringSettings = AnsweringSettings()
+    answer_cache: AnswerCacheSettings = AnswerCacheSettings()
 
     # --- generation defaults and limits -------------------------------------------------
     system_prompt: str = DEFAULT_SYSTEM_PROMPT

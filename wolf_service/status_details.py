@@ -37,7 +37,8 @@ _MAX_METADATA = 200
 # "request.context.documents[2].content is empty", "options.min_score: ...", "prompt is 9 characters".
 _FIELD = re.compile(r"^((?:[A-Za-z_]\w*(?:\[\d+\])?)(?:\.[A-Za-z_]\w*(?:\[\d+\])?)*)(?=:| must | is | has | are )")
 # "(setting ingest.max_bytes)", "(answering.max_query_variants; got 4)", "setting rate_limits.tenant.rate"
-_SETTING = re.compile(r"(?:setting[s]? `?|\()([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)+)`?(?=[;),\s]|$)")
+_SETTING = re.compile(r"setting `?([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*)`?(?=[;),\s]|$)"
+                      r"|\(([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)+)(?=[;),\s])")
 _LIMIT = re.compile(r"(?:the limit is|limit(?: of)?|at most|over the) ([\d,.]+(?:\s?[KMG]i?B|-byte)?)")
 
 _HINTS: dict[grpc.StatusCode, str] = {
@@ -94,7 +95,7 @@ def _retry_after(exc: BaseException | None, code: grpc.StatusCode, setting: str)
 def rich_status(code: grpc.StatusCode, message: str, *, domain: str, exc: BaseException | None = None,
                 request_id: str = "", reason: str = "", hint: str = "") -> status_pb2.Status:
     """The ``google.rpc.Status`` for an error with ``code`` and ``message`` (unchanged), raised as ``exc``."""
-    setting = _attr(exc, "setting") or next(iter(_SETTING.findall(message)), "")
+    setting = _attr(exc, "setting") or next((a or b for a, b in _SETTING.findall(message)), "")
     limit = _attr(exc, "limit") or (m.group(1).rstrip(".,") if (m := _LIMIT.search(message)) else "")
     metadata = {"request_id": request_id[:_MAX_METADATA], "setting": setting, "limit": limit}
     info = error_details_pb2.ErrorInfo(reason=reason or reason_of(exc, code), domain=domain,
@@ -145,6 +146,36 @@ class _Status(grpc.Status):
         self.trailing_metadata = trailing_metadata
 
 
+_DETAIL_TYPES = (error_details_pb2.ErrorInfo, error_details_pb2.LocalizedMessage, error_details_pb2.Help,
+                 error_details_pb2.RetryInfo, error_details_pb2.BadRequest)
+
+
 def details_of(error: grpc.RpcError) -> status_pb2.Status | None:
-    """The rich status a failed call carried (None when it carried none): for clients and tests."""
-    return rpc_status.from_call(error)  # type: ignore[arg-type]
+    """The rich status a failed call carried (None when it carried none or it does not parse)."""
+    try:
+        return rpc_status.from_call(error)  # type: ignore[arg-type]
+    except Exception:  # a trailer that is not a Status, or disagrees with the call's code: no details
+        return None
+
+
+def details_in_metadata(metadata: Any) -> dict[str, Any]:
+    """The known details in a failed call's trailing metadata (sync or aio), by type name; {} when none parse."""
+    for key, value in metadata or ():
+        if key == rpc_status.GRPC_DETAILS_METADATA_KEY and isinstance(value, bytes):
+            try:
+                return unpacked(status_pb2.Status.FromString(value))
+            except Exception:  # a trailer that is not a Status: no details rather than a second error
+                return {}
+    return {}
+
+
+def unpacked(status: status_pb2.Status | None) -> dict[str, Any]:
+    """The known details of ``status`` by type name (``"ErrorInfo"``, ``"RetryInfo"``, ...)."""
+    found: dict[str, Any] = {}
+    for detail in status.details if status is not None else ():
+        for kind in _DETAIL_TYPES:
+            if detail.Is(kind.DESCRIPTOR):
+                message = kind()
+                detail.Unpack(message)
+                found[kind.DESCRIPTOR.name] = message
+    return found
