@@ -75,7 +75,6 @@ class AnswerPipeline:
         self._generation = generation
         self._sessions = sessions
         self._cache = AnswerCache(settings.answer_cache)
-        self._cache_settings = settings.answering.model_dump_json() + f"|{settings.sessions.history_tokens}"
 
     def answer(self, request: geri_pb2.AnswerRequest, cancel: threading.Event, *, stream: bool = False
                ) -> Generator[AnswerStep, None, None]:
@@ -222,7 +221,9 @@ class AnswerPipeline:
         """The answer cache's key: the conversation the model would see is part of it."""
         record = self._session(req)
         history = [*(record.turns if record else ()), *outer.generation.messages]
-        return answer_key(tenant=req.tenant, request=outer, policy=policy, settings_json=self._cache_settings,
+        # Read per request: a hot reload replaces the answering settings.
+        settings_json = f"{self._settings.answering.model_dump_json()}|{self._settings.sessions.history_tokens}"
+        return answer_key(tenant=req.tenant, request=outer, policy=policy, settings_json=settings_json,
                           shown=sources, history=[(t.role, t.content, t.tool_call_id, [str(c) for c in t.tool_calls])
                                                   for t in history])
 

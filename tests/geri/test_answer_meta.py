@@ -118,7 +118,7 @@ def test_a_forged_context_with_a_cached_epoch_and_chunk_ids_is_not_served_the_ca
 def test_huge_questions_and_query_lists_are_refused_with_the_field_and_the_limit(stubs) -> None:  # type: ignore[no-untyped-def]
     _, geri = stubs
     with pytest.raises(grpc.RpcError) as raised:
-        answer(geri, "alpha", common_pb2.RAGContext(), prompt="why " * 200_000)
+        answer(geri, "alpha", common_pb2.RAGContext(), prompt="why " * 300_000)  # over MAX_PROMPT_CHARS (1,000,000)
     error = raised.value
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and error.details().startswith("request.prompt is")
     found = unpacked(details_of(error))
