@@ -78,6 +78,7 @@ class CachedAnswer:
     fallbacks: tuple[bytes, ...]
     stored_at: float
     epoch: int
+    shown: tuple[str, ...] = ()  # ids of the documents the model saw (after the window fitting)
 
     def response(self) -> tuple[geri_pb2.GroundedAnswer, common_pb2.LLMResponse, list[geri_pb2.Fallback]]:
         """Fresh copies of the stored messages."""
@@ -123,13 +124,13 @@ class AnswerCache:
             return found
 
     def put(self, tenant: str, epoch: int, key: str, answer: geri_pb2.GroundedAnswer, llm: common_pb2.LLMResponse,
-            fallbacks: Sequence[geri_pb2.Fallback]) -> None:
+            fallbacks: Sequence[geri_pb2.Fallback], shown: Sequence[str] = ()) -> None:
         """Store an answer (the least recently used entry goes when full); not when a newer epoch of the
         tenant was seen meanwhile (the answer was made from an index that has changed since)."""
         if not self.enabled:
             return
         entry = CachedAnswer(answer.SerializeToString(), llm.SerializeToString(),
-                             tuple(f.SerializeToString() for f in fallbacks), self._now(), epoch)
+                             tuple(f.SerializeToString() for f in fallbacks), self._now(), epoch, tuple(shown))
         with self._lock:
             if epoch < self._newest.get(tenant, 0):
                 return

@@ -112,8 +112,7 @@ class AnswerPipeline:
             self._remember(req, grounded)
             hit = report.complete(geri_pb2.AnswerResponse(
                 request_id=req.request_id, answer=grounded, llm_response=llm, metadata=_metadata(started),
-                cache_hit=True), request, shown=(d.document_id for d in sources))
-            hit.fallbacks.extend(fallbacks)
+                cache_hit=True), request, shown=cached.shown, ran=fallbacks)
             yield AnswerStep("final", response=hit)
             return
         drafts = DraftText()
@@ -152,7 +151,8 @@ class AnswerPipeline:
             kept.CopyFrom(grounded)
             kept.revised = False  # a hit streams the checked text itself
             self._cache.put(req.tenant, outer.context.index_epoch, key, kept, _spent_nothing(llm),
-                            [f for f in response.fallbacks if f.kind != geri_pb2.FALLBACK_KIND_REVISION])
+                            [f for f in response.fallbacks if f.kind != geri_pb2.FALLBACK_KIND_REVISION],
+                            [s.document.document_id for s in shown])
         yield AnswerStep("final", response=response)
 
     def rewrite(self, request: geri_pb2.RewriteQueryRequest, cancel: threading.Event

@@ -98,10 +98,13 @@ def fallbacks(*, backends: Sequence[tuple[str, str]] = (), llm: common_pb2.LLMRe
     return out
 
 
-def complete(response: geri_pb2.AnswerResponse, request: geri_pb2.AnswerRequest, shown: Iterable[str],
-             **fallback_parts: object) -> geri_pb2.AnswerResponse:
-    """``response`` with its documents, retrieval metadata and fallbacks filled in."""
+def complete(response: geri_pb2.AnswerResponse, request: geri_pb2.AnswerRequest, shown: Iterable[str], *,
+             ran: Sequence[geri_pb2.Fallback] | None = None, **fallback_parts: object) -> geri_pb2.AnswerResponse:
+    """``response`` with its documents, retrieval metadata and fallbacks filled in (``ran``: the fallbacks
+    already known, e.g. those of a cached answer's making; else worked out from ``fallback_parts``)."""
     response.documents.extend(source_documents(request.request.context, shown, response.answer))
     response.retrieval.CopyFrom(retrieval_metadata(request))
-    response.fallbacks.extend(fallbacks(answer=response.answer, **fallback_parts))  # type: ignore[arg-type]
+    if ran is None:
+        ran = fallbacks(answer=response.answer, **fallback_parts)  # type: ignore[arg-type]
+    response.fallbacks.extend(ran)
     return response

@@ -84,6 +84,7 @@ def test_a_repeated_question_is_answered_from_the_cache_of_its_tenant_only_until
     again = answer(geri, "alpha", context, prompt="  which PORT does the Skadi relay listen on ", session="s-1",
                    queries=("relay port", "Skadi relay TCP port"))
     assert again.cache_hit and again.answer == first.answer and again.llm_response.completion_tokens == 0
+    assert list(again.fallbacks) == list(first.fallbacks)  # how the answer was made, once each
     assert list(again.retrieval.queries_used) == ["relay port", "Skadi relay TCP port"]  # the caller's
     turns = geri.GetSession(geri_pb2.SessionRequest(request_id="s", tenant_id="alpha", session_id="s-1")).turns
     assert [t.role for t in turns] == ["user", "assistant"] and "PORT" in turns[0].content
