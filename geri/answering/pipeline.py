@@ -89,7 +89,8 @@ class AnswerPipeline:
         started = time.monotonic()
         outer = request.request
         req = check_request(outer, self._settings, what="the question")
-        report.check_queries(request)
+        answering = self._settings.answering
+        report.check_queries(request, max_queries=answering.max_queries_used, max_chars=answering.max_query_chars)
         policy = answer_policy(self._settings.answering, request.options)
         sources = choose_sources(outer.context, policy)
         ranked = sorted(outer.context.documents, key=lambda d: -d.relevance_score)

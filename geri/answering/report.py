@@ -20,8 +20,6 @@ from wolf.v1 import common_pb2, geri_pb2
 from wolf_service.errors import InvalidArgument
 
 _TITLE_KEYS = ("title", "Title")
-MAX_QUERIES = 16
-MAX_QUERY_CHARS = 1000
 
 
 @dataclass
@@ -52,14 +50,18 @@ def source_documents(context: common_pb2.RAGContext, shown: Iterable[str],
     return sorted(out, key=lambda d: -d.best_relevance)
 
 
-def check_queries(request: geri_pb2.AnswerRequest) -> None:
-    """Refuse ``queries_used`` beyond MAX_QUERIES entries or MAX_QUERY_CHARS characters each."""
-    queries = request.queries_used
-    if len(queries) > MAX_QUERIES:
-        raise InvalidArgument(f"queries_used has {len(queries)} entries; the limit is {MAX_QUERIES}")
-    for i, query in enumerate(queries):
-        if len(query) > MAX_QUERY_CHARS:
-            raise InvalidArgument(f"queries_used[{i}] is {len(query):,} characters; the limit is {MAX_QUERY_CHARS}")
+def check_queries(request: geri_pb2.AnswerRequest, *, max_queries: int, max_chars: int) -> None:
+    """Refuse ``queries_used`` (or the context's ``queries``) beyond ``max_queries`` entries or ``max_chars``
+    characters each (settings ``answering.max_queries_used`` and ``answering.max_query_chars``)."""
+    for name, queries in (("queries_used", request.queries_used),
+                          ("request.context.queries", request.request.context.queries)):
+        if len(queries) > max_queries:
+            raise InvalidArgument(f"{name} has {len(queries)} entries; the limit is {max_queries} "
+                                  "(setting answering.max_queries_used)")
+        for i, query in enumerate(queries):
+            if len(query) > max_chars:
+                raise InvalidArgument(f"{name}[{i}] is {len(query):,} characters; the limit is {max_chars} "
+                                      "(setting answering.max_query_chars)")
 
 
 def retrieval_metadata(request: geri_pb2.AnswerRequest) -> geri_pb2.RetrievalMetadata:
@@ -67,7 +69,7 @@ def retrieval_metadata(request: geri_pb2.AnswerRequest) -> geri_pb2.RetrievalMet
     context = request.request.context
     docs = context.documents
     given = request.queries_used or context.queries or [request.request.prompt]
-    queries = [q for q in dict.fromkeys(q.strip()[:MAX_QUERY_CHARS] for q in given) if q][:MAX_QUERIES]
+    queries = [q for q in dict.fromkeys(q.strip() for q in given) if q]
     return geri_pb2.RetrievalMetadata(
         documents_found=len({d.document_id for d in docs}), chunks_found=len(docs), queries_used=queries,
         average_relevance=sum(d.relevance_score for d in docs) / len(docs) if docs else 0.0,

@@ -131,4 +131,5 @@ def test_huge_questions_and_query_lists_are_refused_with_the_field_and_the_limit
         answer(geri, "alpha", common_pb2.RAGContext(), queries=tuple(f"q{i}" for i in range(17)))
     found = unpacked(details_of(raised.value))
     assert found["BadRequest"].field_violations[0].field == "queries_used"
-    assert found["ErrorInfo"].metadata["limit"] == "16"
+    assert dict(found["ErrorInfo"].metadata) == {"limit": "16", "setting": "answering.max_queries_used",
+                                                 "request_id": "ans"}
