@@ -54,8 +54,9 @@ _HINTS: dict[grpc.StatusCode, str] = {
     grpc.StatusCode.DEADLINE_EXCEEDED: "Give the call a longer deadline, or send less work in one call.",
     grpc.StatusCode.RESOURCE_EXHAUSTED: "Retry after the RetryInfo delay; sustained, lower the request rate.",
     grpc.StatusCode.UNAUTHENTICATED: "Send metadata 'authorization: Bearer <key>' with a configured API key.",
-    grpc.StatusCode.PERMISSION_DENIED: "Use an API key that holds the scope and the tenant the call needs (leave "
-                                       "tenant_id empty to act on the key's own tenant).",
+    grpc.StatusCode.PERMISSION_DENIED: "The credentials may not do this: the message names the scope, tenant or "
+                                       "owner that is missing. Use a key that holds it (leave tenant_id empty to "
+                                       "act on the key's own tenant).",
     grpc.StatusCode.CANCELLED: "The call was cancelled or the client went away; send it again if still needed.",
     grpc.StatusCode.INTERNAL: "A fault in the service: report the request_id in the metadata to the operator "
                               "(the server log holds the trace).",
