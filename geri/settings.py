@@ -144,8 +144,6 @@ class AnsweringSettings(BaseModel):
     coverage_weight: float = Field(default=0.6, ge=0, le=2, description="Weight of term coverage in min_evidence.")
     max_queries_used: int = Field(default=16, ge=1, le=1000,
                                   description="AnswerRequest.queries_used entries accepted, at most.")
-    max_query_chars: int = Field(default=1000, ge=16, le=100_000,
-                                 description="Characters of one AnswerRequest.queries_used entry, at most.")
     short_answers: bool = Field(default=True, description=(
         "The answer text is the phrase of the cited source that answers (a span of the quoted sentence)."))
 

@@ -54,7 +54,7 @@ from geri.routing import FALLBACK_ERRORS
 from geri.sessions import SessionStore, Turn
 from geri.sessions.store import SessionRecord, check_owner
 from geri.settings import GeriSettings
-from geri.validation import ValidatedRequest
+from geri.validation import MAX_PROMPT_CHARS, ValidatedRequest
 from wolf_service.errors import Cancelled, InvalidArgument
 
 
@@ -89,8 +89,8 @@ class AnswerPipeline:
         started = time.monotonic()
         outer = request.request
         req = check_request(outer, self._settings, what="the question")
-        answering = self._settings.answering
-        report.check_queries(request, max_queries=answering.max_queries_used, max_chars=answering.max_query_chars)
+        report.check_queries(request, max_queries=self._settings.answering.max_queries_used,
+                             max_chars=MAX_PROMPT_CHARS)
         policy = answer_policy(self._settings.answering, request.options)
         sources = choose_sources(outer.context, policy)
         ranked = sorted(outer.context.documents, key=lambda d: -d.relevance_score)

@@ -51,17 +51,16 @@ def source_documents(context: common_pb2.RAGContext, shown: Iterable[str],
 
 
 def check_queries(request: geri_pb2.AnswerRequest, *, max_queries: int, max_chars: int) -> None:
-    """Refuse ``queries_used`` (or the context's ``queries``) beyond ``max_queries`` entries or ``max_chars``
-    characters each (settings ``answering.max_queries_used`` and ``answering.max_query_chars``)."""
-    for name, queries in (("queries_used", request.queries_used),
-                          ("request.context.queries", request.request.context.queries)):
-        if len(queries) > max_queries:
-            raise InvalidArgument(f"{name} has {len(queries)} entries; the limit is {max_queries} "
-                                  "(setting answering.max_queries_used)")
-        for i, query in enumerate(queries):
-            if len(query) > max_chars:
-                raise InvalidArgument(f"{name}[{i}] is {len(query):,} characters; the limit is {max_chars} "
-                                      "(setting answering.max_query_chars)")
+    """Refuse ``queries_used`` beyond ``max_queries`` entries (setting ``answering.max_queries_used``) or an
+    entry longer than ``max_chars`` (a question's limit). The context's own ``queries`` are Freki's, bounded
+    by its limits, and reported as they are."""
+    queries = request.queries_used
+    if len(queries) > max_queries:
+        raise InvalidArgument(f"queries_used has {len(queries)} entries; the limit is {max_queries} "
+                              "(setting answering.max_queries_used)")
+    for i, query in enumerate(queries):
+        if len(query) > max_chars:
+            raise InvalidArgument(f"queries_used[{i}] is {len(query):,} characters; the limit is {max_chars:,}")
 
 
 def retrieval_metadata(request: geri_pb2.AnswerRequest) -> geri_pb2.RetrievalMetadata:
