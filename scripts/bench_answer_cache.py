@@ -53,7 +53,7 @@ def timed(stub: geri_pb2_grpc.GeriServiceStub, req: geri_pb2.AnswerRequest) -> t
     return time.perf_counter() - started, reply.cache_hit
 
 
-def run(backend: EmbeddedBackend, cache_entries: int, rounds: int) -> dict[str, list[float]]:
+def run(backend: EmbeddedBackend, cache_entries: int, rounds: int, questions: int) -> dict[str, list[float]]:
     settings = GeriSettings(host="127.0.0.1", port=0, backend="embedded", shutdown_grace_s=1.0,
                             answer_cache={"max_entries": cache_entries})
     handle = build_server(settings, backend)
@@ -61,13 +61,15 @@ def run(backend: EmbeddedBackend, cache_entries: int, rounds: int) -> dict[str, 
     try:
         with grpc.insecure_channel(handle.address) as channel:
             stub = geri_pb2_grpc.GeriServiceStub(channel)
-            for i, (question, text) in enumerate(CASES):
+            for i, (question, text) in enumerate(CASES[:questions]):
                 seconds, _ = timed(stub, request(question, text, i))
                 first.append(seconds)
                 for r in range(rounds):
-                    seconds, hit = timed(stub, request(f"  {question.upper()} ", text, i, session=f"s-{i}-{r}"))
+                    again, hit = timed(stub, request(f"  {question.upper()} ", text, i, session=f"s-{i}-{r}"))
                     assert hit == (cache_entries > 0), "the repeated question was not answered as configured"
-                    repeated.append(seconds)
+                    repeated.append(again)
+                print(f"cache {'on' if cache_entries else 'off'} q{i}: first {seconds:.3f} s, repeated "
+                      f"{', '.join(f'{x:.3f}' for x in repeated[-rounds:])} s", flush=True)
     finally:
         handle.stop(1.0)
     return {"first_s": first, "repeated_s": repeated}
@@ -76,17 +78,18 @@ def run(backend: EmbeddedBackend, cache_entries: int, rounds: int) -> dict[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2, help="repeats of each question")
+    parser.add_argument("--questions", type=int, default=len(CASES), help=f"questions asked (at most {len(CASES)})")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     backend = EmbeddedBackend(GeriSettings(backend="embedded"))
     backend.prepare()
     try:
-        cached = run(backend, 1024, args.rounds)
-        uncached = run(backend, 0, 1)
+        cached = run(backend, 1024, args.rounds, args.questions)
+        uncached = run(backend, 0, 1, args.questions)
     finally:
         backend.close()
     summary = {
-        "questions": len(CASES),
+        "questions": len(cached["first_s"]),
         "first_ask_median_s": statistics.median(cached["first_s"]),
         "repeated_with_cache_median_s": statistics.median(cached["repeated_s"]),
         "repeated_with_cache_max_s": max(cached["repeated_s"]),
