@@ -48,6 +48,9 @@ class StreamEvent:
     kind: Literal["text", "thinking", "draft", "draft_reset", "final"]
     text: str = ""
     response: common_pb2.WolfResponse | None = None
+    # final: the entries of the model list that failed or were skipped before the one that answered,
+    # as (label, why).
+    fallbacks: tuple[tuple[str, str], ...] = ()
 
 
 class GenerationPipeline:
@@ -83,10 +86,12 @@ class GenerationPipeline:
             check_owner(record, req.owner_id)
             history = [t.message() for t in record.turns] if record else []
         failures: list[tuple[str, Exception | None]] = []
+        skipped: list[tuple[str, str]] = []
         drafted = False
         for route, model in self._router.candidates(req.model):
             if not route.breaker.allow():
                 failures.append((f"{route.label}: circuit breaker open", None))
+                skipped.append((route.label, "circuit breaker open"))
                 continue
             streamed = False
             attempt_started = time.monotonic()
@@ -109,6 +114,7 @@ class GenerationPipeline:
                 if streamed or cancel.is_set():
                     raise
                 failures.append((f"{route.label}: {str(exc)[:_MAX_ERROR]}", exc))
+                skipped.append((route.label, str(exc)[:_MAX_ERROR]))
                 continue
             except BaseException:  # the client went away mid-stream (GeneratorExit): no verdict on the backend
                 route.breaker.release()
@@ -119,7 +125,8 @@ class GenerationPipeline:
                 self._router.succeeded(route)
                 if remember:
                     self._remember(req, result)
-            yield StreamEvent("final", response=self._response(req, route, result, fitted, started, attempt_started))
+            yield StreamEvent("final", response=self._response(req, route, result, fitted, started, attempt_started),
+                              fallbacks=tuple(skipped))
             return
         raise self._exhausted(failures)
 

@@ -131,8 +131,14 @@ def install_metrics(metrics: ServiceMetrics, router: Router) -> None:
                        registry=metrics.registry)
     finished = Counter("geri_generations", "Finished generations by finish reason", ["model", "finish_reason"],
                        registry=metrics.registry)
+    cached = Counter("geri_answer_cache_hits", "Grounded answers served from the answer cache (no generation)",
+                     registry=metrics.registry)
 
     def on_response(message: Any) -> None:
+        final = message.final if isinstance(message, geri_pb2.AnswerEvent) else message
+        if isinstance(final, geri_pb2.AnswerResponse) and final.cache_hit:
+            cached.inc()
+            return
         llm = _llm(message)
         if llm is None:
             return

@@ -213,7 +213,9 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         _require_request_id(request.request_id)
         if not request.owner_id:
             raise InvalidArgument("owner_id must be non-empty: erasure acts on one data owner")
-        deleted = self._sessions.delete_owner(request.tenant_id or "default", request.owner_id)
+        tenant = request.tenant_id or "default"
+        deleted = self._sessions.delete_owner(tenant, request.owner_id)
+        self._answers.forget_tenant(tenant)  # cached answers may quote the owner's documents
         return geri_pb2.DeleteOwnerSessionsResponse(request_id=request.request_id, sessions_deleted=deleted)
 
 

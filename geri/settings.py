@@ -90,6 +90,18 @@ class SessionSettings(BaseModel):
         return self
 
 
+class AnswerCacheSettings(BaseModel):
+    """Geri's cache of grounded answers (docs/answers.md, "Answer cache"; decision 0271)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # On by default: the key holds every input of the answer (the shown sources' text included), so a hit
+    # is the answer the model would give again; the bound keeps it a few MB.
+    max_entries: int = Field(default=1024, ge=0, le=1_000_000,
+                             description="Grounded answers kept (least recently used go first); 0 turns it off.")
+    ttl_s: float = Field(default=900.0, gt=0, description="A cached answer older than this is generated again.")
+
+
 class StructuredSettings(BaseModel):
     """Limits on JSON schemas and tools a request may carry."""
 
@@ -131,6 +143,8 @@ class AnsweringSettings(BaseModel):
         "Abstain when the best source's score plus coverage_weight times the share of the question's content "
         "terms (weighted by rarity) it holds stays below this; 0 turns the check off."))
     coverage_weight: float = Field(default=0.6, ge=0, le=2, description="Weight of term coverage in min_evidence.")
+    max_queries_used: int = Field(default=16, ge=1, le=1000,
+                                  description="AnswerRequest.queries_used entries accepted, at most.")
     short_answers: bool = Field(default=True, description=(
         "The answer text is the phrase of the cited source that answers (a span of the quoted sentence)."))
 
@@ -163,6 +177,7 @@ class GeriSettings(FileSettings):
     answering: AnsweringSettings = AnsweringSettings()
     # Metadata shown with each context document (title, document_type, tags, ...), escaped: geri/context_metadata.py.
     context_metadata: ContextMetadataSettings = ContextMetadataSettings()
+    answer_cache: AnswerCacheSettings = AnswerCacheSettings()
 
     # --- generation defaults and limits -------------------------------------------------
     system_prompt: str = DEFAULT_SYSTEM_PROMPT

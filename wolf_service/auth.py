@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 import grpc
 from pydantic import BaseModel, Field, field_validator
 
+from wolf_service import status_details
 from wolf_service.identity import GROUP_PATTERN, UserIdError, bearer_token, hash_key, match_key, user_id_of
 from wolf_service.tls import TlsSettings
 from wolf_service.wrapping import (
@@ -132,29 +133,32 @@ class ApiKeyInterceptor(WrappingInterceptor):
             return
         token = bearer_token(context)
         if token is None:
-            context.abort(
-                grpc.StatusCode.UNAUTHENTICATED,
-                "missing API key: send metadata 'authorization: Bearer <key>'",
+            status_details.abort(
+                context, grpc.StatusCode.UNAUTHENTICATED,
+                "missing API key: send metadata 'authorization: Bearer <key>'", method=method, reason="MISSING_API_KEY",
             )
         if token == "":
-            context.abort(
-                grpc.StatusCode.UNAUTHENTICATED,
-                "malformed authorization metadata: expected 'Bearer <key>'",
+            status_details.abort(
+                context, grpc.StatusCode.UNAUTHENTICATED,
+                "malformed authorization metadata: expected 'Bearer <key>'", method=method,
+                reason="MALFORMED_AUTHORIZATION",
             )
         key = self._match(token)
         if key is None:
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "invalid API key: it matches no configured key")
+            status_details.abort(context, grpc.StatusCode.UNAUTHENTICATED,
+                                 "invalid API key: it matches no configured key", method=method,
+                                 reason="INVALID_API_KEY")
         assert key is not None  # abort() raised otherwise
         needed = self._scopes.get(rpc_name(method), "admin")
         if not key.holds(needed):
-            context.abort(
-                grpc.StatusCode.PERMISSION_DENIED,
+            status_details.abort(
+                context, grpc.StatusCode.PERMISSION_DENIED,
                 f"API key {key.name!r} lacks scope {needed!r}, which {rpc_name(method)} needs "
-                f"(it holds: {', '.join(key.scopes or []) or 'none'})",
+                f"(it holds: {', '.join(key.scopes or []) or 'none'})", method=method, reason="MISSING_SCOPE",
             )
-        self._pin_tenant(key, request, context)
+        self._pin_tenant(key, request, context, method)
 
-    def _pin_tenant(self, key: ApiKey, request: Any, context: grpc.ServicerContext) -> None:
+    def _pin_tenant(self, key: ApiKey, request: Any, context: grpc.ServicerContext, method: str = "") -> None:
         request = envelope_of(request)  # an AnswerRequest's tenant is in its nested WolfRequest
         if not hasattr(request, "tenant_id"):
             return  # e.g. ListModels (no tenant-scoped data), or a stream of requests (pinned one by one)
@@ -162,10 +166,10 @@ class ApiKeyInterceptor(WrappingInterceptor):
         if not asked:
             request.tenant_id = key.tenant
         elif asked != key.tenant:
-            context.abort(
-                grpc.StatusCode.PERMISSION_DENIED,
+            status_details.abort(
+                context, grpc.StatusCode.PERMISSION_DENIED,
                 f"API key {key.name!r} is for tenant {key.tenant!r}; it cannot act on tenant {asked!r} "
-                "(leave tenant_id empty or set it to the key's tenant)",
+                "(leave tenant_id empty or set it to the key's tenant)", method=method, reason="OTHER_TENANT",
             )
 
     def unary(self, method: str, request: Any, context: grpc.ServicerContext, call: UnaryCall) -> Any:
@@ -181,7 +185,7 @@ class ApiKeyInterceptor(WrappingInterceptor):
     def each_message(self, method: str, message: Any, context: grpc.ServicerContext) -> Any:
         key = self._match(bearer_token(context)) if self._keys() else None
         if key is not None:  # the call was authorised in ``stream``; pin this message like a unary request
-            self._pin_tenant(key, message, context)
+            self._pin_tenant(key, message, context, method)
         return message
 
 

@@ -3,6 +3,8 @@
 ``ErrorMappingInterceptor`` is the one place where exceptions become gRPC statuses:
 domain errors keep their code and message; unknown exceptions become INTERNAL with a
 generic message (details stay in the log, keyed by request id, never sent to clients).
+Every status also carries rich details (a stable reason, a recovery hint, retry delay, the bad field:
+:mod:`wolf_service.status_details`); the plain code and message are what they always were.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import grpc
 
+from wolf_service import status_details
 from wolf_service.errors import status_code_of
 from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, envelope_of
 
@@ -79,7 +82,9 @@ def status_for(exc: BaseException, rpc: str, request_id: str) -> tuple[grpc.Stat
 
 
 def _abort_for(exc: BaseException, rpc: str, request: Any, context: grpc.ServicerContext) -> None:
-    context.abort(*status_for(exc, rpc, request_id_of(request, context)))
+    request_id = request_id_of(request, context)
+    code, message = status_for(exc, rpc, request_id)
+    status_details.abort(context, code, message, method=rpc, exc=exc, request_id=request_id)
 
 
 def _is_abort(exc: BaseException, context: grpc.ServicerContext) -> bool:
@@ -87,10 +92,12 @@ def _is_abort(exc: BaseException, context: grpc.ServicerContext) -> bool:
     return type(exc) is Exception and context.code() is not None  # type: ignore[attr-defined]
 
 
-def _refuse_malformed(request: Any, context: grpc.ServicerContext) -> None:
+def _refuse_malformed(method: str, request: Any, context: grpc.ServicerContext) -> None:
     if isinstance(request, MalformedRequest):
-        context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                      f"the request is not a valid {request.type_name} protobuf message ({request.problem})")
+        status_details.abort(
+            context, grpc.StatusCode.INVALID_ARGUMENT,
+            f"the request is not a valid {request.type_name} protobuf message ({request.problem})",
+            method=method, reason="MALFORMED_REQUEST")
 
 
 class ErrorMappingInterceptor(WrappingInterceptor):
@@ -100,7 +107,7 @@ class ErrorMappingInterceptor(WrappingInterceptor):
     wrap_deserializer = staticmethod(tolerant)
 
     def unary(self, method: str, request: Any, context: grpc.ServicerContext, call: UnaryCall) -> Any:
-        _refuse_malformed(request, context)
+        _refuse_malformed(method, request, context)
         try:
             return call(request, context)
         except Exception as exc:
@@ -109,13 +116,13 @@ class ErrorMappingInterceptor(WrappingInterceptor):
             _abort_for(exc, method, request, context)
 
     def each_message(self, method: str, message: Any, context: grpc.ServicerContext) -> Any:
-        _refuse_malformed(message, context)
+        _refuse_malformed(method, message, context)
         return message
 
     def stream(
         self, method: str, request: Any, context: grpc.ServicerContext, call: StreamCall
     ) -> Iterator[Any]:
-        _refuse_malformed(request, context)
+        _refuse_malformed(method, request, context)
         try:
             yield from call(request, context)
         except Exception as exc:
@@ -126,5 +133,6 @@ class ErrorMappingInterceptor(WrappingInterceptor):
                 # client's doing, not an internal error — no traceback any caller could fill the log with.
                 log.info("%s: the client ended the call mid-stream (request_id=%s)", method,
                          request_id_of(request, context))
-                context.abort(grpc.StatusCode.CANCELLED, "the client ended the call")
+                status_details.abort(context, grpc.StatusCode.CANCELLED, "the client ended the call", method=method,
+                                     reason="CLIENT_ENDED_CALL")
             _abort_for(exc, method, request, context)

@@ -28,6 +28,7 @@ import grpc
 from prometheus_client import Counter
 from pydantic import BaseModel, Field
 
+from wolf_service import status_details
 from wolf_service.wrapping import (
     StreamCall,
     UnaryCall,
@@ -197,8 +198,8 @@ class RateLimitInterceptor(WrappingInterceptor):
     def _refuse(self, method: str, context: grpc.ServicerContext, exc: LimitExceeded) -> None:
         if self._refused is not None:
             self._refused.labels(rpc_name(method)).inc()
-        context.set_trailing_metadata((("retry-after", f"{exc.retry_after:.3f}"),))
-        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        status_details.abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), method=method, exc=exc,
+                             reason="RATE_LIMITED", trailing=(("retry-after", f"{exc.retry_after:.3f}"),))
 
     @contextmanager
     def _admitted(self, method: str, subjects: list[Subject], context: grpc.ServicerContext) -> Iterator[None]:

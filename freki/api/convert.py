@@ -170,14 +170,17 @@ def metadata_lists(metadata: Mapping[str, object]) -> dict[str, common_pb2.Metad
             for k, v in metadata.items() if isinstance(v, list)}
 
 
-def rag_context(hits: list[Hit], score_threshold: float = 0.0) -> common_pb2.RAGContext:
+def rag_context(hits: list[Hit], score_threshold: float = 0.0, *, queries: Sequence[str] = (),
+                reranked: bool = False, index_epoch: int = 0) -> common_pb2.RAGContext:
     """Hits as a RAGContext whose retrieval_score is the mean relevance (with the threshold applied and
-    how many matches it removed, when ``hits`` says: ``freki.search.retrieval.Hits``)."""
+    how many matches it removed, when ``hits`` says: ``freki.search.retrieval.Hits``), and what the search
+    did: the ``queries`` searched, whether the re-ranker ran, the tenant's index epoch."""
     docs = [retrieved_document(h) for h in hits]
     mean = sum(h.score for h in hits) / len(hits) if hits else 0.0
     return common_pb2.RAGContext(documents=docs, retrieval_score=mean, score_threshold=score_threshold,
                                  below_threshold=int(getattr(hits, "below_threshold", 0)),
-                                 query_id=str(uuid.uuid4()))
+                                 query_id=str(uuid.uuid4()), queries=list(dict.fromkeys(queries)),
+                                 reranked=reranked, index_epoch=index_epoch)
 
 
 def document_info(record: DocumentRecord) -> freki_pb2.DocumentInfo:

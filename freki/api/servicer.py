@@ -91,9 +91,14 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         validation.validate_retrieve(request, self.settings)
         query = convert.query_from_request(request, self.settings, self.default_mode,
                                            access.caller_access(context, self.settings).groups)
+        # Read before the search: a write landing during it moves the epoch on, so this context is never
+        # labelled with an epoch newer than its content.
+        epoch = self.engine.results.epoch(query.tenant_id)
         with caller_deadline(call_deadline(context).remaining()):  # bounds a server model's requests
             hits = self.engine.retrieve(query)
-        found = convert.rag_context(hits, query.score_threshold)
+        reranked = query.rerank and self.engine.retriever.reranker is not None
+        found = convert.rag_context(hits, query.score_threshold, queries=[query.text, *query.variants],
+                                    reranked=reranked, index_epoch=epoch)
         took_ms = int((time.perf_counter() - started) * 1000)
         search_log = self.engine.graph.search_log
         if search_log.enabled:

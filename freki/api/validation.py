@@ -166,7 +166,8 @@ def validate_index(request: freki_pb2.IndexDocumentRequest, settings: FrekiSetti
     size = len(request.content_bytes) or len(request.content.encode("utf-8"))
     if size > settings.max_document_bytes:
         raise InvalidArgument(
-            f"document is {size:,} bytes; the limit is {settings.max_document_bytes:,} (FREKI_MAX_DOCUMENT_BYTES)"
+            f"document is {size:,} bytes; the limit is {settings.max_document_bytes:,} "
+            "(setting max_document_bytes, FREKI_MAX_DOCUMENT_BYTES)"
         )
     if request.owner_id and not _TENANT_RE.match(request.owner_id):
         raise InvalidArgument(f"owner_id {_describe(request.owner_id)} has invalid characters")

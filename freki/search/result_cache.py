@@ -9,12 +9,17 @@ landed cannot store its (now stale) result where later queries would find it.
 Size is counted in bytes (payload strings plus a fixed overhead per hit); the least recently used entries
 go first. Only this process's writes are seen: with replicas sharing a collection (``store.shared``)
 the cache is off, since another replica's write would not reach it.
+
+The epochs are kept with the cache off too: RAGContext.index_epoch reports them, so that a caller (Geri's
+answer cache) can tell whether a tenant's index changed. They start from the process's start time in
+microseconds, so a restarted Freki never reports an epoch it reported before the restart for other content.
 """
 
 from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -37,6 +42,7 @@ class ResultCache:
         self._entries: OrderedDict[tuple[str, int, str], tuple[list[Any], int]] = OrderedDict()
         self._by_tenant: dict[str, set[tuple[str, int, str]]] = {}
         self._epochs: dict[str, int] = {}
+        self._first_epoch = time.time_ns() // 1000
         self.bytes = 0
         self.hits = 0
         self.misses = 0
@@ -70,12 +76,17 @@ class ResultCache:
                 self._drop(next(iter(self._entries)))
         return copy.copy(result)
 
+    def epoch(self, tenant: str) -> int:
+        """``tenant``'s index epoch: a new value after every write to it (and after a restart)."""
+        with self._lock:
+            return self._first_epoch + self._epochs.get(tenant, 0)
+
     def invalidate(self, tenant: str) -> None:
         """Something in ``tenant`` changed: forget its results, including those being computed."""
-        if self.max_bytes <= 0:
-            return
         with self._lock:
             self._epochs[tenant] = self._epochs.get(tenant, 0) + 1
+            if self.max_bytes <= 0:
+                return
             for key in list(self._by_tenant.get(tenant, ())):
                 self._drop(key)
 

@@ -7,7 +7,9 @@ without a generation → else number them and ask the model for JSON under the a
 lowest-scored sources first, the session's history, cancellation) → ground the reply (with
 ``short_answers``, its text becomes the phrase of the cited source that answers: geri/answering/spans.py). With a
 ``metadata.session_id`` the turn stored is the question and the answer's text — or, for an abstention,
-its reason — never the JSON.
+its reason — never the JSON. Every reply reports the context per document, the retrieval behind it and the
+fallbacks that ran (geri/answering/report.py); a repeated question is answered from the answer cache
+(geri/answering/cache.py) without a generation, and its turn is stored all the same.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import Literal
 from google.protobuf import timestamp_pb2
 from wolf.v1 import common_pb2, geri_pb2
 
+from geri.answering import report
 from geri.answering.answer_text import DraftText
+from geri.answering.cache import AnswerCache, answer_key
 from geri.answering.evidence import evidence_reason
 from geri.answering.grounding import abstention, ground
 from geri.answering.queries import (
@@ -50,7 +54,7 @@ from geri.routing import FALLBACK_ERRORS
 from geri.sessions import SessionStore, Turn
 from geri.sessions.store import SessionRecord, check_owner
 from geri.settings import GeriSettings
-from geri.validation import ValidatedRequest
+from geri.validation import MAX_PROMPT_CHARS, ValidatedRequest
 from wolf_service.errors import Cancelled, InvalidArgument
 
 
@@ -70,6 +74,7 @@ class AnswerPipeline:
         self._settings = settings
         self._generation = generation
         self._sessions = sessions
+        self._cache = AnswerCache(settings.answer_cache)
 
     def answer(self, request: geri_pb2.AnswerRequest, cancel: threading.Event, *, stream: bool = False
                ) -> Generator[AnswerStep, None, None]:
@@ -84,6 +89,8 @@ class AnswerPipeline:
         started = time.monotonic()
         outer = request.request
         req = check_request(outer, self._settings, what="the question")
+        report.check_queries(request, max_queries=self._settings.answering.max_queries_used,
+                             max_chars=MAX_PROMPT_CHARS)
         policy = answer_policy(self._settings.answering, request.options)
         sources = choose_sources(outer.context, policy)
         ranked = sorted(outer.context.documents, key=lambda d: -d.relevance_score)
@@ -93,12 +100,25 @@ class AnswerPipeline:
             check_owner(self._session(req), req.owner_id)
             grounded = abstention(unsupported or gate_reason(outer.context, policy))
             self._remember(req, grounded)
-            yield AnswerStep("final", response=geri_pb2.AnswerResponse(
-                request_id=req.request_id, answer=grounded, metadata=_metadata(started)))
+            yield AnswerStep("final", response=report.complete(geri_pb2.AnswerResponse(
+                request_id=req.request_id, answer=grounded, metadata=_metadata(started)), request, shown=()))
             return
         numbered, inner = answer_generation(outer, sources, policy)
+        key = self._cache_key(req, outer, policy, sources) if self._cache.enabled else ""
+        if key and (cached := self._cache.get(req.tenant, outer.context.index_epoch, key)) is not None:
+            check_owner(self._session(req), req.owner_id)
+            grounded, llm, fallbacks = cached.response()
+            if stream and grounded.answered:
+                yield AnswerStep("text", grounded.text)
+            self._remember(req, grounded)
+            hit = report.complete(geri_pb2.AnswerResponse(
+                request_id=req.request_id, answer=grounded, llm_response=llm, metadata=_metadata(started),
+                cache_hit=True), request, shown=cached.shown, ran=fallbacks)
+            yield AnswerStep("final", response=hit)
+            return
         drafts = DraftText()
         final: common_pb2.WolfResponse | None = None
+        backends: tuple[tuple[str, str], ...] = ()
         for event in self._generation.run(inner, cancel, remember=False, drafts=stream):
             if event.kind == "draft":
                 delta = drafts.feed(event.text)
@@ -107,7 +127,7 @@ class AnswerPipeline:
             elif event.kind == "draft_reset":
                 drafts.reset()
             elif event.kind == "final":
-                final = event.response
+                final, backends = event.response, event.fallbacks
         llm = final.llm_response if final is not None else None
         if final is None or llm is None or llm.finish_reason == "cancelled" or cancel.is_set():
             raise Cancelled(f"the answer to request {req.request_id} was cancelled")
@@ -124,8 +144,17 @@ class AnswerPipeline:
         metadata = common_pb2.ResponseMetadata()
         metadata.CopyFrom(final.metadata)
         metadata.duration_ms = int((time.monotonic() - started) * 1000)
-        yield AnswerStep("final", response=geri_pb2.AnswerResponse(
-            request_id=req.request_id, answer=grounded, llm_response=llm, metadata=metadata))
+        response = report.complete(geri_pb2.AnswerResponse(
+            request_id=req.request_id, answer=grounded, llm_response=llm, metadata=metadata), request,
+            shown=(s.document.document_id for s in shown), backends=backends, llm=llm, metadata=metadata)
+        if key and not backends:  # a degraded answer (the first backend failed) is not kept
+            kept = geri_pb2.GroundedAnswer()
+            kept.CopyFrom(grounded)
+            kept.revised = False  # a hit streams the checked text itself
+            self._cache.put(req.tenant, outer.context.index_epoch, key, kept, _spent_nothing(llm),
+                            [f for f in response.fallbacks if f.kind != geri_pb2.FALLBACK_KIND_REVISION],
+                            [s.document.document_id for s in shown])
+        yield AnswerStep("final", response=response)
 
     def rewrite(self, request: geri_pb2.RewriteQueryRequest, cancel: threading.Event
                 ) -> geri_pb2.RewriteQueryResponse:
@@ -184,6 +213,21 @@ class AnswerPipeline:
             reply.warnings.append(f"{what} failed, the question was kept: {str(exc)[:300]}")
         return None
 
+    def forget_tenant(self, tenant: str) -> None:
+        """Drop ``tenant``'s cached answers (an erasure in it)."""
+        self._cache.drop_tenant(tenant)
+
+    def _cache_key(self, req: ValidatedRequest, outer: common_pb2.WolfRequest, policy: object,
+                   sources: list[common_pb2.RetrievedDocument]) -> str:
+        """The answer cache's key: the conversation the model would see is part of it."""
+        record = self._session(req)
+        history = [*(record.turns if record else ()), *outer.generation.messages]
+        # Read per request: a hot reload replaces the answering settings.
+        settings_json = f"{self._settings.answering.model_dump_json()}|{self._settings.sessions.history_tokens}"
+        return answer_key(tenant=req.tenant, request=outer, policy=policy, settings_json=settings_json,
+                          shown=sources, history=[(t.role, t.content, t.tool_call_id, [str(c) for c in t.tool_calls])
+                                                  for t in history])
+
     def _session(self, req: ValidatedRequest) -> SessionRecord | None:
         return self._sessions.get(req.tenant, req.session_id) if req.session_id else None
 
@@ -195,6 +239,15 @@ class AnswerPipeline:
         turns.append(Turn("user", req.prompt))
         turns.append(Turn("assistant", grounded.text if grounded.answered else grounded.reason))
         self._sessions.append(req.tenant, req.session_id, req.owner_id, turns)
+
+
+def _spent_nothing(llm: common_pb2.LLMResponse) -> common_pb2.LLMResponse:
+    """``llm`` as a cache hit reports it: the model and its reply, no tokens or time spent."""
+    copy = common_pb2.LLMResponse()
+    copy.CopyFrom(llm)
+    for name in ("tokens_used", "prompt_tokens", "completion_tokens", "latency_ms", "cost"):
+        copy.ClearField(name)
+    return copy
 
 
 def _metadata(started: float) -> common_pb2.ResponseMetadata:

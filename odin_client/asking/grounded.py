@@ -15,6 +15,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf import json_format
 from wolf.v1 import common_pb2, geri_pb2
 
 from odin_client.protocol import messages
@@ -112,6 +113,7 @@ def prepare(question: str, opts: AskOptions, settings: OdinSettings) -> Generato
         question, retrieval.context, tenant_id=opts.tenant_id, options=answer_options(settings), model=opts.model,
         max_tokens=opts.max_tokens or settings.answer_max_tokens, temperature=opts.temperature,
         session_id=opts.session_id, owner_id=opts.owner_id)
+    request.queries_used.extend(dict.fromkeys([question, query, *variants]))  # Geri reports them
     return Prepared(question, query, variants, retrieval, request, opts.session_id, start, _ms(start))
 
 
@@ -140,4 +142,12 @@ def finish(prepared: Prepared, resp: geri_pb2.AnswerResponse, took: Took) -> Ans
         answered=grounded.answered, reason=grounded.reason, summary=grounded.summary,
         key_details=list(grounded.key_details), citations=[citation_from_proto(c) for c in grounded.citations],
         confidence=round(float(grounded.confidence), 4), extractive=grounded.extractive, revised=grounded.revised,
-        query=prepared.query, query_variants=prepared.variants, session_id=prepared.session_id)
+        query=prepared.query, query_variants=prepared.variants, session_id=prepared.session_id,
+        report=_report(resp))
+
+
+def _report(resp: geri_pb2.AnswerResponse) -> dict[str, Any]:
+    """What Geri reports besides the answer, as JSON (proto field names)."""
+    keep = geri_pb2.AnswerResponse(documents=resp.documents, retrieval=resp.retrieval, fallbacks=resp.fallbacks,
+                                   cache_hit=resp.cache_hit)
+    return json_format.MessageToDict(keep, preserving_proto_field_name=True)

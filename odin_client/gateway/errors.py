@@ -1,5 +1,7 @@
 """Odin's errors (and the gateway's own refusals) as OpenAI-style HTTP errors:
-``{"error": {"message", "type", "code"}}`` with a status that says whose fault it was."""
+``{"error": {"message", "type", "code"}}`` with a status that says whose fault it was; an error from Freki or
+Geri adds what their rich status details said: ``param`` (the field a refused request got wrong), ``reason``
+(its stable type) and ``hint`` (what to do)."""
 
 from __future__ import annotations
 
@@ -45,8 +47,10 @@ def from_odin(exc: OdinError) -> JSONResponse:
     if exc.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "limit" in (exc.details or "") + str(exc):
         status = 413 if "bytes" in (exc.details or "") else 429
     headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))} if isinstance(exc, RateLimited) else None
-    return JSONResponse(body(exc.details or str(exc), kind, exc.code.name.lower() if exc.code else ""), status,
-                        headers=headers)
+    content = body(exc.details or str(exc), kind, exc.code.name.lower() if exc.code else "")
+    if exc.reason:
+        content["error"].update(param=exc.field or None, reason=exc.reason, hint=exc.hint or None)
+    return JSONResponse(content, status, headers=headers)
 
 
 def from_gateway(exc: GatewayError) -> JSONResponse:

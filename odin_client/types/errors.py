@@ -2,7 +2,10 @@
 
 Callers catch :class:`OdinError` (or a subclass) and never see grpc types. Every error names the
 service that failed, the gRPC status code, the server's details and how many attempts were made,
-so "Freki unavailable after 7 attempts" can be told apart from "Geri rejected the prompt".
+so "Freki unavailable after 7 attempts" can be told apart from "Geri rejected the prompt"; and, from the
+server's rich status details, the error's stable ``reason`` (``LIMIT_EXCEEDED``, ``INVALID_ARGUMENT``), what
+to do about it (``hint``), the ``field`` a refused request got wrong and ``error_metadata`` (``setting``,
+``limit``, ``request_id``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any, NoReturn
 import grpc
 
 from wolf_service.rate_limits import retry_after_seconds
+from wolf_service.status_details import details_in_metadata
 
 
 class OdinError(Exception):
@@ -22,7 +26,16 @@ class OdinError(Exception):
         code: gRPC status code, when the error came from a call.
         details: The server's (or transport's) error message.
         attempts: How many attempts were made before giving up.
+        reason: The server's stable error type (ErrorInfo.reason), "" when it sent none.
+        hint: What a caller can do about it (the server's LocalizedMessage), "" when it sent none.
+        field: The request field a refused request got wrong (BadRequest), "" when not known.
+        error_metadata: ErrorInfo.metadata: ``request_id``, and ``setting`` and ``limit`` for a limit.
     """
+
+    reason: str = ""
+    hint: str = ""
+    field: str = ""
+    error_metadata: dict[str, str] = {}  # noqa: RUF012 (replaced per instance, never mutated)
 
     def __init__(
         self,
@@ -106,7 +119,25 @@ def status_of(exc: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
 def from_rpc_error(
     exc: grpc.RpcError, *, service: str, method: str, attempts: int, after_messages: int = 0
 ) -> OdinError:
-    """Build the OdinError for a failed call (see :func:`raise_from_rpc_error`).
+    """Build the OdinError for a failed call (see :func:`raise_from_rpc_error`), with the server's rich
+    status details (reason, hint, field, metadata) when it sent them."""
+    error = _error_for(exc, service=service, method=method, attempts=attempts, after_messages=after_messages)
+    trailing: Any = getattr(exc, "trailing_metadata", None)
+    found = details_in_metadata(trailing() if callable(trailing) else None)
+    if "ErrorInfo" in found:
+        error.reason = found["ErrorInfo"].reason
+        error.error_metadata = dict(found["ErrorInfo"].metadata)
+    if "LocalizedMessage" in found:
+        error.hint = found["LocalizedMessage"].message
+    if "BadRequest" in found and found["BadRequest"].field_violations:
+        error.field = found["BadRequest"].field_violations[0].field
+    return error
+
+
+def _error_for(
+    exc: grpc.RpcError, *, service: str, method: str, attempts: int, after_messages: int = 0
+) -> OdinError:
+    """The OdinError for a failed call, by its status code.
 
     Args:
         exc: The last RpcError seen.

@@ -202,6 +202,8 @@ class Answer:
     query: str = ""
     query_variants: list[str] = field(default_factory=list)
     session_id: str = ""
+    # Geri's report (AnswerResponse as JSON): documents (per document), retrieval, fallbacks, cache_hit.
+    report: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -230,6 +232,7 @@ class Answer:
             "tokens": {"prompt": gen.prompt_tokens if gen else 0, "completion": gen.completion_tokens if gen else 0},
             "warnings": gen.warnings if gen else [],
             "dropped_document_ids": gen.dropped_document_ids if gen else [],
+            "report": self.report,
         }
 
 

@@ -205,7 +205,9 @@ def test_a_context_too_large_for_the_window_loses_its_lowest_scored_source_and_s
 
 
 def test_a_cancelled_stream_stops_the_model_and_stores_nothing(stub, embedded_backend: EmbeddedBackend) -> None:  # type: ignore[no-untyped-def]
-    call = stub.AnswerStream(ask(session="conv-cancel"), timeout=600)
+    # A question no earlier test asked: the answer cache has nothing for it, so the model must run.
+    call = stub.AnswerStream(ask("On which TCP port is the Skadi relay listening?", session="conv-cancel"),
+                             timeout=600)
     deadline = time.monotonic() + 300
     while not embedded_backend.stats.active_generations and time.monotonic() < deadline:
         time.sleep(0.05)

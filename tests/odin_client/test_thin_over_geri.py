@@ -36,6 +36,10 @@ def test_an_answer_is_geris_over_freki_context(make_client, freki, scripted_geri
     assert result.confidence == 0.91  # capped by the cited source's relevance, by Geri
     assert result.generation is not None and result.generation.model == "scripted-1"
     assert "(1) The Skadi gateway listens" in "\n".join(m.content for m in backend.messages)
+    # Geri's report on the answer reaches Python callers: per document, the queries Odin searched, no cache hit.
+    assert result.report["documents"][0]["document_id"] == "gateway-ports"
+    assert result.report["documents"][0]["cited"] and result.report["retrieval"]["queries_used"] == ["Which port?"]
+    assert "cache_hit" not in result.report  # false: proto JSON leaves it out
 
 
 def test_odins_answer_settings_are_the_ones_geri_applies(make_client, freki, scripted_geri) -> None:  # type: ignore[no-untyped-def]

@@ -22,6 +22,7 @@ from tests.odin_client.servicers_support import free_port
 from tests.wolf_service.conftest import api_keys, bearer, freki_stub, index_request, metrics_url, retrieve_request
 from tests.wolf_service.test_metrics import scrape, value
 from wolf_service.rate_limits import Limiter, LimitExceeded, RateLimitSettings, Subject
+from wolf_service.status_details import details_of, unpacked
 
 pytestmark = pytest.mark.integration
 
@@ -101,6 +102,10 @@ def test_a_tenant_over_its_rate_is_refused_with_retry_after_and_others_are_not(s
         assert "tenant 'acme' is over its rate limit" in error.details()
         odin_error = from_rpc_error(error, service="freki", method="RetrieveContext", attempts=1)
         assert isinstance(odin_error, RateLimited) and 0 < odin_error.retry_after <= 1.0
+        found = unpacked(details_of(error))  # the same wait as RetryInfo, and a stable reason
+        assert found["ErrorInfo"].reason == odin_error.reason == "RATE_LIMITED"
+        delay = found["RetryInfo"].retry_delay.ToTimedelta().total_seconds()
+        assert delay == pytest.approx(odin_error.retry_after, abs=1e-3)
         stub.RetrieveContext(retrieve_request("port", tenant="globex"))  # its own bucket
         time.sleep(odin_error.retry_after + 0.05)
         stub.RetrieveContext(retrieve_request("port", tenant="acme"))

@@ -156,18 +156,24 @@ class MetadataValues(_message.Message):
     def __init__(self, values: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RAGContext(_message.Message):
-    __slots__ = ("documents", "retrieval_score", "score_threshold", "below_threshold", "query_id")
+    __slots__ = ("documents", "retrieval_score", "score_threshold", "below_threshold", "query_id", "queries", "reranked", "index_epoch")
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     RETRIEVAL_SCORE_FIELD_NUMBER: _ClassVar[int]
     SCORE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     BELOW_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     QUERY_ID_FIELD_NUMBER: _ClassVar[int]
+    QUERIES_FIELD_NUMBER: _ClassVar[int]
+    RERANKED_FIELD_NUMBER: _ClassVar[int]
+    INDEX_EPOCH_FIELD_NUMBER: _ClassVar[int]
     documents: _containers.RepeatedCompositeFieldContainer[RetrievedDocument]
     retrieval_score: float
     score_threshold: float
     below_threshold: int
     query_id: str
-    def __init__(self, documents: _Optional[_Iterable[_Union[RetrievedDocument, _Mapping]]] = ..., retrieval_score: _Optional[float] = ..., score_threshold: _Optional[float] = ..., below_threshold: _Optional[int] = ..., query_id: _Optional[str] = ...) -> None: ...
+    queries: _containers.RepeatedScalarFieldContainer[str]
+    reranked: bool
+    index_epoch: int
+    def __init__(self, documents: _Optional[_Iterable[_Union[RetrievedDocument, _Mapping]]] = ..., retrieval_score: _Optional[float] = ..., score_threshold: _Optional[float] = ..., below_threshold: _Optional[int] = ..., query_id: _Optional[str] = ..., queries: _Optional[_Iterable[str]] = ..., reranked: _Optional[bool] = ..., index_epoch: _Optional[int] = ...) -> None: ...
 
 class LLMResponse(_message.Message):
     __slots__ = ("text", "tokens_used", "latency_ms", "cost", "model_used", "prompt_tokens", "completion_tokens", "thinking", "finish_reason", "json", "tool_calls", "backend", "repair_attempts")

@@ -3,12 +3,30 @@ import datetime
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from wolf.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class FallbackKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FALLBACK_KIND_UNSPECIFIED: _ClassVar[FallbackKind]
+    FALLBACK_KIND_BACKEND: _ClassVar[FallbackKind]
+    FALLBACK_KIND_REPAIR: _ClassVar[FallbackKind]
+    FALLBACK_KIND_EXTRACTIVE: _ClassVar[FallbackKind]
+    FALLBACK_KIND_REVISION: _ClassVar[FallbackKind]
+    FALLBACK_KIND_ABSTENTION: _ClassVar[FallbackKind]
+    FALLBACK_KIND_WINDOW: _ClassVar[FallbackKind]
+FALLBACK_KIND_UNSPECIFIED: FallbackKind
+FALLBACK_KIND_BACKEND: FallbackKind
+FALLBACK_KIND_REPAIR: FallbackKind
+FALLBACK_KIND_EXTRACTIVE: FallbackKind
+FALLBACK_KIND_REVISION: FallbackKind
+FALLBACK_KIND_ABSTENTION: FallbackKind
+FALLBACK_KIND_WINDOW: FallbackKind
 
 class GenerateEvent(_message.Message):
     __slots__ = ("request_id", "text_delta", "thinking_delta", "final")
@@ -119,12 +137,14 @@ class AnswerOptions(_message.Message):
     def __init__(self, min_score: _Optional[float] = ..., max_sources: _Optional[int] = ..., max_citations: _Optional[int] = ..., min_support: _Optional[float] = ..., model_abstains: _Optional[bool] = ...) -> None: ...
 
 class AnswerRequest(_message.Message):
-    __slots__ = ("request", "options")
+    __slots__ = ("request", "options", "queries_used")
     REQUEST_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    QUERIES_USED_FIELD_NUMBER: _ClassVar[int]
     request: _common_pb2.WolfRequest
     options: AnswerOptions
-    def __init__(self, request: _Optional[_Union[_common_pb2.WolfRequest, _Mapping]] = ..., options: _Optional[_Union[AnswerOptions, _Mapping]] = ...) -> None: ...
+    queries_used: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request: _Optional[_Union[_common_pb2.WolfRequest, _Mapping]] = ..., options: _Optional[_Union[AnswerOptions, _Mapping]] = ..., queries_used: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Citation(_message.Message):
     __slots__ = ("marker", "document_id", "chunk_id", "chunk_index", "title", "score", "quote", "location", "source_number", "sentence_number")
@@ -175,16 +195,70 @@ class GroundedAnswer(_message.Message):
     def __init__(self, answered: _Optional[bool] = ..., reason: _Optional[str] = ..., text: _Optional[str] = ..., summary: _Optional[str] = ..., key_details: _Optional[_Iterable[str]] = ..., confidence: _Optional[float] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., extractive: _Optional[bool] = ..., revised: _Optional[bool] = ..., sources_used: _Optional[int] = ...) -> None: ...
 
 class AnswerResponse(_message.Message):
-    __slots__ = ("request_id", "answer", "llm_response", "metadata")
+    __slots__ = ("request_id", "answer", "llm_response", "metadata", "documents", "retrieval", "fallbacks", "cache_hit")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     LLM_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    RETRIEVAL_FIELD_NUMBER: _ClassVar[int]
+    FALLBACKS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_HIT_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     answer: GroundedAnswer
     llm_response: _common_pb2.LLMResponse
     metadata: _common_pb2.ResponseMetadata
-    def __init__(self, request_id: _Optional[str] = ..., answer: _Optional[_Union[GroundedAnswer, _Mapping]] = ..., llm_response: _Optional[_Union[_common_pb2.LLMResponse, _Mapping]] = ..., metadata: _Optional[_Union[_common_pb2.ResponseMetadata, _Mapping]] = ...) -> None: ...
+    documents: _containers.RepeatedCompositeFieldContainer[SourceDocument]
+    retrieval: RetrievalMetadata
+    fallbacks: _containers.RepeatedCompositeFieldContainer[Fallback]
+    cache_hit: bool
+    def __init__(self, request_id: _Optional[str] = ..., answer: _Optional[_Union[GroundedAnswer, _Mapping]] = ..., llm_response: _Optional[_Union[_common_pb2.LLMResponse, _Mapping]] = ..., metadata: _Optional[_Union[_common_pb2.ResponseMetadata, _Mapping]] = ..., documents: _Optional[_Iterable[_Union[SourceDocument, _Mapping]]] = ..., retrieval: _Optional[_Union[RetrievalMetadata, _Mapping]] = ..., fallbacks: _Optional[_Iterable[_Union[Fallback, _Mapping]]] = ..., cache_hit: _Optional[bool] = ...) -> None: ...
+
+class SourceDocument(_message.Message):
+    __slots__ = ("document_id", "source", "title", "best_relevance", "mean_relevance", "chunk_count", "shown", "cited")
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    BEST_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    MEAN_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SHOWN_FIELD_NUMBER: _ClassVar[int]
+    CITED_FIELD_NUMBER: _ClassVar[int]
+    document_id: str
+    source: str
+    title: str
+    best_relevance: float
+    mean_relevance: float
+    chunk_count: int
+    shown: bool
+    cited: bool
+    def __init__(self, document_id: _Optional[str] = ..., source: _Optional[str] = ..., title: _Optional[str] = ..., best_relevance: _Optional[float] = ..., mean_relevance: _Optional[float] = ..., chunk_count: _Optional[int] = ..., shown: _Optional[bool] = ..., cited: _Optional[bool] = ...) -> None: ...
+
+class RetrievalMetadata(_message.Message):
+    __slots__ = ("documents_found", "chunks_found", "queries_used", "average_relevance", "reranking_applied", "index_epoch")
+    DOCUMENTS_FOUND_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FOUND_FIELD_NUMBER: _ClassVar[int]
+    QUERIES_USED_FIELD_NUMBER: _ClassVar[int]
+    AVERAGE_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    RERANKING_APPLIED_FIELD_NUMBER: _ClassVar[int]
+    INDEX_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    documents_found: int
+    chunks_found: int
+    queries_used: _containers.RepeatedScalarFieldContainer[str]
+    average_relevance: float
+    reranking_applied: bool
+    index_epoch: int
+    def __init__(self, documents_found: _Optional[int] = ..., chunks_found: _Optional[int] = ..., queries_used: _Optional[_Iterable[str]] = ..., average_relevance: _Optional[float] = ..., reranking_applied: _Optional[bool] = ..., index_epoch: _Optional[int] = ...) -> None: ...
+
+class Fallback(_message.Message):
+    __slots__ = ("kind", "detail", "backend")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    kind: FallbackKind
+    detail: str
+    backend: str
+    def __init__(self, kind: _Optional[_Union[FallbackKind, str]] = ..., detail: _Optional[str] = ..., backend: _Optional[str] = ...) -> None: ...
 
 class AnswerEvent(_message.Message):
     __slots__ = ("request_id", "text_delta", "final")

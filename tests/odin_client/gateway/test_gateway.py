@@ -148,7 +148,9 @@ def test_documents_list_get_retrieve_delete(gateway: str) -> None:
     request = urllib.request.Request(f"{gateway}/v1/documents/tmp/x%3F.md", method="DELETE")
     with pytest.raises(urllib.error.HTTPError) as gone:
         urllib.request.urlopen(request, timeout=60)
-    assert gone.value.code == 404 and json.loads(gone.value.read())["error"]["type"] == "not_found_error"
+    error = json.loads(gone.value.read())["error"]
+    assert gone.value.code == 404 and error["type"] == "not_found_error"
+    assert error["reason"] == "NOT_FOUND" and error["hint"]  # Freki's status details, relayed
 
 
 @pytest.mark.parametrize(("path", "data", "status", "says"), [
