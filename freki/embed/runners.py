@@ -38,10 +38,12 @@ class OnnxRunner:
     name = "onnx"
     parallel_rows = 1  # ONNX Runtime spreads each op of a batch, even of one row, over every core
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, threads: int = 0) -> None:
+        """``threads``: ONNX Runtime's intra-op threads for a run (0: one per core)."""
         import onnxruntime as ort
 
         options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # ONNX Runtime's worker threads spin-wait after each run by default. In a server that burns the
         # cores the gRPC threads and the vector search need: measured on 2 cores, one client's queries
@@ -77,7 +79,9 @@ class TorchRunner:
     300 SciFact abstracts in 12.0 s against 17.4 s for ONNX Runtime and 14.3 s for sentence-transformers.
     """
 
-    def __init__(self, model: SentenceTransformer, workers: int | None = None, *, bf16: bool = False) -> None:
+    def __init__(self, model: SentenceTransformer, workers: int | None = None, *, bf16: bool = False,
+                 cores: int | None = None) -> None:
+        """``cores``: how many cores its workers may use together (default: every core of the process)."""
         import contextlib
 
         import torch
@@ -101,7 +105,7 @@ class TorchRunner:
                 self._module = torch.jit.freeze(traced.eval())
         finally:
             torch._C._jit_set_autocast_mode(previous)
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cores = cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
         self.workers = workers or min(cores, 4)
         self.parallel_rows = self.workers
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix=f"freki-{self.name}",

@@ -191,7 +191,7 @@ class Indexer:
 
             def embed(texts: Sequence[str]) -> np.ndarray:
                 deadline.check("embedding sentences")  # between the model's batches (embed_in_slices)
-                return lane.embedder.embed(texts)
+                return lane.embedder.embed(texts, tenant=doc.tenant_id)
 
             chunker = lane.make_chunker(self.sentence_cache.embedder_for(key, embed, lane.model))
             # Cheap limits before planning: every word is at least one token of some chunk.
@@ -234,7 +234,7 @@ class Indexer:
 
         def embed(texts: Sequence[str]) -> np.ndarray:
             deadline.check("embedding chunks")
-            return lane.embedder.embed(texts)
+            return lane.embedder.embed(texts, tenant=doc.tenant_id)
 
         vectors = embed_in_slices(embed, [chunks[i].text for i in embed_positions])
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}

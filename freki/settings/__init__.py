@@ -18,6 +18,7 @@ from freki.settings.embedding_servers import EmbeddingServer, ServerName, check_
 from freki.settings.limits import MIB, LimitsSettings  # noqa: F401 - re-exported
 from freki.settings.retention import BackupSettings, RetentionPolicy, RetentionSettings  # noqa: F401 - re-exported
 from freki.settings.retrieval import GraphSettings, ModeThresholds, RetrievalSettings  # noqa: F401 - re-exported
+from freki.settings.scheduling import EmbeddingSchedulingSettings
 from freki.settings.watch import DEFAULT_WATCH_EXCLUDES, WatchFolderSettings, WatchSettings  # noqa: F401 - re-exported
 from wolf_service.audit_log import AuditRotation
 from wolf_service.auth import SecuritySettings
@@ -200,6 +201,9 @@ class FrekiSettings(FileSettings):
     embedding_models_required: bool = False
     # Embedding servers by name, used as "server:<name>" above (freki/settings/embedding_servers.py).
     embedding_servers: dict[ServerName, EmbeddingServer] = Field(default_factory=dict, max_length=16)
+    # How queries and indexing share the model: a query lane, capped and lower-priority indexing passes,
+    # tenants in turn (freki/settings/scheduling.py).
+    embedding_scheduling: EmbeddingSchedulingSettings = EmbeddingSchedulingSettings()
 
     chunking: ChunkingSettings = ChunkingSettings()
     store: StoreSettings = StoreSettings()
