@@ -37,7 +37,7 @@ class EncoderScheduling:
 
     query_lane: bool = True
     index_threads: int = 0  # 0: every core but one (at least one)
-    index_nice: int = 10  # 0: same priority as queries
+    index_nice: int = 0  # 0: same priority as queries
     index_pass_texts: int = 16
 
 

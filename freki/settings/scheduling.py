@@ -16,6 +16,6 @@ class EmbeddingSchedulingSettings(BaseModel):
     index_threads: int = Field(0, ge=0, le=256)
     # Nice value of the thread that runs indexing passes (and of the threads it starts): 0-19, 0 = the
     # priority of queries. Indexing still gets every cycle queries leave idle.
-    index_nice: int = Field(10, ge=0, le=19)
+    index_nice: int = Field(0, ge=0, le=19)
     # Texts per indexing pass: a longer call is cut into passes, and tenants take turns between passes.
     index_pass_texts: int = Field(16, ge=1, le=4096)

@@ -120,19 +120,19 @@ def test_pass_size_is_validated() -> None:
 @pytest.mark.integration
 def test_a_query_is_embedded_while_an_indexing_pass_runs(embedder, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """The real model: an indexing pass held inside the model does not hold a query, which runs on the query
-    lane and gets the same vector as always; the pass runs on a thread at the indexing priority."""
+    lane and gets the same vector as always; the pass runs on the indexing thread."""
     assert embedder.query_lane
     question = f"coolant pump pressure {uuid.uuid4().hex[:8]}"  # never asked before: not in the query cache
     reference = embedder.embed([question])[0]
     inside, release = threading.Event(), threading.Event()
-    seen: dict[str, int] = {}
+    seen: dict[str, str] = {}
     real = embedder._encoder
 
     class HeldEncoder:
         name = real.name
 
         def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-            seen["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+            seen["thread"] = threading.current_thread().name
             inside.set()
             release.wait(60)
             return real.encode(texts, batch_size)
@@ -147,8 +147,25 @@ def test_a_query_is_embedded_while_an_indexing_pass_runs(embedder, monkeypatch: 
         query = embedder.embed_query(question, scope="b")
         assert indexing.is_alive()  # the query came back while the indexing pass was still held
         assert float(np.dot(query, reference)) > 0.9999
-        assert seen["nice"] >= 10
+        assert seen["thread"].startswith("freki-index-pass")
     finally:
         release.set()
         indexing.join(60)
     assert rows["v"].shape == (40, embedder.dimension)
+
+
+def test_the_indexing_thread_and_the_threads_it_starts_run_at_the_indexing_priority() -> None:
+    """Linux nice is per thread and inherited by threads a thread starts (ONNX Runtime's and torch's pools)."""
+    from freki.embed.scheduling import IndexPassThread
+
+    def own_and_child_nice() -> tuple[int, int]:
+        child: list[int] = []
+        thread = threading.Thread(target=lambda: child.append(
+            os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+        thread.start()
+        thread.join()
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id()), child[0]
+
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert IndexPassThread(nice=max(base, 7)).run(own_and_child_nice) == (max(base, 7), max(base, 7))
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base  # the caller's is untouched
