@@ -54,8 +54,8 @@ class Embedder:
 
     Thread-safe: indexing passes are serialised, because one pass already uses every core it may and
     interleaving passes only adds contention. With the query lane (``scheduling.query_lane``, ONNX on CPU)
-    queries run on a session of their own beside the indexing pass in progress, which runs capped and at a
-    lower priority (freki.embed.scheduling); without it, queries share the indexing passes' lock.
+    queries run on a session of their own beside the indexing pass in progress, which runs at a lower
+    priority (freki.embed.scheduling); without it, queries share the indexing passes' lock.
     """
 
     def __init__(

@@ -6,12 +6,12 @@ indexing pass in progress, however short the queue it jumps (``freki.embed.query
 query lane on (``EncoderScheduling.query_lane``), queries run on a model session of their own, never behind
 an indexing pass, and indexing passes:
 
-* use at most ``index_threads`` cores (default: all but one), so a core is left for queries and the rest of
-  the server;
 * run on one dedicated thread at a lower CPU priority (``index_nice``): the threads an indexing pass
   starts (ONNX Runtime's and torch's pools, created from that thread) inherit it, so when queries and
-  indexing both want the cores, the operating system runs the queries first. Indexing still gets every
-  idle cycle.
+  indexing both want the cores, the operating system runs the queries first, and indexing still gets
+  every cycle they leave idle;
+* may be capped to ``index_threads`` cores (default: every core), to keep cores free for other work
+  whatever the priorities.
 
 See docs/decisions/0301-fair-encoder-scheduling.md for the measurements.
 """
@@ -36,8 +36,8 @@ class EncoderScheduling:
     """The scheduling settings (``FrekiSettings.embedding_scheduling``)."""
 
     query_lane: bool = True
-    index_threads: int = 0  # 0: every core but one (at least one)
-    index_nice: int = 0  # 0: same priority as queries
+    index_threads: int = 0  # 0: every core
+    index_nice: int = 10  # 0: same priority as queries
     index_pass_texts: int = 16
 
 
@@ -47,8 +47,8 @@ def available_cores() -> int:
 
 
 def index_threads(configured: int) -> int:
-    """Threads an indexing pass may use: ``configured``, or every core but one (at least one)."""
-    return configured if configured > 0 else max(1, available_cores() - 1)
+    """Threads an indexing pass may use: ``configured``, or (0) every core."""
+    return configured if configured > 0 else available_cores()
 
 
 def lower_own_priority(nice: int) -> None:
