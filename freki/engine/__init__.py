@@ -214,6 +214,7 @@ class FrekiEngine:
             finally:
                 self.blue_green.touch(tenant, document_id)
             self.indexer.sentence_cache.forget(tenant, document_id)
+            self.quarantine.forget(tenant, [document_id])  # its points are gone, and so must its id be
         if not known and not deleted:
             self.purger.marker.unlink(missing_ok=True)
             raise NotFound(f"document {document_id[:200]!r} is not indexed for tenant {tenant!r}")
@@ -279,6 +280,7 @@ class FrekiEngine:
                 self.results.invalidate(tenant)
             for record in records:
                 self.indexer.sentence_cache.forget(tenant, record.document_id)
+            self.quarantine.forget(tenant, [record.document_id for record in records])
         self.purger.after_erase()
         return len(records), chunks
 

@@ -177,6 +177,16 @@ class Quarantine:
                     self.healed += 1
             self._save()
 
+    def forget(self, tenant: str, document_ids: Sequence[str]) -> None:
+        """Drop the entries of deleted documents (the kept list must not outlive an erasure)."""
+        gone = set(document_ids)
+        with self._lock:
+            drop = [i for i, e in self._entries.items() if e.tenant_id == tenant and e.document_id in gone]
+            for i in drop:
+                del self._entries[i]
+            if drop:
+                self._save()
+
     def entries(self, tenant: str | None = None) -> list[QuarantinedChunk]:
         with self._lock:
             return [e for e in self._entries.values() if tenant is None or e.tenant_id in (tenant, "")]
