@@ -58,7 +58,6 @@ class FrekiEngine:
     def __init__(self, settings: FrekiSettings, *, embedder: EmbeddingModel | None = None) -> None:
         self.settings = settings
         self._given_embedder = embedder
-        # Chunks that failed their integrity check, kept across restarts (freki.store.integrity).
         self.quarantine = Quarantine(Path(settings.data_dir) / "integrity" / "quarantine.json")
         self._models: dict[str, EmbeddingModel] = {}  # every model loaded, by name (``_load``)
         self._models_lock = threading.Lock()
@@ -214,7 +213,6 @@ class FrekiEngine:
             finally:
                 self.blue_green.touch(tenant, document_id)
             self.indexer.sentence_cache.forget(tenant, document_id)
-            self.quarantine.forget(tenant, [document_id])  # its points are gone, and so must its id be
         if not known and not deleted:
             self.purger.marker.unlink(missing_ok=True)
             raise NotFound(f"document {document_id[:200]!r} is not indexed for tenant {tenant!r}")
@@ -280,7 +278,6 @@ class FrekiEngine:
                 self.results.invalidate(tenant)
             for record in records:
                 self.indexer.sentence_cache.forget(tenant, record.document_id)
-            self.quarantine.forget(tenant, [record.document_id for record in records])
         self.purger.after_erase()
         return len(records), chunks
 

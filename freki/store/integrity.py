@@ -177,11 +177,12 @@ class Quarantine:
                     self.healed += 1
             self._save()
 
-    def forget(self, tenant: str, document_ids: Sequence[str]) -> None:
-        """Drop the entries of deleted documents (the kept list must not outlive an erasure)."""
-        gone = set(document_ids)
+    def forget(self, tenant: str, document_id: str | None = None) -> None:
+        """Drop the entries of a deleted document, or of every document of a tenant (the kept list must not
+        outlive an erasure)."""
         with self._lock:
-            drop = [i for i, e in self._entries.items() if e.tenant_id == tenant and e.document_id in gone]
+            drop = [i for i, e in self._entries.items()
+                    if e.tenant_id == tenant and (document_id is None or e.document_id == document_id)]
             for i in drop:
                 del self._entries[i]
             if drop:
