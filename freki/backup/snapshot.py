@@ -40,8 +40,10 @@ from wolf_service.faults import fault_point
 KEYS = "keys.sqlite"
 # Never copied from the data dir: live logs and locks (see the module docstring), and the key store and
 # erasure log, which are copied on their own (from wherever the settings put them).
-# The search log stays out: a restore must not bring back lines an erasure removed (decision 0281).
-_SKIPPED_TOP = {"audit.jsonl.lock", KEYS, f"{KEYS}-journal", ERASURE_LOG, "search_log"}
+# The search log stays out: a restore must not bring back lines an erasure removed (decision 0281). The
+# quarantine list ("integrity") describes this data dir's damage, not the backup's: a restore starts without it
+# (reads and the scrub find what is corrupt in what was restored), and no erased document's id comes back with it.
+_SKIPPED_TOP = {"audit.jsonl.lock", KEYS, f"{KEYS}-journal", ERASURE_LOG, "search_log", "integrity"}
 _SKIPPED_ANYWHERE = {".lock"}
 
 

@@ -23,7 +23,8 @@ from freki.embed.encoders import Encoder
 from freki.embed.onnx_export import default_cache_dir
 from freki.embed.query_batching import QueryBatcher
 from freki.embed.query_cache import QueryCache
-from freki.embed.selection import build_encoder
+from freki.embed.scheduling import EncoderScheduling, IndexPassThread, index_threads
+from freki.embed.selection import build_encoder, query_lane_encoder
 from wolf_service.errors import FailedPrecondition
 
 log = logging.getLogger("freki.embedding")
@@ -51,18 +52,20 @@ def resolve_model_path(name: str) -> str:
 class Embedder:
     """A loaded sentence-transformers model with a query-embedding LRU cache.
 
-    Thread-safe: encoding is serialised because the engine (ONNX Runtime by default, or torch;
-    see freki.embed.encoders) already uses every core for one batch, and interleaving batches from
-    several threads only adds contention.
+    Thread-safe: indexing passes are serialised, because one pass already uses every core it may and
+    interleaving passes only adds contention. With the query lane (``scheduling.query_lane``, ONNX on CPU)
+    queries run on a session of their own beside the indexing pass in progress, which runs at a lower
+    priority (freki.embed.scheduling); without it, queries share the indexing passes' lock.
     """
 
     def __init__(
         self, model: str = "all-MiniLM-L6-v2", *, device: str = "cpu", batch_size: int = 32,
         query_cache_size: int = 4096, backend: Literal["onnx", "torch"] = "onnx",
         cache_dir: Path | None = None, bulk_bf16: bool = True, bulk_runner: str = "auto",
-        setting: str = "FREKI_EMBEDDING_MODEL",
+        setting: str = "FREKI_EMBEDDING_MODEL", scheduling: EncoderScheduling | None = None,
     ) -> None:
-        """``setting``: where the operator named this model (a load error tells them what to change)."""
+        """``setting``: where the operator named this model (a load error tells them what to change).
+        ``scheduling``: how queries and indexing share it (default: a query lane; freki.embed.scheduling)."""
         # Never let a run-time hub lookup hang or leak: models come from installed packages or paths.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -92,17 +95,34 @@ class Embedder:
         # A private tokenizer copy for window counting: a fast tokenizer keeps padding/truncation state
         # per call, so sharing one with encode() from another thread corrupts that batch's padding.
         self._tokenizer = copy.deepcopy(self._model.tokenizer)
-        self._encoder: Encoder = build_encoder(
-            self._model, backend=backend, device=device, model_path=path,
-            cache_dir=cache_dir or default_cache_dir(), max_length=self.max_seq_length, bulk_bf16=bulk_bf16,
-            bulk=bulk_runner,
-        )
+        plan = scheduling or EncoderScheduling()
+        lanes = plan.query_lane and backend == "onnx" and device == "cpu"
+        # Built on the indexing thread, so the thread pools of its runners inherit that thread's priority.
+        self._index_thread = IndexPassThread(plan.index_nice) if lanes else None
+
+        def build() -> Encoder:
+            return build_encoder(
+                self._model, backend=backend, device=device, model_path=path,
+                cache_dir=cache_dir or default_cache_dir(), max_length=self.max_seq_length, bulk_bf16=bulk_bf16,
+                bulk=bulk_runner, index_threads=index_threads(plan.index_threads) if lanes else None,
+            )
+
+        self._encoder: Encoder = self._index_thread.run(build) if self._index_thread else build()
+        self._query_encoder = query_lane_encoder(self._encoder, self._model.tokenizer, self.max_seq_length) \
+            if lanes else None
+        if lanes and self._query_encoder is None:
+            log.info("no query lane: the model runs on torch; queries wait for the indexing pass in progress")
+            self._index_thread = None
+        self._pass_texts = plan.index_pass_texts
         self._tokenizer_lock = threading.Lock()
         self._lock = threading.Lock()
+        self._query_lock = threading.Lock()
         self._cache = QueryCache(query_cache_size)
         self.texts_embedded = 0
-        # Set by enable_batching(): merges concurrent embed() calls into shared model passes.
+        # Set by enable_batching(): merge concurrent embed() calls into shared model passes (queries in
+        # their own batcher when they have a lane of their own).
         self._batcher: QueryBatcher | None = None
+        self._query_batcher: QueryBatcher | None = None
 
     @property
     def backend(self) -> str:
@@ -120,15 +140,25 @@ class Embedder:
         with self._tokenizer_lock:
             return len(self._tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
 
-    def embed(self, texts: Sequence[str], *, urgent: bool = False) -> np.ndarray:
+    @property
+    def query_lane(self) -> bool:
+        """Whether queries run on a session of their own, beside indexing passes."""
+        return self._query_encoder is not None
+
+    def embed(self, texts: Sequence[str], *, urgent: bool = False, tenant: str = "") -> np.ndarray:
         """Embed texts (documents or sentences) as an ``(n, dim)`` float32 array of unit vectors.
 
-        ``urgent``: someone is waiting on these (a query); with batching enabled they are encoded
-        ahead of queued indexing work.
+        ``urgent``: someone is waiting on these (a query): they run on the query lane, or (without one)
+        ahead of queued indexing work. ``tenant``: whose indexing this is; with batching enabled tenants
+        share indexing passes round robin.
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self._batcher.encode_many(texts, urgent=urgent) if self._batcher else self._encode(texts)
+        if urgent and self._query_encoder is not None:
+            batcher, encode = self._query_batcher, self._encode_query
+        else:
+            batcher, encode = self._batcher, self._encode
+        vectors = batcher.encode_many(texts, urgent=urgent, tenant=tenant) if batcher else encode(texts)
         self.texts_embedded += len(texts)
         return vectors
 
@@ -138,13 +168,24 @@ class Embedder:
         Idempotent: a model shared by two indexes (a migration builds the new one beside the served one) keeps
         its batcher, so concurrent calls keep landing in one queue; other settings replace it (calls already
         waiting in the old one finish there: both encode under the model's lock)."""
-        if self._batcher is not None and self._batcher.settings == (max_batch, max_wait_s):
+        if self._batcher is not None and self._batcher.settings == (max_batch, max_wait_s, self._pass_texts):
             return
-        self._batcher = QueryBatcher(self._encode, max_batch=max_batch, max_wait_s=max_wait_s)
+        self._batcher = QueryBatcher(self._encode, max_batch=max_batch, max_wait_s=max_wait_s,
+                                     pass_texts=self._pass_texts)
+        if self._query_encoder is not None:
+            self._query_batcher = QueryBatcher(self._encode_query, max_batch=max_batch, max_wait_s=max_wait_s)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:
+            if self._index_thread is not None:
+                return self._index_thread.run(self._encoder.encode, texts, self.batch_size)
             return self._encoder.encode(texts, self.batch_size)
+
+    def _encode_query(self, texts: Sequence[str]) -> np.ndarray:
+        if self._query_encoder is None:
+            return self._encode(texts)
+        with self._query_lock:
+            return self._query_encoder.encode(texts, self.batch_size)
 
     def embed_query(self, text: str, scope: str = "") -> np.ndarray:
         """Embed one query, served from the LRU cache when ``scope`` (the asking tenant) asked it recently."""

@@ -36,8 +36,9 @@ class EmbeddingModel(Protocol):
         """Tokens ``text`` takes of the window, special tokens included."""
         ...
 
-    def embed(self, texts: Sequence[str], *, urgent: bool = False) -> np.ndarray:
-        """Documents or sentences -> ``(n, dim)`` float32 unit vectors."""
+    def embed(self, texts: Sequence[str], *, urgent: bool = False, tenant: str = "") -> np.ndarray:
+        """Documents or sentences -> ``(n, dim)`` float32 unit vectors; ``urgent``: a query someone waits on;
+        ``tenant``: whose indexing this is (tenants share the model round robin)."""
         ...
 
     def embed_query(self, text: str, scope: str = "") -> np.ndarray:

@@ -92,11 +92,13 @@ class RemoteEmbedder:
             return len(tokenizer(self.server.document_prefix + text, add_special_tokens=True,
                                  truncation=False)["input_ids"])
 
-    def embed(self, texts: Sequence[str], *, urgent: bool = False) -> np.ndarray:
-        """Embed documents or sentences as an ``(n, dim)`` float32 array of unit vectors."""
+    def embed(self, texts: Sequence[str], *, urgent: bool = False, tenant: str = "") -> np.ndarray:
+        """Embed documents or sentences as an ``(n, dim)`` float32 array of unit vectors (``tenant``: whose
+        indexing this is; tenants share batched requests round robin)."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self._batcher.encode_many(texts, urgent=urgent) if self._batcher else self._encode(texts)
+        vectors = (self._batcher.encode_many(texts, urgent=urgent, tenant=tenant) if self._batcher
+                   else self._encode(texts))
         self.texts_embedded += len(texts)
         return vectors
 
@@ -113,7 +115,7 @@ class RemoteEmbedder:
     def enable_batching(self, max_batch: int = 64, max_wait_s: float = 0.0) -> None:
         """Merge concurrent calls into shared requests: documents with documents, queries with queries (the
         two sides may differ in model and prefix). Idempotent for the same settings."""
-        if self._batcher is not None and self._batcher.settings == (max_batch, max_wait_s):
+        if self._batcher is not None and self._batcher.settings[:2] == (max_batch, max_wait_s):
             return
         self._batcher = QueryBatcher(self._encode, max_batch=max_batch, max_wait_s=max_wait_s)
         self._query_batcher = QueryBatcher(functools.partial(self._encode, query=True), max_batch=max_batch,

@@ -38,10 +38,12 @@ class OnnxRunner:
     name = "onnx"
     parallel_rows = 1  # ONNX Runtime spreads each op of a batch, even of one row, over every core
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, threads: int = 0) -> None:
+        """``threads``: ONNX Runtime's intra-op threads for a run (0: one per core)."""
         import onnxruntime as ort
 
         options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # ONNX Runtime's worker threads spin-wait after each run by default. In a server that burns the
         # cores the gRPC threads and the vector search need (docs/decisions/0002-onnx-torch-int8.md).
@@ -72,7 +74,9 @@ class TorchRunner:
     threads preempt often (docs/decisions/0002-onnx-torch-int8.md).
     """
 
-    def __init__(self, model: SentenceTransformer, workers: int | None = None, *, bf16: bool = False) -> None:
+    def __init__(self, model: SentenceTransformer, workers: int | None = None, *, bf16: bool = False,
+                 cores: int | None = None) -> None:
+        """``cores``: how many cores its workers may use together (default: every core of the process)."""
         import contextlib
 
         import torch
@@ -96,7 +100,7 @@ class TorchRunner:
                 self._module = torch.jit.freeze(traced.eval())
         finally:
             torch._C._jit_set_autocast_mode(previous)
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cores = cores or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
         self.workers = workers or min(cores, 4)
         self.parallel_rows = self.workers
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix=f"freki-{self.name}",

@@ -25,6 +25,7 @@ A lone text always runs in fp32 ONNX. No int8: it falls below the probe's cosine
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 from collections.abc import Callable
@@ -57,13 +58,15 @@ PROBE_TEXTS = (
 
 def build_encoder(
     model: SentenceTransformer, *, backend: str, device: str, model_path: str, cache_dir: Path,
-    max_length: int, bulk_bf16: bool = True, bulk: str = "auto",
+    max_length: int, bulk_bf16: bool = True, bulk: str = "auto", index_threads: int | None = None,
 ) -> Encoder:
     """The encoder to use: ONNX when asked for, on CPU, exportable and equivalent; else torch.
 
     Indexing batches go to the bulk runner ``bulk`` names (``"onnx"``, ``"torch-fp32"``, ``"bf16"``) or,
     with ``"auto"``, to the fastest of those that build, pass the probe check and (bf16) have native
     instructions, timed on this machine (``freki.embed.bulk_choice``). ``bulk_bf16=False`` leaves bf16 out.
+    ``index_threads``: cores its passes may use (None: every core; queries then share it, see
+    ``query_lane_encoder``).
     """
     torch_encoder = TorchEncoder(model)
     if backend == "torch":
@@ -73,7 +76,8 @@ def build_encoder(
         return torch_encoder
     # torch's probe vectors (a torch pass), computed once for every check and only when a check runs.
     reference = functools.cache(lambda: probe_vectors(torch_encoder))
-    onnx = _checked_runner(lambda: OnnxRunner(export_onnx(model, model_path, cache_dir)), reference, model,
+    onnx = _checked_runner(lambda: OnnxRunner(export_onnx(model, model_path, cache_dir), index_threads or 0),
+                           reference, model,
                            max_length, what="ONNX embedding", instead="using torch")
     if onnx is None:
         return torch_encoder
@@ -84,7 +88,8 @@ def build_encoder(
     for name in wanted:
         if name == "onnx":
             continue
-        runner = _checked_runner(functools.partial(TorchRunner, model, bf16=name == "bf16"), reference, model,
+        runner = _checked_runner(functools.partial(TorchRunner, model, bf16=name == "bf16", cores=index_threads),
+                                 reference, model,
                                  max_length, what=f"{name} embedding for indexing batches",
                                  instead="indexing batches run without it")
         if runner is not None:
@@ -100,6 +105,14 @@ def build_encoder(
     min_tokens = bulk_choice.min_tokens(onnx, runners[chosen], model.tokenizer, cache_dir, model_path)
     return BatchedEncoder(model.tokenizer, max_length, onnx, bulk=runners[chosen], bulk_min_tokens=min_tokens,
                           pad_slack=PAD_SLACK)
+
+
+def query_lane_encoder(indexing: Encoder, tokenizer: object, max_length: int) -> Encoder | None:
+    """An encoder for queries beside ``indexing``'s passes: the same exported ONNX model in a session of its
+    own (every core, fp32, its own tokenizer copy), or None when ``indexing`` does not run ONNX."""
+    if not isinstance(indexing, BatchedEncoder) or not isinstance(indexing.runner, OnnxRunner):
+        return None
+    return BatchedEncoder(copy.deepcopy(tokenizer), max_length, OnnxRunner(indexing.runner.path))
 
 
 def _bulk_candidates(bulk: str, bulk_bf16: bool) -> list[str]:

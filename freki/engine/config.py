@@ -10,6 +10,7 @@ from freki.embed.embedder import Embedder
 from freki.embed.model import EmbeddingModel
 from freki.embed.remote import RemoteEmbedder
 from freki.embed.remote_client import ServerConfig
+from freki.embed.scheduling import EncoderScheduling
 from freki.engine.pool_size import parse_pool_size
 from freki.ingest.indexing import IngestLimits
 from freki.ingest.parsing import ParseLimits
@@ -44,6 +45,7 @@ def build_embedder(settings: FrekiSettings, model: str | None = None, *,
         batch_size=settings.embedding_batch_size, query_cache_size=settings.retrieval.query_cache_size,
         backend=settings.embedding_backend, cache_dir=settings.embedding_cache_dir,
         bulk_bf16=settings.embedding_bulk_bf16, bulk_runner=settings.embedding_bulk_runner, setting=setting,
+        scheduling=EncoderScheduling(**settings.embedding_scheduling.model_dump()),
     )
 
 

@@ -51,7 +51,7 @@ class FrekiEngine(OwnerDataOperations):
     def __init__(self, settings: FrekiSettings, *, embedder: EmbeddingModel | None = None) -> None:
         self.settings = settings
         self._given_embedder = embedder
-        self.quarantine = Quarantine()  # chunks that failed their integrity check (freki.store.integrity)
+        self.quarantine = Quarantine(Path(settings.data_dir) / "integrity" / "quarantine.json")
         self._models: dict[str, EmbeddingModel] = {}  # every model loaded, by name (``_load``)
         self._models_lock = threading.Lock()
         self.erasures = erasure_log(settings)  # what erasures destroy, for a restore to re-apply (freki.backup)

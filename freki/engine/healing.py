@@ -92,6 +92,9 @@ class Healer:
         self._todo: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="freki-heal", daemon=True)
         quarantine.listeners.append(self._enqueue)
+        for entry in quarantine.entries():  # found before a restart and not yet healed
+            if entry.heal == "pending":
+                self._enqueue(entry)
         self._thread.start()
 
     def _enqueue(self, entry: QuarantinedChunk) -> None:

@@ -189,6 +189,8 @@ def build_index(
         companion=links, layout=layout, chunk_profiles=chunk_profiles(settings, chunking),
         lanes=[IndexLane(lane.model, lane.embedder, chunker_factory(lane.embedder), lane.chunks) for lane in lanes],
     )
+    if quarantine is not None:  # a deleted or erased document leaves the kept quarantine list too
+        indexer.sentence_cache.on_forget.append(quarantine.forget)
     standard_alignment, search_lanes = models.search_lanes(embedder, lanes)
     retriever = Retriever(
         embed_query=embedder.embed_query, chunks=chunks, sparse=sparse, calibrate=standard_alignment,

@@ -43,6 +43,9 @@ class SentenceVectorCache:
         self._size = 0
         self._lock = threading.Lock()
         self._model: dict[tuple[str, str], str] = {}  # which model made a document's vectors
+        # Called with (tenant, document id or None) when a document or tenant is forgotten (deleted, erased), so
+        # that other per-document state (the quarantine list) forgets it too.
+        self.on_forget: list[Callable[[str, str | None], None]] = []
 
     def embedder_for(
         self, key: tuple[str, str], embed: Callable[[Sequence[str]], np.ndarray], model: str = ""
@@ -78,6 +81,8 @@ class SentenceVectorCache:
             for key in [k for k in self._docs if k[0] == tenant and (document_id is None or k[1] == document_id)]:
                 self._size -= len(self._docs.pop(key))
                 self._model.pop(key, None)
+        for listener in self.on_forget:
+            listener(tenant, document_id)
 
     def rename(self, tenant: str, old_id: str, new_id: str) -> None:
         """Carry a renamed document's sentence vectors over, so re-chunking it embeds nothing."""

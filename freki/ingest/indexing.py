@@ -160,7 +160,7 @@ class Indexer:
 
             def embed(texts: Sequence[str]) -> np.ndarray:
                 deadline.check("embedding sentences")  # between the model's batches (embed_in_slices)
-                return lane.embedder.embed(texts)
+                return lane.embedder.embed(texts, tenant=doc.tenant_id)
 
             profiles = self.chunk_profiles
             profile = profiles.profile_of(metadata.get(DOCUMENT_TYPE_KEY)) if profiles is not None else None
@@ -206,7 +206,7 @@ class Indexer:
 
         def embed(texts: Sequence[str]) -> np.ndarray:
             deadline.check("embedding chunks")
-            return lane.embedder.embed(texts)
+            return lane.embedder.embed(texts, tenant=doc.tenant_id)
 
         vectors = embed_in_slices(embed, [chunks[i].text for i in embed_positions])
         fresh = {i: vectors[j].tolist() for j, i in enumerate(embed_positions)}

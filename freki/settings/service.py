@@ -22,6 +22,7 @@ from freki.settings.limits import LimitsSettings
 from freki.settings.reindex import ReindexSettings
 from freki.settings.retention import BackupSettings, RetentionSettings
 from freki.settings.retrieval import GraphSettings, RetrievalSettings, SearchLogSettings
+from freki.settings.scheduling import EmbeddingSchedulingSettings
 from freki.settings.store import StoreSettings
 from freki.settings.watch import WatchSettings
 from wolf_service.audit_log import AuditRotation
@@ -89,6 +90,9 @@ class FrekiSettings(FileSettings):
     embedding_models_required: bool = False
     # Embedding servers by name, used as "server:<name>" above (freki/settings/embedding_servers.py).
     embedding_servers: dict[ServerName, EmbeddingServer] = Field(default_factory=dict, max_length=16)
+    # How queries and indexing share the model: a query lane, capped and lower-priority indexing passes,
+    # tenants in turn (freki/settings/scheduling.py).
+    embedding_scheduling: EmbeddingSchedulingSettings = EmbeddingSchedulingSettings()
 
     chunking: ChunkingSettings = ChunkingSettings()
     store: StoreSettings = StoreSettings()

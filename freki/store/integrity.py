@@ -18,10 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -111,14 +113,35 @@ class QuarantinedChunk:
 
 
 class Quarantine:
-    """The points found corrupt in this process: never served; ``listeners`` hear of each new one (the healer)."""
+    """The points found corrupt: never served; ``listeners`` hear of each new one (the healer).
 
-    def __init__(self) -> None:
+    With a ``path`` the list is kept in that JSON file (ids, owner, reason and heal state, no content), written
+    whole on every change and read at start, so a restart lists what was found before any read meets it again
+    and the healer picks up what was pending. A file that cannot be read is logged and started afresh: reads
+    and the scrub find the points again.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
         self._entries: dict[str, QuarantinedChunk] = {}
         self._lock = threading.Lock()
+        self._path = path
         self.detected = 0  # points quarantined since start, for the metric
         self.healed = 0  # points whose document was re-indexed since start
         self.listeners: list[Callable[[QuarantinedChunk], None]] = []
+        if path is not None:
+            self._entries = _load(path)
+
+    def _save(self) -> None:
+        """Write the list (holding ``_lock``): a temporary file, then an atomic rename."""
+        if self._path is None:
+            return
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._path.with_suffix(".tmp")
+            tmp.write_text(json.dumps([asdict(e) for e in self._entries.values()]))
+            os.replace(tmp, self._path)
+        except OSError as exc:  # a full or read-only disk: the list still holds in memory
+            log.warning("cannot keep the quarantine list in %s (%s); it holds until a restart", self._path, exc)
 
     def add(self, chunk_id: str, collection: str, reason: str, payload: dict[str, Any] | None) -> None:
         payload = payload or {}
@@ -129,6 +152,7 @@ class Quarantine:
                 return
             self._entries[chunk_id] = entry
             self.detected += 1
+            self._save()
         log.error("chunk %s of collection %r (document %r, tenant %r) failed its integrity check (%s): "
                   "quarantined, not served", chunk_id, collection, entry.document_id, entry.tenant_id, reason)
         for listener in list(self.listeners):
@@ -143,6 +167,7 @@ class Quarantine:
                     if owner is not None:
                         entry = replace(entry, tenant_id=owner[0], document_id=owner[1])
                     self._entries[i] = entry
+            self._save()
 
     def resolve(self, chunk_ids: Sequence[str]) -> None:
         """The points are gone (their document was re-indexed or deleted)."""
@@ -150,6 +175,18 @@ class Quarantine:
             for i in chunk_ids:
                 if self._entries.pop(i, None) is not None:
                     self.healed += 1
+            self._save()
+
+    def forget(self, tenant: str, document_id: str | None = None) -> None:
+        """Drop the entries of a deleted document, or of every document of a tenant (the kept list must not
+        outlive an erasure)."""
+        with self._lock:
+            drop = [i for i, e in self._entries.items()
+                    if e.tenant_id == tenant and (document_id is None or e.document_id == document_id)]
+            for i in drop:
+                del self._entries[i]
+            if drop:
+                self._save()
 
     def entries(self, tenant: str | None = None) -> list[QuarantinedChunk]:
         with self._lock:
@@ -166,3 +203,19 @@ def report(quarantine: Quarantine | None, chunk_id: str, collection: str, reason
         raise CorruptData(f"point {chunk_id} of collection {collection!r} is corrupt ({reason}); run `freki verify` "
                           "and restore the data dir from a backup or re-index (docs/operations.md, \"Integrity\")")
     quarantine.add(chunk_id, collection, reason, payload)
+
+
+def _load(path: Path) -> dict[str, QuarantinedChunk]:
+    """The entries kept in ``path`` (none if it is missing or unreadable); one being healed when the last
+    process stopped is pending again."""
+    if not path.exists():
+        return {}
+    names = {f.name for f in fields(QuarantinedChunk)}
+    try:
+        rows = json.loads(path.read_text())
+        entries = [QuarantinedChunk(**{k: str(v) for k, v in row.items() if k in names}) for row in rows]
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        log.warning("the quarantine list %s cannot be read (%s); starting with an empty one (reads and the scrub "
+                    "find corrupt chunks again)", path, exc)
+        return {}
+    return {e.chunk_id: replace(e, heal="pending") if e.heal == "healing" else e for e in entries}

@@ -181,3 +181,25 @@ def test_a_query_never_fails_because_of_a_bad_chunk_payload(indexed: Path, tmp_p
         assert {d.document_id for d in listed.documents} == {*DOCS, "note.txt"}  # the registry is intact
     finally:
         server.stop()
+
+
+def test_the_quarantine_is_listed_again_after_a_restart(indexed: Path, tmp_path: Path) -> None:
+    """Chunks quarantined before a restart (here: payloads the engine cannot decode, never healed) are listed at
+    the next start before any read meets them again (before: the list was empty until a query or the scrub)."""
+    config = _copy(indexed, tmp_path)
+    _flip(_segment(tmp_path / "data", "freki_chunks") / "payload_storage" / "page_0.dat", size=4096)
+    server = FrekiProcess(config, tmp_path / "freki.log")
+    try:
+        for question in ("how do I bake bread", "tides in the harbour", "volcano"):
+            _ask(server, question)
+        before = {(q.chunk_id, q.document_id, q.heal) for q in _wait_listed(server).quarantined_chunks}
+    finally:
+        server.stop()
+    assert before
+    server = FrekiProcess(config, tmp_path / "freki.log")
+    try:
+        status = server.stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest(), timeout=30)
+        assert {(q.chunk_id, q.document_id, q.heal) for q in status.quarantined_chunks} == before
+        assert status.health == "degraded"
+    finally:
+        server.stop()

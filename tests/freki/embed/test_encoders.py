@@ -205,6 +205,9 @@ def test_embedder_routes_large_batches_to_the_bulk_runner_and_queries_to_onnx() 
     calls: list[str] = []
     recording(encoder.runner, calls)
     recording(encoder.bulk, calls)
+    queries = chosen._query_encoder  # the query lane: an fp32 ONNX session of its own (freki.embed.scheduling)
+    assert isinstance(queries, BatchedEncoder) and queries.bulk is None
+    recording(queries.runner, calls)
     chosen.embed_query("which port does the relay listen on")
     assert calls == ["onnx"]
     calls.clear()

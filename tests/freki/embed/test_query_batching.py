@@ -205,7 +205,7 @@ def test_enabling_batching_again_keeps_one_queue(embedder) -> None:  # type: ign
     assert model._batcher is first
     model.enable_batching(max_batch=8, max_wait_s=0.002)  # a settings reload does replace it
     assert model._batcher is not first and model._batcher is not None
-    assert model._batcher.settings == (8, 0.002)
+    assert model._batcher.settings == (8, 0.002, 16)
     assert float(np.dot(model.embed_query("coolant pump"), embedder.embed(["coolant pump"])[0])) > 0.999
 
 
