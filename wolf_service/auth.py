@@ -52,7 +52,8 @@ class ApiKey(BaseModel):
     tenant: str = Field(..., pattern=r"^[A-Za-z0-9_.\-@]{1,128}$")
     sha256: str = Field(..., description="hex SHA-256 of the key: `python -m wolf_service.auth < keyfile`.")
     scopes: list[Scope] | None = Field(
-        default=None, description="What the key may do; None (unset) = every scope, as before scopes existed."
+        default=None,
+        description="What the key may do; None (unset) = every scope, so key files without scopes keep working.",
     )
     access_groups: list[Annotated[str, Field(pattern=GROUP_PATTERN)]] | None = Field(
         default=None, max_length=256,

@@ -6,7 +6,7 @@ IndexDocument does, with the packaged model's tokenizer and window. Printed per 
 * chunks per document (mean and a histogram);
 * tokens indexed: the model word-pieces of every document's text (special tokens excluded), once;
 * tokens embedded: word-pieces of every chunk text (overlap included) plus, with the embedding signal,
-  every sentence the boundary pass embeds; their ratio is what issue 18 bounds (target <= 1.3).
+  every sentence the boundary pass embeds; their ratio is the boundary cost, kept at or below 1.3.
 
 Asserts nothing. Example (about a minute for the lexical rows; the embedding rows run the model):
 

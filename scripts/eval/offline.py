@@ -1,5 +1,5 @@
 """Measure retrieval ideas offline on cached eval indexes before building them: BM25 constants and
-pseudo-relevance feedback (issue 18), against Freki's default (convex hybrid) ranking.
+pseudo-relevance feedback, against Freki's default (convex hybrid) ranking.
 
 Reads each set's cached index once (``evalsets/replica.py``: chunk texts and vectors, query vectors from
 Freki's embedder) and ranks the way the store does, so an index-time change (BM25 k1 / b / avgdl) needs no

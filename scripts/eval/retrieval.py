@@ -53,7 +53,7 @@ CONFIGS: dict[str, tuple[str, dict[str, object]]] = {
     "hybrid-convex": ("hybrid", {"fusion": "convex"}),
     "default": ("default", {}),
     # Not Freki: the packaged MiniLM over each whole document (cut at its 256-word-piece window), cosine,
-    # in this process. The baseline Freki's own dense mode must not lose to (issue 18).
+    # in this process. The baseline Freki's own dense mode must not lose to.
     "minilm-whole": ("", {}),
 }
 ANALYZERS: dict[str, dict[str, object]] = {

@@ -1,4 +1,4 @@
-"""Which default score threshold keeps unrelated results out without losing relevant ones (issue 17).
+"""Which default score threshold keeps unrelated results out without losing relevant ones.
 
 Two corpora with nothing in common: SciFact (biomedical claims -> abstracts; the same 600-document sample
 scripts.eval.retrieval builds) and SQuAD paragraphs (Wikipedia questions -> paragraphs). Each corpus is asked

@@ -257,7 +257,7 @@ def test_topic_shift_becomes_a_boundary(signal: str) -> None:
 
 
 def test_a_section_that_fits_one_chunk_is_one_chunk_and_embeds_nothing() -> None:
-    """Even with a topic shift inside: boundaries are only looked for where a split is needed (issue 18)."""
+    """Even with a topic shift inside: boundaries are only looked for where a split is needed."""
     first = " ".join(f"Alpha fact {i} concerns {' '.join(FILLER[:8])}." for i in range(8))
     second = " ".join(f"Bravo fact {i} concerns {' '.join(FILLER[4:])}." for i in range(8))
     embed = CountingEmbed()

@@ -1,7 +1,7 @@
 """The gateway's client pool under a crowd of keys, in front of a real Freki that checks API keys.
 
-A legitimate upload must finish while random keys flood the gateway (issue 32: with the old pool, 40 random
-keys closed the upload's client under it, 499 "Channel closed!"), bad keys never take a place in the pool, and
+A legitimate upload must finish while random keys flood the gateway (a pool that cached unchecked keys closed
+the upload's client under it: 499 "Channel closed!"), bad keys never take a place in the pool, and
 an ``Authorization`` header that is not printable ASCII is 401, not 502.
 """
 
