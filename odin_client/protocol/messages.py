@@ -41,6 +41,7 @@ def retrieve_request(
     query_variants: Sequence[str] = (),
     graph_expand: bool | None = None,
     explain: bool = False,
+    neighbours: int = 0,
 ) -> common_pb2.WolfRequest:
     """RetrieveContext request for ``query`` (and its ``query_variants``, fused by Freki)."""
     if mode not in SEARCH_MODES:
@@ -52,6 +53,7 @@ def retrieve_request(
         document_ids=list(document_ids),
         query_variants=list(query_variants),
         explain=explain,
+        neighbours=neighbours,
     )
     if graph_expand is not None:
         options.graph_expand = graph_expand

@@ -96,12 +96,12 @@ def deltas_then(final: Callable[[Any, Took], R]) -> Callable[[Any, Took], str | 
 def retrieve(settings: OdinSettings, query: str, *, tenant_id: str | None, top_k: int,
              filters: messages.Filters | None, mode: str, score_threshold: float | None,
              document_ids: Iterable[str], query_variants: Iterable[str], deadline_s: float | None,
-             graph_expand: bool | None, explain: bool) -> CallSpec[Retrieval]:
+             graph_expand: bool | None, explain: bool, neighbours: int = 0) -> CallSpec[Retrieval]:
     """RetrieveContext: an idempotent read."""
     request = messages.retrieve_request(
         query, tenant_id=tenant_of(settings, tenant_id), top_k=top_k, filters=filters, mode=mode,
         score_threshold=score_threshold, document_ids=list(document_ids), query_variants=list(query_variants),
-        graph_expand=graph_expand, explain=explain)
+        graph_expand=graph_expand, explain=explain, neighbours=neighbours)
     return CallSpec("freki", "RetrieveContext", request, deadline_s or settings.deadline_s, True,
                     lambda resp, took: retrieval_from_proto(resp, elapsed_ms=took.elapsed_ms,
                                                             attempts=took.attempts))

@@ -29,6 +29,10 @@ class Source:
     metadata: dict[str, str] = field(default_factory=dict)
     # Where the chunk sits in its document, for people ("p. 4", "slide 3 · Results"; "" when unknown).
     location: str = ""
+    # A chunk returned as a neighbour of a hit (``retrieve(neighbours=N)``): that hit's chunk id; "" for a hit.
+    neighbour_of: str = ""
+    # Leading characters of ``content`` that repeat the previous chunk: ``content[overlap_chars:]`` stitches.
+    overlap_chars: int = 0
 
     @property
     def snippet(self) -> str:
@@ -276,6 +280,8 @@ def source_from_proto(doc: common_pb2.RetrievedDocument) -> Source:
         chunk_index=doc.chunk_index,
         metadata=dict(doc.metadata),
         location=doc.location.label,
+        neighbour_of=doc.neighbour_of,
+        overlap_chars=doc.overlap_chars,
     )
 
 

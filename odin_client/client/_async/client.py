@@ -44,7 +44,7 @@ class AsyncOdinClient(AsyncDocumentCalls, AsyncGraphCalls, AsyncGenerationCalls,
                        score_threshold: float | None = None, document_ids: Iterable[str] = (),
                        query_variants: Iterable[str] = (), tenant_id: str | None = None,
                        deadline_s: float | None = None, graph_expand: bool | None = None,
-                       explain: bool = False) -> Retrieval:
+                       explain: bool = False, neighbours: int = 0) -> Retrieval:
         """Retrieve the chunks most relevant to ``query`` from Freki.
 
         Args:
@@ -59,11 +59,13 @@ class AsyncOdinClient(AsyncDocumentCalls, AsyncGraphCalls, AsyncGenerationCalls,
             deadline_s: Overrides the configured deadline (retries included).
             graph_expand: Add the top hits' linked documents (None = server default).
             explain: Each source's ``context`` document carries an Explanation of its score.
+            neighbours: Also return the previous and next N chunks of each hit's document, each marked by
+                ``Source.neighbour_of`` (at most the server's ``retrieval.max_neighbours``).
         """
         return await self._call(specs.retrieve(
             self.settings, query, tenant_id=tenant_id, top_k=top_k, filters=filters, mode=mode,
             score_threshold=score_threshold, document_ids=document_ids, query_variants=query_variants,
-            deadline_s=deadline_s, graph_expand=graph_expand, explain=explain))
+            deadline_s=deadline_s, graph_expand=graph_expand, explain=explain, neighbours=neighbours))
 
     async def ask(self, question: str, *, top_k: int = 0, filters: Filters | None = None, mode: str = "",
                   tenant_id: str | None = None, model: str = "", max_tokens: int | None = None, session_id: str = "",

@@ -55,6 +55,7 @@ class OdinClient(DocumentCalls, GraphCalls, GenerationCalls, SessionCalls):
         deadline_s: float | None = None,
         graph_expand: bool | None = None,
         explain: bool = False,
+        neighbours: int = 0,
     ) -> Retrieval:
         """Retrieve the chunks most relevant to ``query`` from Freki.
 
@@ -70,6 +71,8 @@ class OdinClient(DocumentCalls, GraphCalls, GenerationCalls, SessionCalls):
             deadline_s: Overrides the configured deadline (retries included).
             graph_expand: Add the top hits' linked documents (None = server default).
             explain: Each source's ``context`` document carries an Explanation of its score.
+            neighbours: Also return the previous and next N chunks of each hit's document, each marked by
+                ``Source.neighbour_of`` (at most the server's ``retrieval.max_neighbours``).
         """
         return self._call(
             specs.retrieve(
@@ -85,6 +88,7 @@ class OdinClient(DocumentCalls, GraphCalls, GenerationCalls, SessionCalls):
                 deadline_s=deadline_s,
                 graph_expand=graph_expand,
                 explain=explain,
+                neighbours=neighbours,
             )
         )
 

@@ -80,3 +80,17 @@ def test_too_many_neighbours_is_refused_naming_the_setting(freki_stub, town) -> 
             retrieve(freki_stub, "zeppelin", tenant_id="nb", neighbours=bad)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "retrieval.max_neighbours" in (err.value.details() or "")
+
+
+def test_odin_asks_for_neighbours_and_stitches_them(freki_server, town) -> None:  # type: ignore[no-untyped-def]
+    from odin_client import OdinClient, OdinSettings
+
+    handle, _ = freki_server
+    with OdinClient(OdinSettings(freki_target=f"127.0.0.1:{handle.port}", tenant_id="nb")) as odin:
+        found = odin.retrieve("silver zeppelin Quillfeather moors at the mast", top_k=1, score_threshold=0.0,
+                              neighbours=1)
+    (hit,) = [s for s in found.sources if not s.neighbour_of]
+    assert [s.neighbour_of for s in found.sources if s is not hit] == [hit.chunk_id] * (len(found.sources) - 1)
+    assert len(found.sources) == 3
+    text = " ".join(s.content[s.overlap_chars:].strip() for s in sorted(found.sources, key=lambda s: s.chunk_index))
+    assert text.count("Quillfeather") == 1
