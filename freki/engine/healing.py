@@ -73,7 +73,7 @@ def scrub(engine: Engine) -> ScrubReport:
         name = str(store.collection)
         for ids in _id_pages(store):
             with store.generations.reading() as hidden:
-                store._read_checked(ids, hidden)
+                store._read_checked(ids, hidden, with_sparse=True)
             report.checked[name] = report.checked.get(name, 0) + len(ids)
     report.corrupt = [e for e in engine.quarantine.entries() if e.chunk_id not in before]
     report.seconds = time.perf_counter() - started

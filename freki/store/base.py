@@ -227,8 +227,8 @@ class VectorStore(Protocol):
         ``with_vectors``: the dense vector; ``with_sparse``: the sparse one too (and the dense)."""
         ...
 
-    def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
-        """The points with these ids that exist, in the order of ``ids``."""
+    def retrieve(self, ids: Sequence[str], with_vectors: bool = False, with_sparse: bool = False) -> list[StoredPoint]:
+        """The points with these ids that exist, in the order of ``ids`` (``with_sparse``: both vectors)."""
         ...
 
     def count(self, filter: Filter) -> int:

@@ -300,13 +300,13 @@ class EdgeStore(GuardedStore):
         return [stored_point(r, with_vectors or with_sparse) for r in records], (
             str(next_offset) if next_offset is not None else None)
 
-    def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
+    def _engine_retrieve(self, ids: list[str], with_vectors: bool, with_sparse: bool = False) -> list[StoredPoint]:
         try:
             records = self._require_shard().retrieve(_ids(ids), with_payload=True,
-                                                     with_vector=vector_selector(with_vectors))
+                                                     with_vector=vector_selector(with_vectors, with_sparse))
         except Exception as exc:
             raise _engine_error(exc, self._where("retrieve points")) from exc
-        return [stored_point(r, with_vectors) for r in records]
+        return [stored_point(r, with_vectors or with_sparse) for r in records]
 
     def _engine_count(self, conditions: Conditions) -> int:
         try:

@@ -260,14 +260,14 @@ class GuardedStore(EnginePrimitives):
         with self._reading():
             return self._engine_scroll(conditions, limit, start, with_vectors, with_sparse)
 
-    def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
+    def retrieve(self, ids: Sequence[str], with_vectors: bool = False, with_sparse: bool = False) -> list[StoredPoint]:
         """Existing points among ``ids``, in the order asked for."""
         self._require_open()
         wanted = canonical_ids(ids)
         if not wanted:
             return []
         with self._reading():
-            found = {p.id: p for p in self._engine_retrieve(wanted, with_vectors)}
+            found = {p.id: p for p in self._engine_retrieve(wanted, with_vectors, with_sparse)}
         return [found[i] for i in wanted if i in found]
 
     def count(self, filter: Sequence[FieldMatch]) -> int:

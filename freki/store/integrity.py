@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from freki.store.base import StoredPoint
+from freki.store.base import SparseVector, StoredPoint
 from freki.store.errors import CorruptData, StoreError
 
 log = logging.getLogger("freki.integrity")
@@ -63,17 +63,33 @@ def payload_digest(plain: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def make_check(plain: dict[str, Any], dense: Sequence[float]) -> dict[str, Any]:
-    """What ``SealedStore`` records with a point: the digest of ``plain`` and the sketch of ``dense``."""
-    return {"p": payload_digest(plain), "v": sketch(dense)}
+def sparse_digest(sparse: SparseVector) -> str:
+    """SHA-256 (128 bits, hex) of a sparse vector as the engine keeps it: indices in order, float32 weights."""
+    order = np.argsort(np.asarray(sparse.indices, dtype=np.int64), kind="stable")
+    indices = np.asarray(sparse.indices, dtype=np.uint32)[order]
+    values = np.asarray(sparse.values, dtype=np.float32)[order]
+    return hashlib.sha256(indices.tobytes() + values.tobytes()).hexdigest()[:32]
 
 
-def verify(check: Any, plain: dict[str, Any], dense: Sequence[float] | None) -> str | None:
-    """Why the point fails its check, or None. ``dense`` None: the vector is not checked."""
+def make_check(plain: dict[str, Any], dense: Sequence[float], sparse: SparseVector | None = None) -> dict[str, Any]:
+    """What ``SealedStore`` records with a point: the digest of ``plain``, the sketch of ``dense`` and the digest
+    of ``sparse`` (when the point has one)."""
+    check: dict[str, Any] = {"p": payload_digest(plain), "v": sketch(dense)}
+    if sparse is not None:
+        check["s"] = sparse_digest(sparse)
+    return check
+
+
+def verify(check: Any, plain: dict[str, Any], dense: Sequence[float] | None,
+           sparse: SparseVector | None = None) -> str | None:
+    """Why the point fails its check, or None. ``dense`` / ``sparse`` None: that vector is not checked (a
+    check written without ``s`` does not check the sparse vector either)."""
     if not isinstance(check, dict):
         return "checksum missing or malformed"
     if check.get("p") != payload_digest(plain):
         return "payload checksum"
+    if sparse is not None and isinstance(check.get("s"), str) and check["s"] != sparse_digest(sparse):
+        return "sparse vector checksum"
     recorded = check.get("v")
     if dense is not None and isinstance(recorded, list) and len(recorded) == SKETCH_SIZE:
         got = sketch(dense)
@@ -82,18 +98,18 @@ def verify(check: Any, plain: dict[str, Any], dense: Sequence[float] | None) -> 
     return None
 
 
-def read_points(inner: Any, ids: Sequence[str]) -> tuple[list[StoredPoint], dict[str, str]]:
-    """The points of ``ids`` with payload and dense vector; when the engine fails on the batch (a payload it
-    cannot decode), point by point. Returns (points read, {id: why unreadable})."""
+def read_points(inner: Any, ids: Sequence[str], with_sparse: bool = False) -> tuple[list[StoredPoint], dict[str, str]]:
+    """The points of ``ids`` with payload and dense vector (and sparse, ``with_sparse``); when the engine fails
+    on the batch (a payload it cannot decode), point by point. Returns (points read, {id: why unreadable})."""
     try:
-        return list(inner.retrieve(ids, with_vectors=True)), {}
+        return list(inner.retrieve(ids, with_vectors=True, with_sparse=with_sparse)), {}
     except StoreError:
         pass
     points: list[StoredPoint] = []
     bad: dict[str, str] = {}
     for point_id in ids:
         try:
-            points.extend(inner.retrieve([point_id], with_vectors=True))
+            points.extend(inner.retrieve([point_id], with_vectors=True, with_sparse=with_sparse))
         except StoreError as exc:
             bad[point_id] = f"payload unreadable ({str(exc)[:200]})"
     return points, bad

@@ -289,11 +289,11 @@ class RemoteStore(GuardedStore):
         return [stored_point(r, with_vectors or with_sparse) for r in records], (
             str(next_offset) if next_offset is not None else None)
 
-    def _engine_retrieve(self, ids: list[str], with_vectors: bool) -> list[StoredPoint]:
+    def _engine_retrieve(self, ids: list[str], with_vectors: bool, with_sparse: bool = False) -> list[StoredPoint]:
         with self._calling("retrieve points"):
             records = self._client.retrieve(self._name, ids, with_payload=True,
-                                            with_vectors=vector_selector(with_vectors))
-        return [stored_point(r, with_vectors) for r in records]
+                                            with_vectors=vector_selector(with_vectors, with_sparse))
+        return [stored_point(r, with_vectors or with_sparse) for r in records]
 
     def _engine_count(self, conditions: Conditions) -> int:
         with self._calling("count points"):

@@ -113,13 +113,14 @@ class SealedStore:
     def _seal(self, point: ChunkPoint) -> ChunkPoint:
         payload = {k: v for k, v in point.payload.items() if k != CHECK}
         if not self.fields:  # sealing switched off (gdpr.encrypt_payloads: false): checksum in the plain payload
-            return ChunkPoint(point.id, point.dense, point.sparse, {**payload, CHECK: make_check(payload, point.dense)})
+            check = make_check(payload, point.dense, point.sparse)
+            return ChunkPoint(point.id, point.dense, point.sparse, {**payload, CHECK: check})
         generation = payload.get(GENERATION)
         if not isinstance(generation, str) or not generation:
             raise InvalidStoreInput(f"point {point.id} has no {GENERATION!r}: sealed payloads need one")
         plain = {k: v for k, v in payload.items() if k not in self.fields}
         secret = {f: payload[f] for f in self.fields if f in payload}
-        secret[CHECK] = make_check(plain, point.dense)
+        secret[CHECK] = make_check(plain, point.dense, point.sparse)
         key = self.keys.get_or_create(generation, str(payload.get("tenant_id", "")),
                                       str(payload.get("owner_id", "")), str(payload.get("document_id", "")))
         nonce = os.urandom(_NONCE)
@@ -129,16 +130,16 @@ class SealedStore:
 
     # -- reads ---------------------------------------------------------------------------------------------
     def open(self, point_id: str, payload: dict[str, Any], hidden: tuple[str, ...] = (),
-             dense: Sequence[float] | None = None) -> dict[str, Any] | None:
-        """A payload with its sealed fields restored, checked against its checksum (and ``dense`` against its
-        sketch, when given); None when its key was destroyed or it is hidden. Raises CorruptData."""
+             dense: Sequence[float] | None = None, sparse: SparseVector | None = None) -> dict[str, Any] | None:
+        """A payload with its sealed fields restored, checked against its checksum (and ``dense`` / ``sparse``
+        against theirs, when given); None when its key was destroyed or it is hidden. Raises CorruptData."""
         generation = payload.get(GENERATION)
         if generation is not None and generation in hidden:
             return None
         blob = payload.get(SEALED)
         plain = {k: v for k, v in payload.items() if k not in (SEALED, CHECK)}
         if blob is None:  # not sealed; points written before checksums carry none and are not checked
-            why = verify(payload[CHECK], plain, dense) if CHECK in payload else None
+            why = verify(payload[CHECK], plain, dense, sparse) if CHECK in payload else None
             if why:
                 raise CorruptData(why)
             return plain
@@ -151,28 +152,31 @@ class SealedStore:
         except (InvalidTag, ValueError, TypeError) as exc:  # ValueError: base64, JSON and UTF-8 errors
             raise CorruptData(f"sealed payload does not authenticate ({type(exc).__name__})") from None
         check = secret.pop(CHECK, None)
-        if check is not None and (why := verify(check, plain, dense)):
+        if check is not None and (why := verify(check, plain, dense, sparse)):
             raise CorruptData(why)
         plain.update(secret)
         return plain
 
     def _open_checked(self, point_id: str, payload: dict[str, Any], hidden: tuple[str, ...],
-                      dense: Sequence[float] | None = None) -> dict[str, Any] | None:
+                      dense: Sequence[float] | None = None, sparse: SparseVector | None = None
+                      ) -> dict[str, Any] | None:
         try:
-            return self.open(point_id, payload, hidden, dense)
+            return self.open(point_id, payload, hidden, dense, sparse)
         except CorruptData as exc:
             report(self.quarantine, point_id, str(self.collection), str(exc), payload)
             return None
 
-    def _read_checked(self, ids: Sequence[str], hidden: tuple[str, ...]) -> list[StoredPoint]:
-        """The points of ``ids`` (with vectors), each checked; corrupt or unreadable ones quarantined."""
-        points, unreadable = read_points(self.inner, [i for i in ids if i not in self.quarantine]) \
-            if self.quarantine is not None else (self.inner.retrieve(ids, True), {})
+    def _read_checked(self, ids: Sequence[str], hidden: tuple[str, ...], with_sparse: bool = False
+                      ) -> list[StoredPoint]:
+        """The points of ``ids`` (with vectors: dense, and sparse ``with_sparse``), each checked; corrupt or
+        unreadable ones quarantined."""
+        points, unreadable = read_points(self.inner, [i for i in ids if i not in self.quarantine], with_sparse) \
+            if self.quarantine is not None else (self.inner.retrieve(ids, True, with_sparse), {})
         for point_id, why in unreadable.items():
             report(self.quarantine, point_id, str(self.collection), why, None)
         out = []
         for point in points:
-            payload = self._open_checked(point.id, point.payload, hidden, point.dense)
+            payload = self._open_checked(point.id, point.payload, hidden, point.dense, point.sparse)
             if payload is not None:
                 out.append(StoredPoint(point.id, payload, point.dense, point.sparse))
         return out
@@ -206,7 +210,7 @@ class SealedStore:
         for point in points:
             if self.quarantine is not None and point.id in self.quarantine:
                 continue
-            payload = self._open_checked(point.id, point.payload, hidden, point.dense)
+            payload = self._open_checked(point.id, point.payload, hidden, point.dense, point.sparse)
             if payload is not None:
                 out.append(StoredPoint(point.id, payload, point.dense, point.sparse))
         return self._committed_only(out)
@@ -278,11 +282,12 @@ class SealedStore:
                 return self._without_vectors(self._committed_only(points), with_vectors), next_offset
             return self._without_vectors(self._stored(points, hidden), with_vectors or with_sparse), next_offset
 
-    def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[StoredPoint]:
+    def retrieve(self, ids: Sequence[str], with_vectors: bool = False, with_sparse: bool = False) -> list[StoredPoint]:
         with self.generations.reading() as hidden:
             if self.quarantine is not None:
-                return self._without_vectors(self._committed_only(self._read_checked(ids, hidden)), with_vectors)
-            points = self.inner.retrieve(ids, with_vectors)
+                checked = self._read_checked(ids, hidden, with_sparse)
+                return self._without_vectors(self._committed_only(checked), with_vectors or with_sparse)
+            points = self.inner.retrieve(ids, with_vectors, with_sparse)
             return self._stored(points, hidden)
 
     @staticmethod
