@@ -139,7 +139,11 @@ def test_geri_serve_writes_json_lines_only(tmp_path: Path) -> None:
         from odin_client import OdinClient, OdinSettings
 
         with OdinClient(OdinSettings(geri_target=f"127.0.0.1:{port}", generate_deadline_s=300)) as odin:
-            assert odin.generate("Say hello.", max_tokens=4).completion_tokens > 0
+            try:
+                assert odin.generate("Say hello.", max_tokens=4).completion_tokens > 0
+            except Exception as exc:  # the server's own account of the failure, for whoever reads the report
+                time.sleep(0.5)
+                raise AssertionError(f"{exc}; geri's stderr:\n{''.join(proc.raw)[-4000:]}") from exc
         proc.proc.send_signal(signal.SIGTERM)
         assert proc.proc.wait(timeout=60) == 0
     finally:
