@@ -241,7 +241,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             self.engine.export_owner(tenant, owner, with_vectors=request.include_vectors, visible=visible_to(groups)),
             links_of=lambda doc_id: self.engine.graph.outgoing_links(tenant, doc_id, limit, visible_to(groups)),
         )
-        for entry in self.engine.graph.search_log.entries(tenant, owner):
+        for entry in access.visible_searches(self.engine, tenant, groups,
+                                             self.engine.graph.search_log.entries(tenant, owner)):
             yield freki_pb2.ExportRecord(search=convert.search_log_entry(entry))
 
     def ListLinks(

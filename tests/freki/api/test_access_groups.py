@@ -55,7 +55,7 @@ Served = tuple[freki_pb2_grpc.FrekiServiceStub, Path]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Served]:  # type: ignore[no-untyped-def]
     data = tmp_path_factory.mktemp("access")
-    settings = freki_settings(data, security={"api_keys": [
+    settings = freki_settings(data, search_log={"enabled": True}, security={"api_keys": [
         key("admin", None), key("agent-a", ["team-a"], ["read", "write", "delete"]),
         key("agent-b", ["team-b"], ["read", "write", "delete"]), key("auditor-a", ["team-a"], ["admin"])]})
     engine = FrekiEngine(settings, embedder=embedder)
@@ -194,3 +194,25 @@ def test_a_key_cannot_widen_its_groups_or_touch_another_groups_document(server) 
     events = [e for e in read_audit_log(data / "audit.jsonl") if e["action"] == "freki.index_document"]
     refusals = [e for e in events if e["outcome"] == "permission_denied"]
     assert refusals and all(e["actor"] == "agent-a" and e["user"] == "agent-a-user" for e in refusals)
+
+
+def test_an_export_shows_no_search_that_found_a_hidden_document(server) -> None:  # type: ignore[no-untyped-def]
+    stub, _ = server
+    for who, prompt in (("admin", HIDDEN_PROBE), ("agent-a", "Villa Sonnenhang seller price")):
+        stub.RetrieveContext(common_pb2.WolfRequest(
+            request_id=rid(), model_type=common_pb2.RAG, prompt=prompt,
+            metadata=common_pb2.RequestMetadata(owner_id="seller-1"),
+            retrieval=common_pb2.RetrievalOptions(top_k=10, score_threshold=0.0)), metadata=as_(who), timeout=30)
+
+    def searches(who: str) -> list[freki_pb2.SearchLogEntry]:
+        export = stub.ExportOwnerData(freki_pb2.ExportOwnerDataRequest(request_id=rid(), owner_id="seller-1"),
+                                      metadata=as_(who), timeout=60)
+        return [r.search for r in export if r.HasField("search")]
+
+    everything = searches("admin")
+    assert "b-private" in {h.document_id for s in everything for h in s.hits}
+    restricted = searches("auditor-a")
+    # The search that found the hidden document is left out whole: its query may describe that document.
+    assert "b-private" not in {h.document_id for s in restricted for h in s.hits}
+    assert HIDDEN_PROBE not in {s.query for s in restricted}
+    assert "Villa Sonnenhang seller price" in {s.query for s in restricted}
