@@ -184,3 +184,17 @@ def test_a_change_an_environment_variable_overrides_is_persisted_with_a_warning(
     assert [w.split(" is ")[0] for w in done.warnings] == ["retrieval.max_top_k"]
     assert "environment variable" in done.warnings[0]
     assert json.loads(path.read_text())["retrieval"]["max_top_k"] == 30
+
+
+def test_a_settings_file_that_cannot_be_read_is_named_and_left_alone(freki: tuple[ServerHandle, Path]) -> None:
+    handle, path = freki
+    good = path.read_bytes()
+    try:
+        path.write_bytes(good.replace(b'"retrieval"', b'"retri\xffval"'))  # an editor saved it as Latin-1
+        with pytest.raises(grpc.RpcError) as err:
+            update(handle, {"retrieval": {"top_k": 6}})
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION, err.value.details()
+        assert str(path.resolve()) in (err.value.details() or "") and "UTF-8" in (err.value.details() or "")
+        assert b"\xff" in path.read_bytes() and not list(path.parent.glob(".freki.json.*"))
+    finally:
+        path.write_bytes(good)
