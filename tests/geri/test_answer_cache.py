@@ -3,6 +3,8 @@ test_answer_meta.py): what the key holds, tenants apart, epochs, expiry, the bou
 
 from __future__ import annotations
 
+import time
+
 from wolf.v1 import common_pb2, geri_pb2
 
 from geri.answering.cache import AnswerCache, answer_key, normalised_question
@@ -71,3 +73,13 @@ def test_chunks_are_aggregated_per_document_best_first() -> None:
     assert [(d.document_id, d.title, d.chunk_count, d.shown, d.cited) for d in out] == [
         ("b", "Bee", 1, False, False), ("a", "a.md", 2, True, True)]
     assert (round(out[1].best_relevance, 3), round(out[1].mean_relevance, 3)) == (0.7, 0.6)
+
+
+def test_a_forged_epoch_from_the_future_cannot_turn_the_tenants_cache_off() -> None:
+    cache = AnswerCache(AnswerCacheSettings(max_entries=3, ttl_s=60))
+    real = time.time_ns() // 1000  # Freki's epochs: microseconds at its start plus its writes
+    cache.put("acme", real, "k", ANSWER, LLM, [])
+    assert cache.get("acme", 2**64 - 1, "forged") is None  # one caller of the tenant sends the largest epoch
+    assert cache.get("acme", real, "k") is not None  # the others' entries stay
+    cache.put("acme", real + 1, "k2", ANSWER, LLM, [])  # a write later: still cached
+    assert cache.get("acme", real + 1, "k2") is not None
