@@ -83,6 +83,14 @@ def check_reindex(engine: FrekiEngine, access: Access, tenant: str, document_id:
     engine.get_document(tenant, document_id, access.groups)
 
 
+def check_migration(access: Access) -> None:
+    """A model migration re-embeds every document of every tenant, hidden ones included, and its progress
+    counts them: it needs a key without access groups."""
+    if access.restricted:
+        raise PermissionDenied(f"API key {access.key_name!r} has access_groups; a model migration re-embeds every "
+                               "document (hidden ones included) and needs a key without them")
+
+
 def visible_searches(engine: FrekiEngine, tenant: str, groups: frozenset[str] | None,
                      entries: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """The search-log ``entries`` a key holding ``groups`` may export: those whose every hit it may read. A

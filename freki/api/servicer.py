@@ -188,7 +188,9 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> freki_pb2.FullReindexResponse:
         started = time.perf_counter()
         validation.require_request_id(request.request_id)
+        caller = access.caller_access(context, self.settings)
         if request.migrate_model:
+            access.check_migration(caller)
             migration = self.engine.blue_green.start()
             return freki_pb2.FullReindexResponse(
                 request_id=request.request_id, migration=convert.migration_status(migration),
@@ -198,8 +200,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             )
         if request.document_id:
             validation.require_document_id(request.document_id)
-        access.check_reindex(self.engine, access.caller_access(context, self.settings),
-                             self._tenant(request.tenant_id), request.document_id)
+        access.check_reindex(self.engine, caller, self._tenant(request.tenant_id), request.document_id)
         report = self.engine.full_reindex(self._tenant(request.tenant_id), request.document_id)
         return freki_pb2.FullReindexResponse(
             request_id=request.request_id, documents_reindexed=report.documents, chunks_embedded=report.chunks,

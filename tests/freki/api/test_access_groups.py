@@ -157,6 +157,9 @@ def test_get_list_links_status_and_export_skip_hidden_documents(server) -> None:
 
     assert refused(reindex, "b-private").code() == grpc.StatusCode.NOT_FOUND
     assert refused(reindex, "").code() == grpc.StatusCode.PERMISSION_DENIED
+    migrate = refused(stub.FullReindex, freki_pb2.FullReindexRequest(request_id=rid(), migrate_model=True),
+                      metadata=as_("auditor-a"), timeout=60)  # re-embeds every document, hidden ones included
+    assert migrate.code() == grpc.StatusCode.PERMISSION_DENIED, migrate.details()
     assert reindex("a-private").documents_reindexed == 1
     after = stub.GetDocument(freki_pb2.GetDocumentRequest(document_id="a-private"), metadata=as_("admin"))
     assert list(after.access_groups) == ["team-a"]  # re-chunked from its kept source, groups kept
