@@ -83,12 +83,12 @@ def check_reindex(engine: FrekiEngine, access: Access, tenant: str, document_id:
     engine.get_document(tenant, document_id, access.groups)
 
 
-def check_migration(access: Access) -> None:
-    """A model migration re-embeds every document of every tenant, hidden ones included, and its progress
-    counts them: it needs a key without access groups."""
+def check_whole_store(access: Access, what: str) -> None:
+    """PERMISSION_DENIED for a restricted key: an operation over the whole store (``what`` says why) reaches
+    hidden documents and its reply counts them."""
     if access.restricted:
-        raise PermissionDenied(f"API key {access.key_name!r} has access_groups; a model migration re-embeds every "
-                               "document (hidden ones included) and needs a key without them")
+        raise PermissionDenied(f"API key {access.key_name!r} has access_groups; {what} (hidden ones included) "
+                               "and reports their count, so it needs a key without them")
 
 
 def visible_searches(engine: FrekiEngine, tenant: str, groups: frozenset[str] | None,

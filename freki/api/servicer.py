@@ -190,7 +190,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         validation.require_request_id(request.request_id)
         caller = access.caller_access(context, self.settings)
         if request.migrate_model:
-            access.check_migration(caller)
+            access.check_whole_store(caller, "a model migration re-embeds every document")
             migration = self.engine.blue_green.start()
             return freki_pb2.FullReindexResponse(
                 request_id=request.request_id, migration=convert.migration_status(migration),
@@ -227,6 +227,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         self, request: freki_pb2.CreateBackupRequest, context: grpc.ServicerContext
     ) -> freki_pb2.CreateBackupResponse:
         validation.require_request_id(request.request_id)
+        access.check_whole_store(access.caller_access(context, self.settings), "a backup copies every document")
         return backups.backup(self.engine, self.settings, request)
 
     def ExportOwnerData(

@@ -160,6 +160,8 @@ def test_get_list_links_status_and_export_skip_hidden_documents(server) -> None:
     migrate = refused(stub.FullReindex, freki_pb2.FullReindexRequest(request_id=rid(), migrate_model=True),
                       metadata=as_("auditor-a"), timeout=60)  # re-embeds every document, hidden ones included
     assert migrate.code() == grpc.StatusCode.PERMISSION_DENIED, migrate.details()
+    backup = refused(stub.CreateBackup, freki_pb2.CreateBackupRequest(request_id=rid()), metadata=as_("auditor-a"))
+    assert backup.code() == grpc.StatusCode.PERMISSION_DENIED, backup.details()  # its reply counts every document
     assert reindex("a-private").documents_reindexed == 1
     after = stub.GetDocument(freki_pb2.GetDocumentRequest(document_id="a-private"), metadata=as_("admin"))
     assert list(after.access_groups) == ["team-a"]  # re-chunked from its kept source, groups kept
