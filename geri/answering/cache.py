@@ -7,7 +7,8 @@ The key is a SHA-256 over everything the answer depends on, with the tenant firs
 - the model asked for, the answer policy (options over the settings), the answering settings, and the
   generation parameters a caller may set (max_tokens, temperature, top_p, seed, language);
 - the context's identity: its ``index_epoch`` and, of each source shown to the model, the chunk id,
-  document id, score, source, location and a digest of its text;
+  document id, score, source, location, metadata (``context_metadata`` may put it in the prompt) and a
+  digest of its text;
 - the conversation the model sees: the session's stored turns and the request's messages.
 
 The epoch makes every write to the tenant's index (Freki moves it on) miss the old entries, and the first
@@ -65,7 +66,7 @@ def answer_key(*, tenant: str, request: common_pb2.WolfRequest, policy: object, 
         part(value)
     for doc in shown:
         for value in (doc.chunk_id, doc.document_id, doc.relevance_score, doc.source,
-                      doc.location.SerializeToString(deterministic=True),
+                      doc.location.SerializeToString(deterministic=True), sorted(doc.metadata.items()),
                       hashlib.sha256(doc.content.encode("utf-8", "surrogatepass")).hexdigest()):
             part(value)
     part(len(history))
