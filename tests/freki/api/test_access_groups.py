@@ -94,11 +94,11 @@ def test_a_probe_for_a_hidden_document_gets_what_excluding_it_would_give(server,
     stub, _ = server
     admin = retrieve(stub, "admin", HIDDEN_PROBE, mode)
     assert "b-private" in {d.document_id for d in admin.documents}  # the probe does find it for the admin
-    agent = retrieve(stub, "agent-a", HIDDEN_PROBE, mode, graph_expand=True, explain=True)
+    agent = retrieve(stub, "agent-a", HIDDEN_PROBE, mode, graph_expand=True, explain=True, neighbours=2)
     assert "b-private" not in {d.document_id for d in agent.documents}
     # Same ids, scores and counts as the admin asking without the hidden document: nothing in the answer
     # (order, scores, below_threshold) depends on it beyond the tenant's shared term statistics.
-    excluded = retrieve(stub, "admin", HIDDEN_PROBE, mode, graph_expand=True, explain=True, filters=[
+    excluded = retrieve(stub, "admin", HIDDEN_PROBE, mode, graph_expand=True, explain=True, neighbours=2, filters=[
         common_pb2.MetadataFilter(key="@document_id", values=["b-private"], exclude=True)])
     assert [(d.document_id, round(d.relevance_score, 5)) for d in agent.documents] == \
         [(d.document_id, round(d.relevance_score, 5)) for d in excluded.documents]
