@@ -91,6 +91,10 @@ def read_settings_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise SettingsError(f"settings file {p} does not exist") from exc
     except json.JSONDecodeError as exc:
         raise SettingsError(f"settings file {p} is not valid JSON: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"settings file {p} is not valid UTF-8 (byte {exc.start}); save it as UTF-8") from exc
+    except OSError as exc:  # unreadable: permissions, a directory, an I/O error
+        raise SettingsError(f"settings file {p} cannot be read: {exc.strerror or exc}") from exc
     if not isinstance(data, dict):
         raise SettingsError(f"settings file {p} must hold a JSON object, got {type(data).__name__}")
     return data

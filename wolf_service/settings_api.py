@@ -31,6 +31,7 @@ from wolf.v1 import settings_pb2, settings_pb2_grpc
 
 from wolf_service.audit_interceptor import AuditedRpc
 from wolf_service.errors import FailedPrecondition, InvalidArgument, PermissionDenied
+from wolf_service.identity import access_of
 from wolf_service.reload import SettingsReloader, SettingsSource, changed_fields, flatten
 from wolf_service.settings import SettingsError, read_settings_file
 from wolf_service.settings_edit import merge_patch, overlaps, patch_paths, redact, replace_atomically, staged_copy
@@ -83,10 +84,16 @@ class SettingsApi(settings_pb2_grpc.SettingsServiceServicer):
         self.file_only = (*FILE_ONLY, *file_only)
         self._lock = threading.Lock()
 
-    def _require_keys(self) -> None:
+    def _require_keys(self, context: grpc.ServicerContext) -> None:
         if not self._keys_on():
             raise PermissionDenied("the settings API needs API keys: configure security.api_keys with an "
                                    "admin-scoped key (with no keys there is no admin to check, so it is off)")
+        # Settings reach every tenant and every document: a key limited to access groups inside its tenant
+        # (docs/decisions/0261) must not read or change them, whatever its scopes.
+        caller = access_of(context, getattr(getattr(self._live, "security", None), "api_keys", None) or ())
+        if caller.restricted:
+            raise PermissionDenied(f"API key {caller.key_name!r} has access_groups; the settings API reaches every "
+                                   "tenant and document, so it needs an admin key without them")
 
     def view(self) -> settings_pb2.SettingsView:
         """The effective settings, secrets redacted."""
@@ -100,12 +107,12 @@ class SettingsApi(settings_pb2_grpc.SettingsServiceServicer):
 
     def GetSettings(self, request: settings_pb2.GetSettingsRequest,  # noqa: N802 - gRPC method name
                     context: grpc.ServicerContext) -> settings_pb2.SettingsView:
-        self._require_keys()
+        self._require_keys(context)
         return self.view()
 
     def UpdateSettings(self, request: settings_pb2.UpdateSettingsRequest,  # noqa: N802 - gRPC method name
                        context: grpc.ServicerContext) -> settings_pb2.UpdateSettingsResponse:
-        self._require_keys()
+        self._require_keys(context)
         patch = _parse_change(request.changes_json)
         touched = sorted(name for name in patch_paths(patch) if overlaps(name, self.file_only))
         if touched:

@@ -9,6 +9,8 @@ can widen its own reach or take a document out of another group. A refused write
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import grpc
 from wolf.v1 import freki_pb2
@@ -79,3 +81,30 @@ def check_reindex(engine: FrekiEngine, access: Access, tenant: str, document_id:
         raise PermissionDenied(f"API key {access.key_name!r} has access_groups; re-indexing a whole tenant needs a "
                                "key without them (name a document_id to re-index one you may read)")
     engine.get_document(tenant, document_id, access.groups)
+
+
+def check_whole_store(access: Access, what: str) -> None:
+    """PERMISSION_DENIED for a restricted key: an operation over the whole store (``what`` says why) reaches
+    hidden documents and its reply counts them."""
+    if access.restricted:
+        raise PermissionDenied(f"API key {access.key_name!r} has access_groups; {what} (hidden ones included) "
+                               "and reports their count, so it needs a key without them")
+
+
+def visible_searches(engine: FrekiEngine, tenant: str, groups: frozenset[str] | None,
+                     entries: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The search-log ``entries`` a key holding ``groups`` may export: those whose every hit it may read. A
+    search that found a hidden document is left out whole, since its query may describe that document."""
+    if groups is None:
+        yield from entries
+        return
+    caller, seen = Access(groups), dict[str, bool]()
+    for entry in entries:
+        hits = entry.get("hits")
+        ids = {str(h.get("document_id", "")) for h in hits if isinstance(h, dict)} if isinstance(hits, list) else set()
+        for doc_id in ids - seen.keys():
+            record = engine.registry.get(tenant, doc_id)
+            # A document gone since the search is judged as hidden: its groups can no longer be checked.
+            seen[doc_id] = record is not None and caller.may_read(record.access_groups)
+        if all(seen[doc_id] for doc_id in ids):
+            yield entry

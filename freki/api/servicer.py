@@ -188,7 +188,9 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> freki_pb2.FullReindexResponse:
         started = time.perf_counter()
         validation.require_request_id(request.request_id)
+        caller = access.caller_access(context, self.settings)
         if request.migrate_model:
+            access.check_whole_store(caller, "a model migration re-embeds every document")
             migration = self.engine.blue_green.start()
             return freki_pb2.FullReindexResponse(
                 request_id=request.request_id, migration=convert.migration_status(migration),
@@ -198,8 +200,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             )
         if request.document_id:
             validation.require_document_id(request.document_id)
-        access.check_reindex(self.engine, access.caller_access(context, self.settings),
-                             self._tenant(request.tenant_id), request.document_id)
+        access.check_reindex(self.engine, caller, self._tenant(request.tenant_id), request.document_id)
         report = self.engine.full_reindex(self._tenant(request.tenant_id), request.document_id)
         return freki_pb2.FullReindexResponse(
             request_id=request.request_id, documents_reindexed=report.documents, chunks_embedded=report.chunks,
@@ -226,6 +227,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         self, request: freki_pb2.CreateBackupRequest, context: grpc.ServicerContext
     ) -> freki_pb2.CreateBackupResponse:
         validation.require_request_id(request.request_id)
+        access.check_whole_store(access.caller_access(context, self.settings), "a backup copies every document")
         return backups.backup(self.engine, self.settings, request)
 
     def ExportOwnerData(
@@ -241,7 +243,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             self.engine.export_owner(tenant, owner, with_vectors=request.include_vectors, visible=visible_to(groups)),
             links_of=lambda doc_id: self.engine.graph.outgoing_links(tenant, doc_id, limit, visible_to(groups)),
         )
-        for entry in self.engine.graph.search_log.entries(tenant, owner):
+        for entry in access.visible_searches(self.engine, tenant, groups,
+                                             self.engine.graph.search_log.entries(tenant, owner)):
             yield freki_pb2.ExportRecord(search=convert.search_log_entry(entry))
 
     def ListLinks(

@@ -7,7 +7,8 @@ The key is a SHA-256 over everything the answer depends on, with the tenant firs
 - the model asked for, the answer policy (options over the settings), the answering settings, and the
   generation parameters a caller may set (max_tokens, temperature, top_p, seed, language);
 - the context's identity: its ``index_epoch`` and, of each source shown to the model, the chunk id,
-  document id, score, source, location and a digest of its text;
+  document id, score, source, location, metadata (``context_metadata`` may put it in the prompt) and a
+  digest of its text;
 - the conversation the model sees: the session's stored turns and the request's messages.
 
 The epoch makes every write to the tenant's index (Freki moves it on) miss the old entries, and the first
@@ -15,6 +16,10 @@ request with a newer epoch than any seen for the tenant drops the tenant's older
 or erased document does not linger in the cache). The text digest makes the cache safe against a forged
 epoch or forged chunk ids: a caller who sends a context gets the answer to that context, never an answer
 computed for other text; the worst a forged epoch does is miss, or empty its own tenant's entries once.
+Freki's epochs are microseconds of the wall clock at its start plus its writes, so never ahead of the clock:
+an epoch further ahead than ``FUTURE_EPOCH_US`` (room for clock skew between hosts) is forged, and such a
+request bypasses the cache. Otherwise one caller could send the largest epoch and make every real one
+"older", so that no answer of its tenant were kept again.
 Entries expire after ``ttl_s`` and the least recently used go past ``max_entries``.
 """
 
@@ -34,6 +39,7 @@ from wolf.v1 import common_pb2, geri_pb2
 from geri.settings import AnswerCacheSettings
 
 _SPACE = re.compile(r"\s+")
+FUTURE_EPOCH_US = 24 * 3600 * 10**6  # clock skew between Freki's and Geri's hosts that is still believed
 
 
 def normalised_question(text: str) -> str:
@@ -60,7 +66,7 @@ def answer_key(*, tenant: str, request: common_pb2.WolfRequest, policy: object, 
         part(value)
     for doc in shown:
         for value in (doc.chunk_id, doc.document_id, doc.relevance_score, doc.source,
-                      doc.location.SerializeToString(deterministic=True),
+                      doc.location.SerializeToString(deterministic=True), sorted(doc.metadata.items()),
                       hashlib.sha256(doc.content.encode("utf-8", "surrogatepass")).hexdigest()):
             part(value)
     part(len(history))
@@ -109,6 +115,9 @@ class AnswerCache:
         seen for ``tenant`` drops the tenant's entries of older epochs first."""
         if not self.enabled:
             return None
+        if _forged(epoch):
+            self.misses += 1
+            return None
         now = self._now()
         with self._lock:
             self._see_epoch(tenant, epoch)
@@ -127,7 +136,7 @@ class AnswerCache:
             fallbacks: Sequence[geri_pb2.Fallback], shown: Sequence[str] = ()) -> None:
         """Store an answer (the least recently used entry goes when full); not when a newer epoch of the
         tenant was seen meanwhile (the answer was made from an index that has changed since)."""
-        if not self.enabled:
+        if not self.enabled or _forged(epoch):
             return
         entry = CachedAnswer(answer.SerializeToString(), llm.SerializeToString(),
                              tuple(f.SerializeToString() for f in fallbacks), self._now(), epoch, tuple(shown))
@@ -162,3 +171,8 @@ class AnswerCache:
 
     def _now(self) -> float:
         return float(self._clock())  # type: ignore[operator]
+
+
+def _forged(epoch: int) -> bool:
+    """Whether ``epoch`` lies further ahead of the wall clock than any Freki epoch can (see the docstring)."""
+    return epoch > time.time_ns() // 1000 + FUTURE_EPOCH_US

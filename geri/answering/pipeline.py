@@ -223,7 +223,8 @@ class AnswerPipeline:
         record = self._session(req)
         history = [*(record.turns if record else ()), *outer.generation.messages]
         # Read per request: a hot reload replaces the answering settings.
-        settings_json = f"{self._settings.answering.model_dump_json()}|{self._settings.sessions.history_tokens}"
+        settings_json = (f"{self._settings.answering.model_dump_json()}|{self._settings.sessions.history_tokens}"
+                         f"|{self._settings.context_metadata.model_dump_json()}")
         return answer_key(tenant=req.tenant, request=outer, policy=policy, settings_json=settings_json,
                           shown=sources, history=[(t.role, t.content, t.tool_call_id, [str(c) for c in t.tool_calls])
                                                   for t in history])

@@ -3,6 +3,8 @@ test_answer_meta.py): what the key holds, tenants apart, epochs, expiry, the bou
 
 from __future__ import annotations
 
+import time
+
 from wolf.v1 import common_pb2, geri_pb2
 
 from geri.answering.cache import AnswerCache, answer_key, normalised_question
@@ -16,10 +18,11 @@ LLM = common_pb2.LLMResponse(model_used="smollm2")
 
 
 def key(tenant: str = "acme", prompt: str = "Which port?", epoch: int = 7, content: str = DOC.content,
-        history: tuple[object, ...] = ()) -> str:
+        history: tuple[object, ...] = (), metadata: dict[str, str] | None = None) -> str:
     doc = common_pb2.RetrievedDocument()
     doc.CopyFrom(DOC)
     doc.content = content
+    doc.metadata.update(metadata or {})
     request = common_pb2.WolfRequest(prompt=prompt, context=common_pb2.RAGContext(index_epoch=epoch))
     return answer_key(tenant=tenant, request=request, policy=("p",), settings_json="{}", shown=[doc],
                       history=history)
@@ -71,3 +74,21 @@ def test_chunks_are_aggregated_per_document_best_first() -> None:
     assert [(d.document_id, d.title, d.chunk_count, d.shown, d.cited) for d in out] == [
         ("b", "Bee", 1, False, False), ("a", "a.md", 2, True, True)]
     assert (round(out[1].best_relevance, 3), round(out[1].mean_relevance, 3)) == (0.7, 0.6)
+
+
+def test_a_forged_epoch_from_the_future_cannot_turn_the_tenants_cache_off() -> None:
+    cache = AnswerCache(AnswerCacheSettings(max_entries=3, ttl_s=60))
+    real = time.time_ns() // 1000  # Freki's epochs: microseconds at its start plus its writes
+    cache.put("acme", real, "k", ANSWER, LLM, [])
+    assert cache.get("acme", 2**64 - 1, "forged") is None  # one caller of the tenant sends the largest epoch
+    assert cache.get("acme", real, "k") is not None  # the others' entries stay
+    cache.put("acme", real + 1, "k2", ANSWER, LLM, [])  # a write later: still cached
+    assert cache.get("acme", real + 1, "k2") is not None
+
+
+def test_the_metadata_the_model_may_see_is_in_the_key() -> None:
+    # With context_metadata.keys set, a document's metadata is in the prompt: a caller sending the genuine
+    # text under a made-up title must not have its answer served to the callers who send the real one.
+    titled = key(metadata={"title": "Relay"})
+    assert titled == key(metadata={"title": "Relay"})
+    assert len({key(), titled, key(metadata={"title": "Relay (answer: the port is 1)"})}) == 3

@@ -25,10 +25,13 @@ from wolf_service.reload import cli_settings
 from wolf_service.serving import ServerHandle
 from wolf_service.settings_edit import REDACTED, redact
 
-KEYS = {"ops": "ops-admin-key-0123456789", "app": "app-rwd-key-0123456789"}
+KEYS = {"ops": "ops-admin-key-0123456789", "app": "app-rwd-key-0123456789", "team": "team-admin-key-0123456789"}
 API_KEYS = [
     {"name": "ops", "tenant": "acme", "sha256": hash_key(KEYS["ops"]), "scopes": ["admin"]},
     {"name": "app", "tenant": "acme", "sha256": hash_key(KEYS["app"]), "scopes": ["read", "write", "delete"]},
+    # An admin inside one access group of its tenant: settings reach every tenant, so not for it.
+    {"name": "team", "tenant": "acme", "sha256": hash_key(KEYS["team"]), "scopes": ["admin"],
+     "access_groups": ["sales"]},
 ]
 
 
@@ -75,8 +78,11 @@ def test_admin_reads_the_effective_settings_with_secrets_redacted(freki: tuple[S
     settings = json.loads(view.settings_json)
     assert view.service == "freki" and view.settings_file == str(path.resolve())
     assert settings["retrieval"]["top_k"] == 5 and settings["chunking"]["max_tokens"] == 200
-    assert [k["sha256"] for k in settings["security"]["api_keys"]] == [REDACTED, REDACTED]
+    assert [k["sha256"] for k in settings["security"]["api_keys"]] == [REDACTED] * 3
     assert hash_key(KEYS["ops"]) not in view.settings_json
+    with pytest.raises(grpc.RpcError) as err:
+        read(handle, key="team")
+    assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED and "access_groups" in (err.value.details() or "")
     assert {"retrieval.top_k", "watch"} <= set(view.reloadable)
     assert not any(n.startswith("security") for n in view.reloadable)
     assert {"security", "watch.folders"} <= set(view.file_only)
@@ -102,6 +108,7 @@ def test_a_valid_change_is_applied_persisted_and_audited(freki: tuple[ServerHand
 
 REFUSED = [
     ("app-key", {"retrieval": {"top_k": 4}}, "app", "PERMISSION_DENIED", "lacks scope 'admin'"),
+    ("group-admin", {"retrieval": {"top_k": 4}}, "team", "PERMISSION_DENIED", "'team' has access_groups"),
     ("unknown", {"retrieval": {"topk": 4}}, "ops", "INVALID_ARGUMENT", "did you mean 'retrieval.top_k'"),
     ("invalid", {"retrieval": {"top_k": -1}}, "ops", "INVALID_ARGUMENT", "top_k"),
     ("not-json", "{retrieval", "ops", "INVALID_ARGUMENT", "not valid JSON"),
@@ -184,3 +191,17 @@ def test_a_change_an_environment_variable_overrides_is_persisted_with_a_warning(
     assert [w.split(" is ")[0] for w in done.warnings] == ["retrieval.max_top_k"]
     assert "environment variable" in done.warnings[0]
     assert json.loads(path.read_text())["retrieval"]["max_top_k"] == 30
+
+
+def test_a_settings_file_that_cannot_be_read_is_named_and_left_alone(freki: tuple[ServerHandle, Path]) -> None:
+    handle, path = freki
+    good = path.read_bytes()
+    try:
+        path.write_bytes(good.replace(b'"retrieval"', b'"retri\xffval"'))  # an editor saved it as Latin-1
+        with pytest.raises(grpc.RpcError) as err:
+            update(handle, {"retrieval": {"top_k": 6}})
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION, err.value.details()
+        assert str(path.resolve()) in (err.value.details() or "") and "UTF-8" in (err.value.details() or "")
+        assert b"\xff" in path.read_bytes() and not list(path.parent.glob(".freki.json.*"))
+    finally:
+        path.write_bytes(good)

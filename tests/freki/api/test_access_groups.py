@@ -55,7 +55,7 @@ Served = tuple[freki_pb2_grpc.FrekiServiceStub, Path]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Served]:  # type: ignore[no-untyped-def]
     data = tmp_path_factory.mktemp("access")
-    settings = freki_settings(data, security={"api_keys": [
+    settings = freki_settings(data, search_log={"enabled": True}, security={"api_keys": [
         key("admin", None), key("agent-a", ["team-a"], ["read", "write", "delete"]),
         key("agent-b", ["team-b"], ["read", "write", "delete"]), key("auditor-a", ["team-a"], ["admin"])]})
     engine = FrekiEngine(settings, embedder=embedder)
@@ -94,11 +94,11 @@ def test_a_probe_for_a_hidden_document_gets_what_excluding_it_would_give(server,
     stub, _ = server
     admin = retrieve(stub, "admin", HIDDEN_PROBE, mode)
     assert "b-private" in {d.document_id for d in admin.documents}  # the probe does find it for the admin
-    agent = retrieve(stub, "agent-a", HIDDEN_PROBE, mode, graph_expand=True, explain=True)
+    agent = retrieve(stub, "agent-a", HIDDEN_PROBE, mode, graph_expand=True, explain=True, neighbours=2)
     assert "b-private" not in {d.document_id for d in agent.documents}
     # Same ids, scores and counts as the admin asking without the hidden document: nothing in the answer
     # (order, scores, below_threshold) depends on it beyond the tenant's shared term statistics.
-    excluded = retrieve(stub, "admin", HIDDEN_PROBE, mode, graph_expand=True, explain=True, filters=[
+    excluded = retrieve(stub, "admin", HIDDEN_PROBE, mode, graph_expand=True, explain=True, neighbours=2, filters=[
         common_pb2.MetadataFilter(key="@document_id", values=["b-private"], exclude=True)])
     assert [(d.document_id, round(d.relevance_score, 5)) for d in agent.documents] == \
         [(d.document_id, round(d.relevance_score, 5)) for d in excluded.documents]
@@ -157,6 +157,11 @@ def test_get_list_links_status_and_export_skip_hidden_documents(server) -> None:
 
     assert refused(reindex, "b-private").code() == grpc.StatusCode.NOT_FOUND
     assert refused(reindex, "").code() == grpc.StatusCode.PERMISSION_DENIED
+    migrate = refused(stub.FullReindex, freki_pb2.FullReindexRequest(request_id=rid(), migrate_model=True),
+                      metadata=as_("auditor-a"), timeout=60)  # re-embeds every document, hidden ones included
+    assert migrate.code() == grpc.StatusCode.PERMISSION_DENIED, migrate.details()
+    backup = refused(stub.CreateBackup, freki_pb2.CreateBackupRequest(request_id=rid()), metadata=as_("auditor-a"))
+    assert backup.code() == grpc.StatusCode.PERMISSION_DENIED, backup.details()  # its reply counts every document
     assert reindex("a-private").documents_reindexed == 1
     after = stub.GetDocument(freki_pb2.GetDocumentRequest(document_id="a-private"), metadata=as_("admin"))
     assert list(after.access_groups) == ["team-a"]  # re-chunked from its kept source, groups kept
@@ -194,3 +199,25 @@ def test_a_key_cannot_widen_its_groups_or_touch_another_groups_document(server) 
     events = [e for e in read_audit_log(data / "audit.jsonl") if e["action"] == "freki.index_document"]
     refusals = [e for e in events if e["outcome"] == "permission_denied"]
     assert refusals and all(e["actor"] == "agent-a" and e["user"] == "agent-a-user" for e in refusals)
+
+
+def test_an_export_shows_no_search_that_found_a_hidden_document(server) -> None:  # type: ignore[no-untyped-def]
+    stub, _ = server
+    for who, prompt in (("admin", HIDDEN_PROBE), ("agent-a", "Villa Sonnenhang seller price")):
+        stub.RetrieveContext(common_pb2.WolfRequest(
+            request_id=rid(), model_type=common_pb2.RAG, prompt=prompt,
+            metadata=common_pb2.RequestMetadata(owner_id="seller-1"),
+            retrieval=common_pb2.RetrievalOptions(top_k=10, score_threshold=0.0)), metadata=as_(who), timeout=30)
+
+    def searches(who: str) -> list[freki_pb2.SearchLogEntry]:
+        export = stub.ExportOwnerData(freki_pb2.ExportOwnerDataRequest(request_id=rid(), owner_id="seller-1"),
+                                      metadata=as_(who), timeout=60)
+        return [r.search for r in export if r.HasField("search")]
+
+    everything = searches("admin")
+    assert "b-private" in {h.document_id for s in everything for h in s.hits}
+    restricted = searches("auditor-a")
+    # The search that found the hidden document is left out whole: its query may describe that document.
+    assert "b-private" not in {h.document_id for s in restricted for h in s.hits}
+    assert HIDDEN_PROBE not in {s.query for s in restricted}
+    assert "Villa Sonnenhang seller price" in {s.query for s in restricted}
