@@ -19,8 +19,9 @@ from odin_client.types.errors import (
     StreamInterrupted,
 )
 from odin_client.types.filters import Filter
-from odin_client.types.results import Answer, Generation, IndexResult, Retrieval, Source, Timings
+from odin_client.types.results import Answer, Generation, Retrieval, Source, Timings
 from odin_client.types.status import IndexStatusInfo, ModelList
+from odin_client.types.writes import IndexResult
 
 __all__ = [
     "Answer",

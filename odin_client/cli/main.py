@@ -38,7 +38,8 @@ from odin_client.protocol.messages import SEARCH_MODES
 from odin_client.settings import OdinSettings
 from odin_client.types.errors import InvalidRequest, OdinError, ServiceUnavailable
 from odin_client.types.filters import parse_expressions
-from odin_client.types.results import Answer, IndexResult
+from odin_client.types.results import Answer
+from odin_client.types.writes import IndexResult
 from wolf_service.settings import SettingsError
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from odin_client.types.results import Answer, Citation, IndexResult, Retrieval, Source, Timings
+from odin_client.types.results import Answer, Citation, Retrieval, Source, Timings
 from odin_client.types.status import IndexStatusInfo, ModelList
+from odin_client.types.writes import IndexResult
 
 
 def render_sources(sources: list[Source]) -> str:

@@ -31,7 +31,7 @@ from odin_client.types.errors import (
     from_status,
     status_of,
 )
-from odin_client.types.results import IndexResult, index_result_from_proto
+from odin_client.types.writes import IndexResult, index_result_from_proto
 
 log = logging.getLogger("odin")
 

@@ -20,16 +20,7 @@ from odin_client.protocol.messages import new_request_id
 from odin_client.settings import OdinSettings
 from odin_client.types.errors import SERVICE_TITLES, StreamInterrupted
 from odin_client.types.records import DocumentPage, DocumentRecord, export_record_to_dict, record_from_proto
-from odin_client.types.results import (
-    Embeddings,
-    Erasure,
-    Generation,
-    IndexResult,
-    Retrieval,
-    generation_from_proto,
-    index_result_from_proto,
-    retrieval_from_proto,
-)
+from odin_client.types.results import Embeddings, Generation, Retrieval, generation_from_proto, retrieval_from_proto
 from odin_client.types.status import (
     IndexStatusInfo,
     ModelList,
@@ -38,6 +29,7 @@ from odin_client.types.status import (
     reindex_from_proto,
     status_from_proto,
 )
+from odin_client.types.writes import Erasure, IndexResult, index_result_from_proto
 
 R = TypeVar("R")
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from wolf.v1 import common_pb2, freki_pb2
+from wolf.v1 import common_pb2
 
 SNIPPET_CHARS = 240
 
@@ -240,35 +240,6 @@ class Answer:
         }
 
 
-@dataclass(frozen=True)
-class Erasure:
-    """What a GDPR erasure of one data owner removed: Freki's documents and chunks, Geri's sessions."""
-
-    documents: int
-    chunks: int
-    sessions: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class IndexResult:
-    """Result of indexing one document."""
-
-    document_id: str
-    source: str
-    outcome: str
-    chunk_count: int
-    chunks_embedded: int
-    server_ms: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
-
-
 def source_from_proto(doc: common_pb2.RetrievedDocument) -> Source:
     """Convert one retrieved chunk."""
     return Source(
@@ -320,17 +291,4 @@ def generation_from_proto(resp: common_pb2.WolfResponse, *, elapsed_ms: float, a
         tool_calls=[tool_call_from_proto(c) for c in llm.tool_calls],
         backend=llm.backend,
         repair_attempts=llm.repair_attempts,
-    )
-
-
-def index_result_from_proto(resp: freki_pb2.IndexDocumentResponse, source: str) -> IndexResult:
-    """Convert an IndexDocument response."""
-    outcome = freki_pb2.IndexOutcome.Name(resp.outcome).removeprefix("INDEX_OUTCOME_").lower()
-    return IndexResult(
-        document_id=resp.document_id,
-        source=source,
-        outcome=outcome,
-        chunk_count=resp.chunk_count,
-        chunks_embedded=resp.chunks_embedded,
-        server_ms=int(resp.duration_ms),
     )

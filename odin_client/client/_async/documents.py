@@ -18,8 +18,8 @@ from odin_client.protocol.index_stream import IndexBatch, ProgressCallback
 from odin_client.protocol.messages import index_text_request
 from odin_client.types.errors import OdinError
 from odin_client.types.records import DocumentPage, DocumentRecord
-from odin_client.types.results import IndexResult
 from odin_client.types.status import ReindexResult
+from odin_client.types.writes import IndexResult
 
 
 class AsyncDocumentCalls(AsyncCalls):

@@ -7,7 +7,7 @@ from wolf.v1 import geri_pb2
 from odin_client.client._async.calls import AsyncCalls
 from odin_client.protocol import specs
 from odin_client.types.errors import NotFound
-from odin_client.types.results import Erasure
+from odin_client.types.writes import Erasure
 
 
 class AsyncSessionCalls(AsyncCalls):

@@ -8,7 +8,7 @@ from wolf.v1 import geri_pb2
 from odin_client.client._sync.calls import Calls
 from odin_client.protocol import specs
 from odin_client.types.errors import NotFound
-from odin_client.types.results import Erasure
+from odin_client.types.writes import Erasure
 
 
 class SessionCalls(Calls):

@@ -11,7 +11,7 @@ from wolf.v1 import freki_pb2
 
 from odin_client import OdinClient, OdinSettings
 from odin_client.types.errors import InvalidRequest
-from odin_client.types.results import IndexResult
+from odin_client.types.writes import IndexResult
 from tests.freki.api.corpus_support import ASTRO_DOC, BAKERY_DOC, GERI_DOC
 
 pytestmark = pytest.mark.integration
