@@ -21,6 +21,7 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from freki.graph.files import write_atomically
 from wolf_service.errors import ResourceExhausted
 
 RECENT_REQUESTS = 4096  # requests remembered to answer a retry without a second line (32-byte digests)
@@ -92,12 +93,5 @@ class FeedbackLog:
                     else:
                         kept.append(raw)
             if removed:
-                tmp = path.with_name(f".{path.name}.tmp")
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                try:
-                    os.write(fd, b"".join(kept))
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                os.replace(tmp, path)
+                write_atomically(path, b"".join(kept))
             return removed

@@ -30,6 +30,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+from freki.graph.files import write_atomically
+
 log = logging.getLogger("freki.search_log")
 AGE_CHECK_S = 3600.0
 
@@ -135,14 +137,7 @@ class SearchLog:
         kept = select(lines)
         if len(kept) == len(lines):
             return 0
-        tmp = path.with_name(f".{path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, b"".join(kept))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        write_atomically(path, b"".join(kept))
         return len(lines) - len(kept)
 
 
