@@ -13,6 +13,7 @@ Greedy decoding picks the same tokens either way. See docs/decisions/0311-jump-f
 from __future__ import annotations
 
 import copy
+import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -155,9 +156,21 @@ def _forward(model: Any, ids: list[int], cache: DynamicCache) -> torch.Tensor:
     past = cache.get_seq_length()
     input_ids = torch.tensor([ids], dtype=torch.long)
     positions = torch.arange(past, past + len(ids), dtype=torch.long).unsqueeze(0)
-    out = model(input_ids=input_ids, cache=cache, position_ids=positions, use_cache=True,
-                logits_to_keep=1)
+    out = model(input_ids=input_ids, position_ids=positions, use_cache=True, logits_to_keep=1,
+                **{_cache_argument(model): cache})
     return out.logits[0, -1].float()
+
+
+_CACHE_ARGUMENT: dict[type, str] = {}
+
+
+def _cache_argument(model: Any) -> str:
+    """The forward argument that takes the KV cache: ``cache`` in recent transformers, ``past_key_values`` before."""
+    kind = type(model)
+    if kind not in _CACHE_ARGUMENT:
+        accepted = inspect.signature(getattr(model, "forward", model)).parameters
+        _CACHE_ARGUMENT[kind] = "cache" if "cache" in accepted else "past_key_values"
+    return _CACHE_ARGUMENT[kind]
 
 
 def _generator(params: GenerationParams) -> torch.Generator | None:
