@@ -135,7 +135,7 @@ def _render(message: ChatMessage) -> str:
     return message.content
 
 
-def load_model(path: Path, *, threads: int | None = None, dtype: str = "auto") -> LoadedModel:
+def load_model(path: Path, *, threads: int | None = None, dtype: str = "float32") -> LoadedModel:
     """Load (or return the cached) model at ``path``: a ``.gguf`` file or an HF model directory.
 
     Args:
