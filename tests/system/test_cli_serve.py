@@ -81,7 +81,7 @@ def test_freki_serve_reloads_on_sighup_and_stops_on_sigterm(tmp_path: Path) -> N
 
         config.write_text(json.dumps({**settings, "port": free_port()}))
         proc.proc.send_signal(signal.SIGHUP)
-        refused = proc.wait_for("refused")
+        refused = proc.wait_for("settings reload (SIGHUP) refused")
         assert refused["level"] == "WARNING" and refused["refused_fields"] == "port"
 
         config.write_text("{not json")
