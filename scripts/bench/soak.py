@@ -11,12 +11,11 @@ server process and of its parser workers; at the end a summary with RSS after wa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,7 +27,8 @@ import grpc
 import psutil
 from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 
-from scripts.common import REPO, child_pythonpath
+from freki.settings import FrekiSettings
+from scripts.services import freki_process
 
 WORDS = ("harbour tide gauge lantern reef keeper ledger storm barometer current shoal buoy pilot channel "
          "anchor beacon chart compass depth drift ebb flood gale hull keel mast rigging sail squall").split()
@@ -100,19 +100,11 @@ def main() -> int:
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="freki-soak-"))
-    config = data_dir / "freki.json"
-    config.write_text(json.dumps({"data_dir": str(data_dir / "data"), **json.loads(args.config or "{}")}))
-    env = {**os.environ, "PYTHONPATH": child_pythonpath(), "HF_HUB_OFFLINE": "1"}
-    server = subprocess.Popen([sys.executable, "-m", "freki.cli", "serve", "--config", str(config), "--port", "0"],
-                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=open(data_dir / "freki.log", "w"),
-                              text=True)
-    assert server.stdout is not None
-    line = server.stdout.readline()
-    if "listening on" not in line:
-        print("freki did not start; see", data_dir / "freki.log")
-        return 1
-    address = line.rsplit(" ", 1)[-1].strip()
-    process = psutil.Process(server.pid)
+    settings = FrekiSettings.model_validate({"data_dir": str(data_dir / "data"), **json.loads(args.config or "{}")})
+    server = contextlib.ExitStack()
+    pids: list[int] = []
+    address = server.enter_context(freki_process(settings, title="Freki (soak)", pid=pids))
+    process = psutil.Process(pids[0])
     channel = grpc.insecure_channel(address)
     stub = freki_pb2_grpc.FrekiServiceStub(channel)
     stats, stop = Stats(), threading.Event()
@@ -187,8 +179,7 @@ def main() -> int:
             t.join(150)
         status = stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest(), timeout=30)
         channel.close()
-        server.send_signal(signal.SIGTERM)
-        server.wait(60)
+        server.close()
     warm = [s for s in samples if s[0] >= args.warmup] or samples
     growth = (warm[-1][1] / warm[0][1] - 1) * 100 if warm and warm[0][1] else 0.0
     summary = {"minutes": args.minutes, "errors": len(stats.total_errors), "first_errors": stats.total_errors[:10],

@@ -17,12 +17,11 @@ traffic goes to 127.0.0.1 only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -34,7 +33,8 @@ import grpc
 import psutil
 from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 
-from scripts.common import REPO, child_pythonpath
+from freki.settings import FrekiSettings
+from scripts.services import freki_process
 
 HOSTILE = ["a" * 4_900_000, "The quick brown fox jumps over the lazy dog near the river bank. " * 70_000]
 B_DOCS = [f"Agency B note {i}: the flat on floor {i % 5} has {i % 3 + 1} bedrooms, rent {700 + 25 * i} euros, "
@@ -60,21 +60,6 @@ def folder_document(seed: int, words: int) -> str:
 
 QUESTIONS = ["Which flat has three bedrooms?", "How is the flat heated?", "What is the rent on floor 2?",
              "Can I view the flat?", "Which flats have district heating?"]
-
-
-def start_server(data_dir: Path, extra: dict[str, object]) -> tuple[subprocess.Popen[str], str]:
-    config = data_dir / "freki.json"
-    config.write_text(json.dumps({"data_dir": str(data_dir / "data"), "retrieval": {"result_cache_bytes": 0},
-                                  **extra}))
-    env = {**os.environ, "PYTHONPATH": child_pythonpath(), "HF_HUB_OFFLINE": "1"}
-    server = subprocess.Popen([sys.executable, "-m", "freki.cli", "serve", "--config", str(config), "--port", "0"],
-                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=open(data_dir / "freki.log", "w"),
-                              text=True)
-    assert server.stdout is not None
-    line = server.stdout.readline()
-    if "listening on" not in line:
-        raise SystemExit(f"freki did not start; see {data_dir / 'freki.log'}")
-    return server, line.rsplit(" ", 1)[-1].strip()
 
 
 def ask(stub: freki_pb2_grpc.FrekiServiceStub, question: str) -> float:
@@ -116,8 +101,12 @@ def main() -> int:
     parser.add_argument("--config", default="{}", help="extra Freki settings as JSON")
     args = parser.parse_args()
 
-    server, address = start_server(Path(tempfile.mkdtemp(prefix="freki-interference-")), json.loads(args.config))
-    process = psutil.Process(server.pid)
+    data_dir = Path(tempfile.mkdtemp(prefix="freki-interference-"))
+    settings = FrekiSettings.model_validate({"data_dir": str(data_dir / "data"),
+                                             "retrieval": {"result_cache_bytes": 0}, **json.loads(args.config)})
+    server, pids = contextlib.ExitStack(), list[int]()
+    address = server.enter_context(freki_process(settings, title="Freki (interference)", pid=pids))
+    process = psutil.Process(pids[0])
     try:
         stub = freki_pb2_grpc.FrekiServiceStub(grpc.insecure_channel(address, options=[
             ("grpc.max_send_message_length", 64 * 1024 * 1024)]))
@@ -172,8 +161,7 @@ def main() -> int:
                           "deadline_s": args.deadline, "config": args.config,
                           "load_average": [round(x, 2) for x in os.getloadavg()]}, indent=2))
     finally:
-        server.terminate()
-        server.wait(30)
+        server.close()
     return 0
 
 
