@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from google.protobuf import timestamp_pb2
@@ -62,7 +62,7 @@ class GenerationPipeline:
         self._sessions = sessions
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
-            drafts: bool = False) -> Generator[StreamEvent, None, None]:
+            drafts: bool = False, user: str = "") -> Generator[StreamEvent, None, None]:
         """Generate the answer to ``request``.
 
         Args:
@@ -72,17 +72,18 @@ class GenerationPipeline:
             remember: Store the exchange in ``metadata.session_id``'s session (the caller stores its own
                 turn when False; the session's history is read either way).
             drafts: Emit ``draft`` / ``draft_reset`` events for a constrained reply (see StreamEvent).
+            user: The caller's validated ``x-wolf-user`` ("" without one): the session is this user's own.
 
         Raises:
             InvalidArgument: a field is wrong, or the question alone does not fit the window.
-            PermissionDenied: the session belongs to another data owner.
+            PermissionDenied: the caller's session belongs to another data owner.
             FailedPrecondition / Unavailable / DeadlineExceeded: no backend of the list could answer.
         """
         started = time.monotonic()
-        req = validate_request(request, self._settings)
+        req = replace(validate_request(request, self._settings), user_id=user)
         history: list[ChatMessage] = []
         if req.session_id:
-            record = self._sessions.get(req.tenant, req.session_id)
+            record = self._sessions.get(req.tenant, req.session_id, user=req.user_id)
             check_owner(record, req.owner_id)
             history = [t.message() for t in record.turns] if record else []
         failures: list[tuple[str, Exception | None]] = []
@@ -163,7 +164,7 @@ class GenerationPipeline:
         if req.prompt.strip():
             turns.append(Turn("user", req.prompt))
         turns.append(Turn("assistant", result.reply.text, result.reply.tool_calls))
-        self._sessions.append(req.tenant, req.session_id, req.owner_id, turns)
+        self._sessions.append(req.tenant, req.session_id, req.owner_id, turns, user=req.user_id)
 
     @staticmethod
     def _exhausted(failures: list[tuple[str, Exception | None]]) -> Exception:

@@ -27,7 +27,7 @@ from geri.backends.base import ModelDescription
 from geri.generation import GenerationPipeline, StreamEvent
 from geri.routing import Router
 from geri.sessions import SessionStore
-from geri.sessions.store import SessionRecord, check_owner
+from geri.sessions.store import SessionRecord
 from geri.settings import GeriSettings
 from geri.validation import MAX_ID_CHARS
 from wolf_service.errors import Cancelled, InvalidArgument, NotFound, ServiceError
@@ -94,9 +94,9 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: common_pb2.WolfRequest, context: grpc.ServicerContext
     ) -> common_pb2.WolfResponse:
         """Generate a complete answer."""
-        self._bind_user(request, context)
+        user = self._bind_user(request, context)
         cancel = cancel_event_for(context)
-        for event in self._pipeline.run(request, cancel):
+        for event in self._pipeline.run(request, cancel, user=user):
             if event.response is not None:
                 return event.response
         raise Cancelled(f"generation of request {request.request_id} was cancelled")
@@ -105,9 +105,10 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: common_pb2.WolfRequest, context: grpc.ServicerContext
     ) -> Iterator[geri_pb2.GenerateEvent]:
         """Stream text (and reasoning) deltas, then one final event with the full response."""
-        self._bind_user(request, context)
+        user = self._bind_user(request, context)
         cancel = threading.Event()
-        events: ClosableStream[StreamEvent] = closable_for(context, self._pipeline.run(request, cancel), cancel)
+        events: ClosableStream[StreamEvent] = closable_for(
+            context, self._pipeline.run(request, cancel, user=user), cancel)
         rid = request.request_id
         for event in events:
             if cancel.is_set():
@@ -123,9 +124,9 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: geri_pb2.AnswerRequest, context: grpc.ServicerContext
     ) -> geri_pb2.AnswerResponse:
         """A grounded answer with checked citations, or an abstention saying why."""
-        self._bind_user(request.request, context)
+        user = self._bind_user(request.request, context)
         cancel = cancel_event_for(context)
-        for event in self._answers.answer(request, cancel):
+        for event in self._answers.answer(request, cancel, user=user):
             if event.response is not None:
                 return event.response
         raise AssertionError("the answer pipeline ends with a response or raises")  # pragma: no cover
@@ -134,10 +135,10 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: geri_pb2.AnswerRequest, context: grpc.ServicerContext
     ) -> Iterator[geri_pb2.AnswerEvent]:
         """Provisional answer text as the model writes it, then the checked answer."""
-        self._bind_user(request.request, context)
+        user = self._bind_user(request.request, context)
         cancel = threading.Event()
         events: ClosableStream[AnswerStep] = closable_for(
-            context, self._answers.answer(request, cancel, stream=True), cancel)
+            context, self._answers.answer(request, cancel, stream=True, user=user), cancel)
         rid = request.request.request_id
         for event in events:
             if cancel.is_set():
@@ -151,18 +152,20 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: geri_pb2.RewriteQueryRequest, context: grpc.ServicerContext
     ) -> geri_pb2.RewriteQueryResponse:
         """A follow-up as a standalone search query (from its conversation), and paraphrases when asked."""
-        self._bind_user(request.request, context)
-        return self._answers.rewrite(request, cancel_event_for(context))
+        user = self._bind_user(request.request, context)
+        return self._answers.rewrite(request, cancel_event_for(context), user=user)
 
     def _user(self, context: grpc.ServicerContext) -> str:
         return user_id_of(context, self._settings.security.user_id_max_chars)  # validated by the auth interceptor
 
-    def _bind_user(self, request: common_pb2.WolfRequest, context: grpc.ServicerContext) -> None:
-        """A conversation belongs to the user who started it: without an explicit ``metadata.owner_id`` the
-        ``x-wolf-user`` id is the session's owner, so another user naming the same session id is refused."""
+    def _bind_user(self, request: common_pb2.WolfRequest, context: grpc.ServicerContext) -> str:
+        """The caller's user id, whose own sessions ``metadata.session_id`` names (the stores key sessions by
+        user, so another user's session id starts a new conversation). Without an explicit
+        ``metadata.owner_id`` the user is also the session's data owner, so erasing the user erases it."""
         user = self._user(context)
         if user and not request.metadata.owner_id:
             request.metadata.owner_id = user
+        return user
 
     def ListModels(  # noqa: N802
         self, request: geri_pb2.ListModelsRequest, context: grpc.ServicerContext
@@ -189,22 +192,22 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
     def GetSession(  # noqa: N802
         self, request: geri_pb2.SessionRequest, context: grpc.ServicerContext
     ) -> geri_pb2.Session:
-        """A conversation's stored turns; NOT_FOUND when it does not exist (or expired) in the tenant."""
+        """One of the caller's conversations; NOT_FOUND when the caller's user has none by that id in the tenant
+        (another user's session answers exactly as a missing one: its existence is not revealed)."""
         tenant, session_id = _session_key(request)
-        record = self._sessions.get(tenant, session_id)
+        record = self._sessions.get(tenant, session_id, user=self._user(context))
         if record is None:
             raise NotFound(f"session {session_id[:64]!r} does not exist in tenant {tenant!r} (or it expired)")
-        check_owner(record, self._user(context))
         return _session_message(record)
 
     def DeleteSession(  # noqa: N802
         self, request: geri_pb2.SessionRequest, context: grpc.ServicerContext
     ) -> geri_pb2.DeleteSessionResponse:
-        """Forget one conversation (idempotent: ``deleted`` says whether it existed)."""
+        """Forget one of the caller's conversations (idempotent: ``deleted`` says whether it existed; another
+        user's session is not touched and answers ``deleted=false``, as a missing one)."""
         tenant, session_id = _session_key(request)
-        check_owner(self._sessions.get(tenant, session_id), self._user(context))
-        return geri_pb2.DeleteSessionResponse(request_id=request.request_id,
-                                              deleted=self._sessions.delete(tenant, session_id))
+        deleted = self._sessions.delete(tenant, session_id, user=self._user(context))
+        return geri_pb2.DeleteSessionResponse(request_id=request.request_id, deleted=deleted)
 
     def DeleteOwnerSessions(  # noqa: N802
         self, request: geri_pb2.DeleteOwnerSessionsRequest, context: grpc.ServicerContext
@@ -241,7 +244,7 @@ def _timestamp(epoch: float) -> Timestamp:
 
 def _session_message(record: SessionRecord) -> geri_pb2.Session:
     return geri_pb2.Session(
-        session_id=record.session_id, tenant_id=record.tenant, owner_id=record.owner_id,
+        session_id=record.session_id, tenant_id=record.tenant, owner_id=record.owner_id, user_id=record.user_id,
         turns=[common_pb2.ChatTurn(
             role=t.role, content=t.content, tool_call_id=t.tool_call_id,
             tool_calls=[common_pb2.ToolCall(id=c.id, name=c.name, arguments_json=json.dumps(c.arguments))

@@ -43,6 +43,8 @@ class ValidatedRequest:
     tenant: str = "default"
     session_id: str = ""
     owner_id: str = ""
+    # The caller's validated ``x-wolf-user`` ("" without one): whose session ``session_id`` names.
+    user_id: str = ""
 
 
 def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) -> ValidatedRequest:

@@ -15,6 +15,9 @@ from pydantic_settings import SettingsConfigDict
 from wolf_service.audit_log import default_state_dir
 from wolf_service.settings import FileSettings
 
+# The longest user id Odin sends (the services refuse past their own security.user_id_max_chars, 128 by default).
+MAX_USER_CHARS = 1024
+
 
 class OdinSettings(FileSettings):
     """Everything an Odin client needs to reach Freki and Geri."""
@@ -78,7 +81,7 @@ class OdinSettings(FileSettings):
         default_factory=lambda: default_state_dir() / "odin-tools.jsonl",
         description="JSON-lines audit of tool calls (on by default; None = off)")
     user_id: str | None = Field(
-        default=None, pattern=r"^[A-Za-z0-9_.@:+=\-]{1,1024}$",
+        default=None, pattern=rf"^[A-Za-z0-9_.@:+=\-]{{1,{MAX_USER_CHARS}}}$",
         description="The end user calls are made for, sent as 'x-wolf-user' (audit, sessions, tool handlers)")
 
     api_key: SecretStr | None = Field(default=None, description="Sent as 'authorization: Bearer <key>'")

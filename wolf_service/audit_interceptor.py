@@ -19,7 +19,7 @@ import grpc
 
 from wolf_service.audit_log import AuditLog, Scalar, identifier
 from wolf_service.error_mapping import request_id_of
-from wolf_service.identity import UserIdError, user_id_of
+from wolf_service.identity import logged_user
 from wolf_service.wrapping import (
     StreamCall,
     UnaryCall,
@@ -82,7 +82,7 @@ class AuditInterceptor(WrappingInterceptor):
         actor = (self._identify(context) if self._identify else None) or context.peer()
         details: dict[str, Scalar] = {
             "tenant": identifier(str(getattr(envelope_of(request), "tenant_id", "") or self._default_tenant)),
-            "user": _user(context, self._user_max()),
+            "user": logged_user(context, self._user_max()),
             "request_id": identifier(request_id_of(request, context)),
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         }
@@ -119,11 +119,3 @@ class AuditInterceptor(WrappingInterceptor):
             self._record(method, request, context, code, started, last, sent)
 
         return observe_stream(call, request, context, on_end)
-
-
-def _user(context: grpc.ServicerContext, max_chars: int) -> str:
-    """The call's ``x-wolf-user`` for the log; a malformed one (the call is refused) is not copied into it."""
-    try:
-        return user_id_of(context, max_chars)
-    except UserIdError:
-        return "<invalid>"

@@ -71,13 +71,35 @@ def user_id_of(context: grpc.ServicerContext, max_chars: int) -> str:
         return ""
     if len(values) > 1:
         raise UserIdError(f"{USER_HEADER} was sent {len(values)} times; send it once")
-    user = values[0]
+    return checked_user_id(values[0], max_chars)
+
+
+def logged_user(context: grpc.ServicerContext, max_chars: int) -> str:
+    """The call's ``x-wolf-user`` for a log line ("" without one); a malformed one (the call is refused) is
+    ``<invalid>``, never copied into the log."""
+    try:
+        return user_id_of(context, max_chars)
+    except UserIdError:
+        return "<invalid>"
+
+
+def checked_user_id(user: str, max_chars: int, *, name: str = USER_HEADER,
+                    setting: str = "security.user_id_max_chars") -> str:
+    """``user`` when it is a valid user id (the one rule of every service, the gateway and MCP).
+
+    Args:
+        name: What carried it, for the error (a header, a body field).
+        setting: The setting that holds ``max_chars``, for the error.
+
+    Raises:
+        UserIdError: ``user`` is empty, longer than ``max_chars`` or has a character outside the allowed set.
+    """
     if not user:
-        raise UserIdError(f"{USER_HEADER} is empty; leave the header out or send a user id")
+        raise UserIdError(f"{name} is empty; leave it out or send a user id")
     if len(user) > max_chars:
-        raise UserIdError(f"{USER_HEADER} is {len(user)} characters, over security.user_id_max_chars={max_chars}")
+        raise UserIdError(f"{name} is {len(user)} characters, over {setting}={max_chars}")
     if not _USER_CHARS.match(user):
-        raise UserIdError(f"{USER_HEADER} may only hold letters, digits and _ . @ : + = - (got {user[:40]!r})")
+        raise UserIdError(f"{name} may only hold letters, digits and _ . @ : + = - (got {user[:40]!r})")
     return user
 
 

@@ -22,6 +22,7 @@ import grpc
 from pydantic import BaseModel, Field, field_validator
 
 from wolf_service.error_mapping import request_id_of
+from wolf_service.identity import logged_user
 from wolf_service.wrapping import (
     StreamCall,
     UnaryCall,
@@ -138,13 +139,17 @@ class AccessLogInterceptor(WrappingInterceptor):
     Args:
         identify: Returns the caller's identity (API-key name) for a call, or None.
         default_tenant: Logged when a request leaves its tenant empty.
+        user_id_max_chars: The live ``security.user_id_max_chars``; when given, the line carries ``user``, the
+            call's validated ``x-wolf-user`` ("" without one, ``<invalid>`` for a refused one; never the key).
     """
 
     def __init__(
-        self, identify: Callable[[grpc.ServicerContext], str | None] | None = None, default_tenant: str = ""
+        self, identify: Callable[[grpc.ServicerContext], str | None] | None = None, default_tenant: str = "",
+        user_id_max_chars: Callable[[], int] | None = None,
     ) -> None:
         self._identify = identify
         self._default_tenant = default_tenant
+        self._user_max = user_id_max_chars
 
     def _log(self, method: str, request: Any, context: grpc.ServicerContext, code: grpc.StatusCode,
              started: float, messages: int | None = None) -> None:
@@ -161,6 +166,8 @@ class AccessLogInterceptor(WrappingInterceptor):
         }
         if self._identify is not None:
             fields["principal"] = self._identify(context) or "anonymous"
+        if self._user_max is not None:
+            fields["user"] = logged_user(context, self._user_max())
         if messages is not None:
             fields["messages"] = messages
         access_log.log(level, "%s %s in %.1f ms", fields["rpc"], code.name, fields["duration_ms"], extra=fields)

@@ -82,7 +82,7 @@ class ServiceOps:
             log = AuditLog(Path(audit_path), getattr(settings, "audit_rotation", None))
             self.audit = AuditInterceptor(log, {**audited, **SETTINGS_AUDITED}, identify, default_tenant,
                                           lambda: settings.security.user_id_max_chars)
-        self._access = AccessLogInterceptor(identify, default_tenant)
+        self._access = AccessLogInterceptor(identify, default_tenant, lambda: settings.security.user_id_max_chars)
         self._limits = RateLimitInterceptor(lambda: settings.rate_limits, identify, default_tenant,
                                             self.metrics.rate_limited)
         self.credentials: grpc.ServerCredentials | None = server_credentials(settings.security.tls)

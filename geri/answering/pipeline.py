@@ -18,7 +18,7 @@ import json
 import threading
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from google.protobuf import timestamp_pb2
@@ -76,19 +76,21 @@ class AnswerPipeline:
         self._sessions = sessions
         self._cache = AnswerCache(settings.answer_cache)
 
-    def answer(self, request: geri_pb2.AnswerRequest, cancel: threading.Event, *, stream: bool = False
-               ) -> Generator[AnswerStep, None, None]:
+    def answer(self, request: geri_pb2.AnswerRequest, cancel: threading.Event, *, stream: bool = False,
+               user: str = "") -> Generator[AnswerStep, None, None]:
         """The grounded answer to ``request`` (with ``stream``, preceded by the answer text as it is written).
+
+        ``user`` is the caller's validated ``x-wolf-user`` ("" without one): the session is this user's own.
 
         Raises:
             InvalidArgument: a field is wrong (named), or the question alone does not fit the window.
-            PermissionDenied: the session belongs to another data owner.
+            PermissionDenied: the caller's session belongs to another data owner.
             Cancelled: the client went away.
             FailedPrecondition / Unavailable / DeadlineExceeded: no backend of the model list could answer.
         """
         started = time.monotonic()
         outer = request.request
-        req = check_request(outer, self._settings, what="the question")
+        req = replace(check_request(outer, self._settings, what="the question"), user_id=user)
         report.check_queries(request, max_queries=self._settings.answering.max_queries_used,
                              max_chars=MAX_PROMPT_CHARS)
         policy = answer_policy(self._settings.answering, request.options)
@@ -119,7 +121,7 @@ class AnswerPipeline:
         drafts = DraftText()
         final: common_pb2.WolfResponse | None = None
         backends: tuple[tuple[str, str], ...] = ()
-        for event in self._generation.run(inner, cancel, remember=False, drafts=stream):
+        for event in self._generation.run(inner, cancel, remember=False, drafts=stream, user=user):
             if event.kind == "draft":
                 delta = drafts.feed(event.text)
                 if delta:
@@ -156,19 +158,19 @@ class AnswerPipeline:
                             [s.document.document_id for s in shown])
         yield AnswerStep("final", response=response)
 
-    def rewrite(self, request: geri_pb2.RewriteQueryRequest, cancel: threading.Event
+    def rewrite(self, request: geri_pb2.RewriteQueryRequest, cancel: threading.Event, *, user: str = ""
                 ) -> geri_pb2.RewriteQueryResponse:
-        """The standalone query for a follow-up, and paraphrases of it when asked.
+        """The standalone query for a follow-up (in ``user``'s session), and paraphrases of it when asked.
 
         The rewrite and the variants are optional: when their generation fails the question is kept and a
         warning says why.
 
         Raises:
             InvalidArgument: a field is wrong, or more variants than ``answering.max_query_variants``.
-            PermissionDenied: the session belongs to another data owner.
+            PermissionDenied: the caller's session belongs to another data owner.
         """
         outer = request.request
-        req = check_request(outer, self._settings, what="the follow-up question")
+        req = replace(check_request(outer, self._settings, what="the follow-up question"), user_id=user)
         limit = self._settings.answering.max_query_variants
         if not 0 <= request.variants <= limit:
             raise InvalidArgument(f"variants must be in [0, {limit}] (answering.max_query_variants; "
@@ -230,7 +232,7 @@ class AnswerPipeline:
                                                   for t in history])
 
     def _session(self, req: ValidatedRequest) -> SessionRecord | None:
-        return self._sessions.get(req.tenant, req.session_id) if req.session_id else None
+        return self._sessions.get(req.tenant, req.session_id, user=req.user_id) if req.session_id else None
 
     def _remember(self, req: ValidatedRequest, grounded: geri_pb2.GroundedAnswer) -> None:
         """Store the exchange: the caller's turns, the question, the answer text (or the abstention's reason)."""
@@ -239,7 +241,7 @@ class AnswerPipeline:
         turns = [Turn(m.role, m.content, m.tool_calls, m.tool_call_id) for m in req.messages]
         turns.append(Turn("user", req.prompt))
         turns.append(Turn("assistant", grounded.text if grounded.answered else grounded.reason))
-        self._sessions.append(req.tenant, req.session_id, req.owner_id, turns)
+        self._sessions.append(req.tenant, req.session_id, req.owner_id, turns, user=req.user_id)
 
 
 def _spent_nothing(llm: common_pb2.LLMResponse) -> common_pb2.LLMResponse:

@@ -10,6 +10,9 @@ from collections.abc import Callable, Sequence
 from geri.sessions.store import SessionRecord, Turn, extended
 from geri.settings import SessionSettings
 
+# (tenant, user, session_id): the user is part of the key, so users never share a conversation.
+_Key = tuple[str, str, str]
+
 
 class MemorySessionStore:
     """A dict under a lock; a replica's sessions are its own (use the SQLite store to share them)."""
@@ -17,34 +20,36 @@ class MemorySessionStore:
     def __init__(self, settings: SessionSettings, clock: Callable[[], float] = time.time) -> None:
         self._settings = settings
         self._clock = clock
-        self._sessions: OrderedDict[tuple[str, str], SessionRecord] = OrderedDict()
+        self._sessions: OrderedDict[_Key, SessionRecord] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, tenant: str, session_id: str) -> SessionRecord | None:
+    def get(self, tenant: str, session_id: str, *, user: str) -> SessionRecord | None:
+        key = (tenant, user, session_id)
         with self._lock:
-            record = self._sessions.get((tenant, session_id))
+            record = self._sessions.get(key)
             if record is not None and record.expires_at <= self._clock():
-                del self._sessions[(tenant, session_id)]
+                del self._sessions[key]
                 return None
             return record
 
-    def append(self, tenant: str, session_id: str, owner_id: str, turns: Sequence[Turn]) -> SessionRecord:
-        key = (tenant, session_id)
+    def append(self, tenant: str, session_id: str, owner_id: str, turns: Sequence[Turn], *,
+               user: str) -> SessionRecord:
+        key = (tenant, user, session_id)
         with self._lock:
             now = self._clock()
             record = self._sessions.get(key)
             if record is not None and record.expires_at <= now:
                 record = None
-            new = extended(record, tenant, session_id, owner_id, turns, self._settings, now)
+            new = extended(record, tenant, session_id, owner_id, turns, self._settings, now, user)
             self._sessions[key] = new
             self._sessions.move_to_end(key)
             while len(self._sessions) > self._settings.max_sessions:
                 self._sessions.popitem(last=False)
             return new
 
-    def delete(self, tenant: str, session_id: str) -> bool:
+    def delete(self, tenant: str, session_id: str, *, user: str) -> bool:
         with self._lock:
-            return self._sessions.pop((tenant, session_id), None) is not None
+            return self._sessions.pop((tenant, user, session_id), None) is not None
 
     def delete_owner(self, tenant: str, owner_id: str) -> int:
         with self._lock:
@@ -56,6 +61,3 @@ class MemorySessionStore:
     def close(self) -> None:
         with self._lock:
             self._sessions.clear()
-
-
-

@@ -16,22 +16,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from geri.sessions.sqlite_schema import COLUMNS, ensure_schema
 from geri.sessions.store import SessionRecord, Turn, extended
 from geri.settings import SessionSettings
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    tenant TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    owner_id TEXT NOT NULL,
-    turns TEXT NOT NULL,
-    updated_at REAL NOT NULL,
-    expires_at REAL NOT NULL,
-    PRIMARY KEY (tenant, session_id)
-);
-CREATE INDEX IF NOT EXISTS sessions_owner ON sessions (tenant, owner_id);
-CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated_at);
-"""
 
 
 class SqliteSessionStore:
@@ -46,31 +33,34 @@ class SqliteSessionStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA secure_delete=ON")
         self._db.execute("PRAGMA busy_timeout=10000")
-        self._db.executescript(_SCHEMA)
+        if ensure_schema(self._db):
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the old table's pages, zeroed, leave the WAL
 
-    def _row(self, tenant: str, session_id: str) -> SessionRecord | None:
+    def _row(self, tenant: str, session_id: str, user: str) -> SessionRecord | None:
         row = self._db.execute(
-            "SELECT owner_id, turns, updated_at, expires_at FROM sessions WHERE tenant=? AND session_id=?",
-            (tenant, session_id),
+            "SELECT owner_id, turns, updated_at, expires_at FROM sessions "
+            "WHERE tenant=? AND user_id=? AND session_id=?",
+            (tenant, user, session_id),
         ).fetchone()
         if row is None or row[3] <= self._clock():
             return None
         turns = tuple(Turn.from_json(t) for t in json.loads(row[1]))
-        return SessionRecord(tenant, session_id, row[0], turns, row[2], row[3])
+        return SessionRecord(tenant, session_id, row[0], turns, row[2], row[3], user)
 
-    def get(self, tenant: str, session_id: str) -> SessionRecord | None:
+    def get(self, tenant: str, session_id: str, *, user: str) -> SessionRecord | None:
         with self._lock:
-            return self._row(tenant, session_id)
+            return self._row(tenant, session_id, user)
 
-    def append(self, tenant: str, session_id: str, owner_id: str, turns: Sequence[Turn]) -> SessionRecord:
+    def append(self, tenant: str, session_id: str, owner_id: str, turns: Sequence[Turn], *,
+               user: str) -> SessionRecord:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")  # read-modify-write, safe against another replica
             try:
-                new = extended(self._row(tenant, session_id), tenant, session_id, owner_id, turns,
-                               self._settings, self._clock())
+                new = extended(self._row(tenant, session_id, user), tenant, session_id, owner_id, turns,
+                               self._settings, self._clock(), user)
                 self._db.execute(
-                    "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
-                    (tenant, session_id, new.owner_id, json.dumps([t.to_json() for t in new.turns]),
+                    f"INSERT OR REPLACE INTO sessions ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (tenant, user, session_id, new.owner_id, json.dumps([t.to_json() for t in new.turns]),
                      new.updated_at, new.expires_at),
                 )
                 self._evict()
@@ -96,8 +86,8 @@ class SqliteSessionStore:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return int(deleted)
 
-    def delete(self, tenant: str, session_id: str) -> bool:
-        return self._erase("tenant=? AND session_id=?", (tenant, session_id)) > 0
+    def delete(self, tenant: str, session_id: str, *, user: str) -> bool:
+        return self._erase("tenant=? AND user_id=? AND session_id=?", (tenant, user, session_id)) > 0
 
     def delete_owner(self, tenant: str, owner_id: str) -> int:
         return self._erase("tenant=? AND owner_id=?", (tenant, owner_id))

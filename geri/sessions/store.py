@@ -41,9 +41,20 @@ class Turn:
         return cls(data["role"], data["content"], calls, data.get("tool_call_id", ""))
 
 
+# The user of a session whose creator is not known (a row kept from before sessions were bound to users).
+# No validated user id can equal it (``<`` and ``>`` are outside the user id alphabet), so nobody continues
+# or reads such a session; it expires, and erasing its data owner removes it.
+UNKNOWN_USER = "<unknown>"
+
+
 @dataclass(frozen=True)
 class SessionRecord:
-    """A conversation: whose it is, its turns (oldest first) and when it expires (epoch seconds)."""
+    """A conversation: whose it is, its turns (oldest first) and when it expires (epoch seconds).
+
+    ``user_id`` is the ``x-wolf-user`` that created it ("" for a caller without one): it is part of the key,
+    so the same session id names a different conversation for every user. ``owner_id`` is the data owner
+    whose erasure erases it.
+    """
 
     tenant: str
     session_id: str
@@ -51,16 +62,19 @@ class SessionRecord:
     turns: tuple[Turn, ...] = ()
     updated_at: float = field(default_factory=time.time)
     expires_at: float = 0.0
+    user_id: str = ""
 
 
 class SessionStore(Protocol):
-    """Where conversations live. Every method is keyed by tenant: one tenant never sees another's sessions."""
+    """Where conversations live. Every method is keyed by tenant and user: one tenant never sees another's
+    sessions, and inside a tenant one user's session id never reaches another user's conversation."""
 
-    def get(self, tenant: str, session_id: str) -> SessionRecord | None:
-        """The session, or None when it does not exist or has expired."""
+    def get(self, tenant: str, session_id: str, *, user: str) -> SessionRecord | None:
+        """The session, or None when it does not exist, has expired or belongs to another user."""
         ...
 
-    def append(self, tenant: str, session_id: str, owner_id: str, turns: Sequence[Turn]) -> SessionRecord:
+    def append(self, tenant: str, session_id: str, owner_id: str, turns: Sequence[Turn], *,
+               user: str) -> SessionRecord:
         """Add turns (creating the session), keep the newest ``max_turns``, renew its expiry.
 
         Raises:
@@ -68,12 +82,12 @@ class SessionStore(Protocol):
         """
         ...
 
-    def delete(self, tenant: str, session_id: str) -> bool:
-        """Forget one session; whether it existed."""
+    def delete(self, tenant: str, session_id: str, *, user: str) -> bool:
+        """Forget one of ``user``'s sessions; whether it existed."""
         ...
 
     def delete_owner(self, tenant: str, owner_id: str) -> int:
-        """Forget every session of a data owner in a tenant; how many."""
+        """Forget every session of a data owner in a tenant, whichever user created it; how many."""
         ...
 
     def close(self) -> None:
@@ -90,10 +104,11 @@ def check_owner(record: SessionRecord | None, owner_id: str) -> None:
 
 
 def extended(record: SessionRecord | None, tenant: str, session_id: str, owner_id: str,
-             turns: Sequence[Turn], settings: SessionSettings, now: float) -> SessionRecord:
-    """``record`` with ``turns`` appended, cut to the limits, owner bound and expiry renewed."""
+             turns: Sequence[Turn], settings: SessionSettings, now: float, user: str) -> SessionRecord:
+    """``record`` (``user``'s own, or None) with ``turns`` appended, cut to the limits, owner bound and
+    expiry renewed."""
     check_owner(record, owner_id)
     cut = [replace(t, content=t.content[: settings.max_turn_chars]) for t in turns]
     kept = (*(record.turns if record else ()), *cut)[-settings.max_turns:]
     owner = (record.owner_id if record else "") or owner_id
-    return SessionRecord(tenant, session_id, owner, tuple(kept), now, now + settings.ttl_s)
+    return SessionRecord(tenant, session_id, owner, tuple(kept), now, now + settings.ttl_s, user)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from odin_client.gateway.errors import body
+from odin_client.gateway.errors import odin_body
 from odin_client.types.errors import OdinError
 from odin_client.types.results import Answer, Generation
 
@@ -66,7 +66,7 @@ def guarded(frames: Iterator[str], upstream: Iterator[Any]) -> Iterator[str]:
     try:
         yield from frames
     except OdinError as exc:
-        yield f"data: {json.dumps(body(exc.details or str(exc), 'upstream_error'))}\n\n"
+        yield f"data: {json.dumps(odin_body(exc))}\n\n"
     finally:
         close = getattr(upstream, "close", None)
         if close is not None:

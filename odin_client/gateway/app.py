@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from odin_client.client import OdinClient
@@ -18,6 +19,7 @@ from odin_client.gateway.clients import ClientPool, bearer_key
 from odin_client.gateway.errors import GatewayError, body, from_gateway, from_odin
 from odin_client.gateway.schemas import ChatRequest, EmbeddingsRequest, IndexRequest, RetrieveRequest
 from odin_client.gateway.settings import GatewaySettings
+from odin_client.gateway.users import request_user
 from odin_client.settings import OdinSettings
 from odin_client.types.errors import OdinError
 
@@ -83,14 +85,30 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         return JSONResponse(body(f"{where or 'body'}: {first.get('msg', 'invalid')}"[:500], "invalid_request_error",
-                                 "invalid_body"), 400)
+                                 "invalid_body", where[:200] or None), 400)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        # Routing's own refusals (no such route, wrong method) in the same shape as every other error.
+        code = {404: "unknown_route", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        return JSONResponse(body(str(exc.detail), kind, code), exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def internal(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse(body("the gateway failed on this request; see its log", "server_error",
+                                 "internal_error"), 500)
 
     def key(request: Request) -> str:
         return bearer_key(request.headers.get("authorization", ""), required=limits.require_api_key)
 
-    def client(request: Request) -> AbstractContextManager[OdinClient]:
-        """The caller's Odin client, leased for the ``with`` block (``ClientPool``)."""
-        return pool.lease(key(request))
+    def user(request: Request, body_user: str | None = None) -> str:
+        return request_user(request, body_user, limits.user_id_max_chars)
+
+    def client(request: Request, body_user: str | None = None) -> AbstractContextManager[OdinClient]:
+        """The caller's Odin client, leased for the ``with`` block (``ClientPool``), acting for the request's
+        user (``x-wolf-user`` on every call to Freki and Geri)."""
+        return pool.lease(key(request), user(request, body_user))
 
     @app.get("/v1/models")
     def models(request: Request) -> dict[str, Any]:
@@ -105,9 +123,10 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
         chat.check(req, limits)
         if req.stream:
             provisional = limits.stream_provisional if req.stream_provisional is None else req.stream_provisional
-            events = pool.stream(key(request), lambda odin: chat.stream(odin, req, provisional=provisional))
+            events = pool.stream(key(request), lambda odin: chat.stream(odin, req, provisional=provisional),
+                                 user(request, req.user))
             return StreamingResponse(events, media_type="text/event-stream")
-        with client(request) as odin:
+        with client(request, req.user) as odin:
             return chat.completion(odin, req)
 
     @app.post("/v1/embeddings")
@@ -115,8 +134,9 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
         texts = [req.input] if isinstance(req.input, str) else req.input
         if not texts or len(texts) > limits.max_embedding_inputs:
             raise GatewayError(413 if texts else 400, f"input must hold 1 to max_embedding_inputs "
-                                                      f"({limits.max_embedding_inputs}) texts (got {len(texts)})")
-        with client(request) as odin:
+                                                      f"({limits.max_embedding_inputs}) texts (got {len(texts)})",
+                               code="too_many_inputs" if texts else "empty_input", param="input")
+        with client(request, req.user) as odin:
             result = odin.embed(texts, tenant_id=req.tenant_id)
 
         def encode(vector: list[float]) -> list[float] | str:

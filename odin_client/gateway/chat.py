@@ -25,17 +25,21 @@ def check(req: ChatRequest, limits: GatewaySettings) -> None:
     """Refuse what the gateway will not pass on, naming the limit."""
     if len(req.messages) > limits.max_messages:
         raise GatewayError(413, f"messages holds {len(req.messages)} messages, over the gateway's "
-                                f"max_messages ({limits.max_messages})", code="too_many_messages")
+                                f"max_messages ({limits.max_messages})", code="too_many_messages", param="messages")
     for i, message in enumerate(req.messages):
         if isinstance(message.content, list) and any(p.get("type") != "text" for p in message.content):
-            raise GatewayError(400, f"messages[{i}]: only text content parts are supported")
+            raise GatewayError(400, f"messages[{i}]: only text content parts are supported",
+                               code="unsupported_content", param=f"messages[{i}].content")
         if len(message.text()) > limits.max_message_chars:
             raise GatewayError(413, f"messages[{i}] is {len(message.text()):,} characters, over the gateway's "
-                                    f"max_message_chars ({limits.max_message_chars:,})", code="message_too_long")
+                                    f"max_message_chars ({limits.max_message_chars:,})", code="message_too_long",
+                               param=f"messages[{i}].content")
     if req.messages[-1].role != "user" or not req.messages[-1].text().strip():
-        raise GatewayError(400, "the last message must be a non-empty user message (the question)")
+        raise GatewayError(400, "the last message must be a non-empty user message (the question)",
+                           code="missing_question", param="messages")
     if req.rag and req.response_format is not None and req.response_format.type != "text":
-        raise GatewayError(400, "response_format needs \"rag\": false (grounded answers have their own form)")
+        raise GatewayError(400, "response_format needs \"rag\": false (grounded answers have their own form)",
+                           code="response_format_needs_rag_off", param="response_format")
 
 
 def _history(req: ChatRequest) -> list[common_pb2.ChatTurn]:
@@ -55,7 +59,8 @@ def _generate_options(req: ChatRequest) -> dict[str, Any]:
     if fmt is not None and fmt.type == "json_schema":
         schema = (fmt.json_schema or {}).get("schema")
         if not isinstance(schema, dict):
-            raise GatewayError(400, "response_format.json_schema.schema must be a JSON schema object")
+            raise GatewayError(400, "response_format.json_schema.schema must be a JSON schema object",
+                               code="invalid_json_schema", param="response_format.json_schema.schema")
         options["json_schema"] = schema
     elif fmt is not None and fmt.type == "json_object":
         options["json_schema"] = {"type": "object"}

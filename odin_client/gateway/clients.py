@@ -44,13 +44,15 @@ def bearer_key(header: str, *, required: bool) -> str:
     scheme, _, key = header.strip().partition(" ")
     key = key.strip()
     if header and scheme.lower() != "bearer":
-        raise GatewayError(401, "Authorization must be 'Bearer <API key>'", "authentication_error")
+        raise GatewayError(401, "Authorization must be 'Bearer <API key>'", "authentication_error",
+                           code="invalid_authorization", param="Authorization")
     if header and not _KEY_FORM.fullmatch(key):
         raise GatewayError(401, f"the API key must be 1 to {MAX_KEY_CHARS} printable ASCII characters "
-                                "(Authorization: Bearer <key>)", "authentication_error")
+                                "(Authorization: Bearer <key>)", "authentication_error", code="invalid_api_key",
+                           param="Authorization")
     if required and not key:
         raise GatewayError(401, "an API key is required: send 'Authorization: Bearer <key>'",
-                           "authentication_error")
+                           "authentication_error", code="missing_api_key", param="Authorization")
     return key
 
 
@@ -86,11 +88,13 @@ class ClientPool:
             found |= hmac.compare_digest(digest, key.sha256)
         if not found:
             raise GatewayError(401, "unknown API key" if api_key else
-                               "an API key is required: send 'Authorization: Bearer <key>'", "authentication_error")
+                               "an API key is required: send 'Authorization: Bearer <key>'", "authentication_error",
+                               code="invalid_api_key" if api_key else "missing_api_key", param="Authorization")
 
     @contextmanager
-    def lease(self, api_key: str) -> Iterator[OdinClient]:
-        """The client that sends ``api_key`` to Freki and Geri, held open until the block ends.
+    def lease(self, api_key: str, user: str = "") -> Iterator[OdinClient]:
+        """The client that sends ``api_key`` to Freki and Geri, held open until the block ends; with ``user``
+        (checked by the caller), a view of it that also sends ``x-wolf-user: <user>``.
 
         Raises:
             GatewayError: 401 for a key ``check`` refuses (no client is created), 503 once the pool is closed.
@@ -99,7 +103,7 @@ class ClientPool:
         entry = self._acquire(api_key)
         refused = False
         try:
-            yield entry.client
+            yield entry.client.for_user(user) if user else entry.client
         except OdinError as exc:
             refused = exc.code == grpc.StatusCode.UNAUTHENTICATED
             raise
@@ -109,7 +113,8 @@ class ClientPool:
     def _acquire(self, api_key: str) -> _Lease:
         with self._lock:
             if self._closed:
-                raise GatewayError(503, "the gateway is shutting down", "service_unavailable")
+                raise GatewayError(503, "the gateway is shutting down", "service_unavailable",
+                                   code="shutting_down")
             entry = self._clients.get(api_key)
             if entry is None:
                 settings = self._base.model_copy(update={"api_key": SecretStr(api_key) if api_key else None})
@@ -143,12 +148,12 @@ class ClientPool:
             entry.pooled = False
         return out
 
-    def stream(self, api_key: str, make: Callable[[OdinClient], Iterator[str]]) -> Iterator[str]:
+    def stream(self, api_key: str, make: Callable[[OdinClient], Iterator[str]], user: str = "") -> Iterator[str]:
         """``make(client)``'s events with the client leased until the stream ends. The key is checked, the
         lease taken and ``make`` called now (it starts the upstream call), so a refusal is an HTTP error
         rather than a broken stream."""
         stack = ExitStack()
-        client = stack.enter_context(self.lease(api_key))
+        client = stack.enter_context(self.lease(api_key, user))
         try:
             inner = make(client)
         except BaseException:

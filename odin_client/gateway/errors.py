@@ -1,7 +1,13 @@
 """Odin's errors (and the gateway's own refusals) as OpenAI-style HTTP errors:
-``{"error": {"message", "type", "code"}}`` with a status that says whose fault it was; an error from Freki or
-Geri adds what their rich status details said: ``param`` (the field a refused request got wrong), ``reason``
-(its stable type) and ``hint`` (what to do)."""
+``{"error": {"message", "type", "param", "code"}}`` with a status that says whose fault it was and a stable
+``code`` a program can switch on (the table in docs/operations.md, Gateway errors):
+
+- a refusal by the gateway itself carries its own code (``invalid_user``, ``body_too_large``, ``invalid_api_key``…)
+  and the ``param`` it is about;
+- an error from Freki or Geri carries their rich status details: ``code`` is ErrorInfo's ``reason`` in lower case
+  (``limit_exceeded``, ``not_found``, ``rate_limited``), also given as it came in ``reason``, with ``param`` (the
+  field a refused request got wrong) and ``hint`` (what to do); without details, the gRPC status name.
+"""
 
 from __future__ import annotations
 
@@ -28,16 +34,18 @@ _STATUS: dict[grpc.StatusCode, tuple[int, str]] = {
 
 
 class GatewayError(Exception):
-    """A refusal by the gateway itself (before any call), with its HTTP status."""
+    """A refusal by the gateway itself (before any call): its HTTP status, OpenAI ``type``, stable ``code`` and
+    the ``param`` (body field or header) it is about, when there is one."""
 
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", code: str = "") -> None:
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", *, code: str,
+                 param: str | None = None) -> None:
         super().__init__(message)
-        self.status, self.kind, self.code = status, kind, code
+        self.status, self.kind, self.code, self.param = status, kind, code, param
 
 
-def body(message: str, kind: str, code: str = "") -> dict[str, dict[str, str | None]]:
+def body(message: str, kind: str, code: str, param: str | None = None) -> dict[str, dict[str, str | None]]:
     """The OpenAI error body."""
-    return {"error": {"message": message, "type": kind, "code": code or None}}
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 def from_odin(exc: OdinError) -> JSONResponse:
@@ -47,12 +55,18 @@ def from_odin(exc: OdinError) -> JSONResponse:
     if exc.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "limit" in (exc.details or "") + str(exc):
         status = 413 if "bytes" in (exc.details or "") else 429
     headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))} if isinstance(exc, RateLimited) else None
-    content = body(exc.details or str(exc), kind, exc.code.name.lower() if exc.code else "")
+    return JSONResponse(odin_body(exc, kind), status, headers=headers)
+
+
+def odin_body(exc: OdinError, kind: str = "upstream_error") -> dict[str, dict[str, str | None]]:
+    """The OpenAI error body of an Odin error: ``code`` from the server's ErrorInfo reason when it sent one."""
+    code = exc.reason.lower() if exc.reason else exc.code.name.lower() if exc.code else "upstream_error"
+    content = body(exc.details or str(exc), kind, code, exc.field or None)
     if exc.reason:
-        content["error"].update(param=exc.field or None, reason=exc.reason, hint=exc.hint or None)
-    return JSONResponse(content, status, headers=headers)
+        content["error"].update(reason=exc.reason, hint=exc.hint or None)
+    return content
 
 
 def from_gateway(exc: GatewayError) -> JSONResponse:
     """A gateway refusal as an HTTP response."""
-    return JSONResponse(body(str(exc), exc.kind, exc.code), exc.status)
+    return JSONResponse(body(str(exc), exc.kind, exc.code, exc.param), exc.status)

@@ -57,6 +57,7 @@ class EmbeddingsRequest(BaseModel):
     input: str | list[str]
     model: str = ""
     encoding_format: Literal["float", "base64"] = "float"
+    user: str = ""
     tenant_id: str | None = None
 
 

@@ -27,6 +27,9 @@ class GatewaySettings(FileSettings):
     stream_provisional: bool = Field(
         default=False, description="Stream a grounded answer's text before it is checked (a revision then ends "
                                    "the content with a correction; docs/answers.md, Streaming)")
+    user_id_max_chars: int = Field(
+        default=128, ge=1, le=1024, description="Characters of a user id (body 'user' or 'X-Wolf-User'); keep it "
+                                                "at most the services' security.user_id_max_chars")
     clients_cached: int = Field(default=32, ge=1, description="Odin clients (one per API key) kept open")
     api_keys: list[ApiKey] = Field(
         default_factory=list, description="Keys the gateway accepts (the same entries as Freki's and Geri's "

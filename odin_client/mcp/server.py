@@ -23,7 +23,8 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
 from mcp_types import Resource as McpResource
 from mcp_types import ResourceTemplate as McpResourceTemplate
 from mcp_types import Tool as McpTool
@@ -34,8 +35,10 @@ from odin_client.mcp.access import Access, ApiKeyVerifier, request_access
 from odin_client.mcp.clients import AsyncClientPool
 from odin_client.mcp.settings import McpSettings
 from odin_client.mcp.tools import OdinTools
+from odin_client.mcp.users import UserHeader, call_user, current_user, request_user
 from odin_client.settings import OdinSettings
 from odin_client.types.errors import NotFound, OdinError
+from wolf_service.identity import UserIdError
 
 INSTRUCTIONS = """Wolfpack RAG: search and cite a private document index. Use `search` to find passages (each
 with document_id, chunk_id, location and score), `ask` for an answer written from the documents with
@@ -67,6 +70,8 @@ class WolfMcpServer(MCPServer[Any]):
         self.limits = settings
         self.pool = AsyncClientPool(odin, settings.clients_cached)
         self._default = default_access
+        # Over stdio (a fixed access) the user is Odin's own setting; over HTTP each request may name one.
+        self._stdio_user = (odin.user_id or "") if default_access is not None else None
 
         @asynccontextmanager
         async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -108,7 +113,17 @@ class WolfMcpServer(MCPServer[Any]):
         return found
 
     async def _client(self) -> AsyncOdinClient:
-        return await self.pool.get(self.access())
+        client = await self.pool.get(self.access())
+        user = current_user()
+        return client.for_user(user) if user else client
+
+    def _user(self, context: Context[Any, Any] | None) -> str:
+        """The user the request's ``_meta`` (or HTTP header) names; UserIdError when it is malformed."""
+        try:
+            meta = context.request_context.meta if context is not None else None
+        except ValueError:  # a context outside a request
+            meta = None
+        return request_user(meta, self.limits.user_id_max_chars, stdio_user=self._stdio_user)
 
     async def list_tools(self) -> list[McpTool]:
         """The tools the caller's scopes allow."""
@@ -134,7 +149,14 @@ class WolfMcpServer(MCPServer[Any]):
             more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
             raise ToolError(f"{name} takes no argument {', '.join(map(repr, unknown[:5]))}{more}{hint}; "
                             f"it takes {', '.join(sorted(known))}")
-        return await super().call_tool(name, arguments, context)
+        try:
+            token = call_user.set(self._user(context))
+        except UserIdError as exc:
+            raise ToolError(str(exc)) from None
+        try:
+            return await super().call_tool(name, arguments, context)
+        finally:
+            call_user.reset(token)
 
     async def list_resources(self) -> list[McpResource]:
         """The caller's documents (the first ``max_page_size``), as ``wolf://`` resources."""
@@ -160,6 +182,17 @@ class WolfMcpServer(MCPServer[Any]):
         """A document's record as JSON, if it is in the caller's tenant."""
         tenant, document_id = parse_document_uri(str(uri))
         access = self.access()
+        try:
+            token = call_user.set(self._user(context))
+        except UserIdError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        try:
+            return await self._read_document(uri, tenant, document_id, access)
+        finally:
+            call_user.reset(token)
+
+    async def _read_document(self, uri: AnyUrl | str, tenant: str, document_id: str,
+                             access: Access) -> Iterable[ReadResourceContents]:
         if tenant != access.tenant_name:
             raise ResourceNotFoundError(f"{uri!s:.200}: the API key {access.name!r} is for tenant "
                                         f"{access.tenant_name!r}, not {tenant[:64]!r}")
@@ -192,6 +225,7 @@ def http_server(settings: McpSettings, odin: OdinSettings) -> WolfMcpServer:
 def http_app(server: WolfMcpServer) -> Any:
     """The Starlette app of the Streamable HTTP transport (serve it with uvicorn)."""
     limits = server.limits
-    return server.streamable_http_app(streamable_http_path=limits.path, max_request_body_size=limits.max_body_bytes,
-                                      max_sessions=limits.max_sessions,
-                                      session_idle_timeout=limits.session_idle_timeout_s, host=limits.host)
+    app = server.streamable_http_app(streamable_http_path=limits.path, max_request_body_size=limits.max_body_bytes,
+                                     max_sessions=limits.max_sessions,
+                                     session_idle_timeout=limits.session_idle_timeout_s, host=limits.host)
+    return UserHeader(app, limits.user_id_max_chars)

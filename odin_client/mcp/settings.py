@@ -46,6 +46,9 @@ class McpSettings(FileSettings):
     max_sessions: int = Field(default=100, ge=1, description="Stateful Streamable HTTP sessions open at once")
     session_idle_timeout_s: float = Field(default=1800.0, gt=0, description="Idle HTTP session lifetime")
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, description="HTTP request body, at most")
+    user_id_max_chars: int = Field(
+        default=128, ge=1, le=1024, description="Characters of a user id (_meta or X-Wolf-User); keep it at most "
+                                                "the services' security.user_id_max_chars")
     clients_cached: int = Field(default=32, ge=1, description="Odin clients (one per API key) kept open")
 
     @field_validator("api_keys")

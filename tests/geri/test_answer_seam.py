@@ -25,7 +25,7 @@ class ScriptedGeneration:
         self.requests: list[common_pb2.WolfRequest] = []
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
-            drafts: bool = False) -> Iterator[StreamEvent]:
+            drafts: bool = False, user: str = "") -> Iterator[StreamEvent]:
         assert not remember  # the answer pipeline stores its own turns
         self.requests.append(request)
         reply = self.replies.pop(0)
@@ -57,16 +57,17 @@ def test_a_rewrite_is_asked_with_the_sessions_latest_turns_and_stores_nothing() 
     generation = ScriptedGeneration({"query": "Where does the relay log?"}, {"variants": ["relay log place"]})
     answers, sessions = pipeline(generation)
     turns = [Turn("user", f"q{i} on the relay") if i % 2 == 0 else Turn("assistant", f"a{i}") for i in range(8)]
-    sessions.append("acme", "s", "", [Turn("tool", "x", tool_call_id="c"), *turns])
-    sessions.append("other", "s", "", [Turn("user", "another tenant's secret")])
-    reply = answers.rewrite(rewrite_request("s", variants=1), threading.Event())
+    sessions.append("acme", "s", "", [Turn("tool", "x", tool_call_id="c"), *turns], user="ann")
+    sessions.append("other", "s", "", [Turn("user", "another tenant's secret")], user="ann")
+    sessions.append("acme", "s", "", [Turn("user", "another user's secret")], user="bob")
+    reply = answers.rewrite(rewrite_request("s", variants=1), threading.Event(), user="ann")
     assert (reply.query, reply.rewritten, list(reply.variants)) == ("Where does the relay log?", True,
                                                                    ["relay log place"])
     rewrite, variants = generation.requests
     assert [t.content for t in rewrite.generation.messages] == [t.content for t in turns[-6:]]  # history_turns
     assert (rewrite.tenant_id, rewrite.generation.model, rewrite.metadata.session_id) == ("acme", "m", "")
     assert variants.prompt == "Where does the relay log?" and not variants.generation.messages
-    assert len(sessions.get("acme", "s").turns) == 9  # type: ignore[union-attr]
+    assert len(sessions.get("acme", "s", user="ann").turns) == 9  # type: ignore[union-attr]
 
 
 def test_without_a_session_the_requests_messages_are_the_conversation_and_failures_are_warnings() -> None:
@@ -99,7 +100,7 @@ def test_an_answer_is_asked_over_numbered_best_first_sources_and_streams_only_it
     *texts, final = steps
     answer = final.response.answer  # type: ignore[union-attr]
     assert "".join(t.text for t in texts) == answer.text == 'It logs to "syslog". [1]' and not answer.revised
-    assert [(t.role, t.content) for t in sessions.get("default", "s").turns] == [  # type: ignore[union-attr]
+    assert [(t.role, t.content) for t in sessions.get("default", "s", user="").turns] == [  # type: ignore[union-attr]
         ("user", "Where are the logs?"), ("assistant", answer.text)]
 
 
@@ -121,7 +122,7 @@ def test_a_short_answer_revises_the_streamed_text_and_is_the_turn_stored() -> No
     assert answer.text == "syslog [1]" and answer.revised
     assert answer.citations[0].quote == 'It writes its logs to "syslog".'  # the sentence holding the span
     assert answer.citations[0].sentence_number == 2
-    assert sessions.get("default", "s").turns[-1].content == "syslog [1]"  # type: ignore[union-attr]
+    assert sessions.get("default", "s", user="").turns[-1].content == "syslog [1]"  # type: ignore[union-attr]
 
 
 def test_a_source_that_does_not_say_what_is_asked_abstains_without_asking_the_model() -> None:

@@ -43,18 +43,22 @@ def test_access_log_is_json_with_call_fields_and_no_content(start_freki, capture
         stub = freki_stub(channel)
         stub.IndexDocument(index_request("log-doc", DOC), metadata=bearer("acme"))
         stub.RetrieveContext(retrieve_request(f"How often does {PROMPT_MARKER} rotate keys?"),
-                             metadata=bearer("acme"))
+                             metadata=(*bearer("acme"), ("x-wolf-user", "agent-7")))
         with pytest.raises(grpc.RpcError):
             stub.RetrieveContext(retrieve_request("x", tenant="acme"), metadata=bearer("globex"))
+        with pytest.raises(grpc.RpcError):
+            stub.RetrieveContext(retrieve_request("x"), metadata=(*bearer("acme"), ("x-wolf-user", "a b")))
     lines = [json.loads(line) for line in captured_logs.getvalue().splitlines()]
     access = [e for e in lines if e["logger"] == "wolf_service.access"]
     by_rpc = {(e["rpc"], e["status"]): e for e in access}
     ok = by_rpc[("FrekiService/RetrieveContext", "OK")]
     assert ok["level"] == "INFO" and ok["tenant"] == "acme" and ok["principal"] == "acme-ci"
+    assert ok["user"] == "agent-7" and by_rpc[("FrekiService/IndexDocument", "OK")]["user"] == ""
     assert ok["request_id"] == "ret-1" and isinstance(ok["duration_ms"], float) and ok["ts"]
     assert by_rpc[("FrekiService/IndexDocument", "OK")]["request_id"] == "idx-log-doc"
     denied = by_rpc[("FrekiService/RetrieveContext", "PERMISSION_DENIED")]
     assert denied["principal"] == "globex-ci"
+    assert by_rpc[("FrekiService/RetrieveContext", "INVALID_ARGUMENT")]["user"] == "<invalid>"  # never copied
     text = captured_logs.getvalue()
     for secret in (CONTENT_MARKER, PROMPT_MARKER, *KEYS.values()):
         assert secret not in text

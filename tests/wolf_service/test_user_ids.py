@@ -49,31 +49,45 @@ def test_audit_can_be_turned_off(start_freki, tmp_path: Path) -> None:  # type: 
     assert not (tmp_path / "audit.jsonl").exists()
 
 
-def test_a_geri_session_belongs_to_its_user_and_generations_are_audited(embedded_backend, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_a_geri_session_is_its_users_alone_and_stays_so_across_a_restart(embedded_backend, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     audit = tmp_path / "geri-audit.jsonl"
-    settings = geri_settings(audit_log=audit)
+    settings = geri_settings(audit_log=audit, sessions={"store": "sqlite", "path": tmp_path / "sessions.db"})
+    secret = "Zebrafinch-7731 is the alarm code"
+
+    def generate(stub: geri_pb2_grpc.GeriServiceStub, prompt: str, who: str, owner: str = "") -> None:
+        stub.Generate(common_pb2.WolfRequest(
+            request_id="g", model_type=common_pb2.LLM, prompt=prompt,
+            metadata=common_pb2.RequestMetadata(session_id="s-1", owner_id=owner, max_tokens=4)),
+            metadata=(user(who),), timeout=120)
+
+    def get(stub: geri_pb2_grpc.GeriServiceStub, who: str, session_id: str = "s-1") -> geri_pb2.Session:
+        return stub.GetSession(geri_pb2.SessionRequest(request_id="s", session_id=session_id), metadata=(user(who),))
+
+    def refusal(call: object) -> grpc.RpcError:
+        with pytest.raises(grpc.RpcError) as err:
+            call()  # type: ignore[operator]
+        return err.value
+
     with start_geri(settings, embedded_backend) as handle, grpc.insecure_channel(handle.address) as channel:
         stub = geri_pb2_grpc.GeriServiceStub(channel)
-        secret = "Zebrafinch-7731 is the alarm code"
-        stub.Generate(common_pb2.WolfRequest(
-            request_id="g-1", model_type=common_pb2.LLM, prompt=f"Remember: {secret}. Say ok.",
-            metadata=common_pb2.RequestMetadata(session_id="s-1", max_tokens=4)),
-            metadata=(user("agent-a"),), timeout=120)
-        ask = geri_pb2.SessionRequest(request_id="s", session_id="s-1")
-        assert stub.GetSession(ask, metadata=(user("agent-a"),)).owner_id == "agent-a"
-        for call in (stub.GetSession, stub.DeleteSession):
-            with pytest.raises(grpc.RpcError) as err:
-                call(ask, metadata=(user("agent-b"),))
-            assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
-        with pytest.raises(grpc.RpcError) as err:  # continuing another user's conversation
-            stub.Generate(common_pb2.WolfRequest(
-                request_id="g-2", model_type=common_pb2.LLM, prompt="What was the code?",
-                metadata=common_pb2.RequestMetadata(session_id="s-1", max_tokens=4)),
-                metadata=(user("agent-b"),), timeout=120)
-        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
-    events = list(read_audit_log(audit))
-    assert [(e["action"], e["user"], e["outcome"]) for e in events] == [
-        ("geri.generate", "agent-a", "ok"), ("geri.get_session", "agent-a", "ok"),
-        ("geri.get_session", "agent-b", "permission_denied"), ("geri.delete_session", "agent-b", "permission_denied"),
-        ("geri.generate", "agent-b", "permission_denied")]
+        generate(stub, f"Remember: {secret}. Say ok.", "agent-a")
+        assert get(stub, "agent-a").user_id == "agent-a"
+        missing = refusal(lambda: get(stub, "agent-b", "s-never"))
+        taken = refusal(lambda: get(stub, "agent-b"))  # A's session answers B exactly as a missing one
+        assert (taken.code(), taken.details()) == (missing.code(), missing.details().replace("s-never", "s-1"))
+        assert taken.code() == grpc.StatusCode.NOT_FOUND
+        assert not stub.DeleteSession(geri_pb2.SessionRequest(request_id="d", session_id="s-1"),
+                                      metadata=(user("agent-b"),)).deleted
+        generate(stub, "What was the code?", "agent-b", owner="agent-a")  # naming A's owner gains nothing
+        mine = get(stub, "agent-b")
+        assert "Zebrafinch" not in str(mine) and mine.turns[0].content == "What was the code?"
+    with start_geri(settings, embedded_backend) as handle, grpc.insecure_channel(handle.address) as channel:
+        stub = geri_pb2_grpc.GeriServiceStub(channel)  # a restarted Geri on the same SQLite file
+        assert secret in get(stub, "agent-a").turns[0].content
+        assert "Zebrafinch" not in str(get(stub, "agent-b"))
+        assert refusal(lambda: stub.GetSession(geri_pb2.SessionRequest(request_id="s", session_id="s-1"))
+                       ).code() == grpc.StatusCode.NOT_FOUND  # nor does a caller without a user id reach it
+    events = [(e["action"], e["user"], e["outcome"]) for e in read_audit_log(audit)]
+    assert events[:4] == [("geri.generate", "agent-a", "ok"), ("geri.get_session", "agent-a", "ok"),
+                          ("geri.get_session", "agent-b", "not_found"), ("geri.get_session", "agent-b", "not_found")]
     assert "Zebrafinch" not in audit.read_text()

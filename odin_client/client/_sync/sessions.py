@@ -15,14 +15,15 @@ class SessionCalls(Calls):
     """GetSession, DeleteSession, and the erasure of a data owner (DeleteOwnerData + DeleteOwnerSessions)."""
 
     def get_session(self, session_id: str, *, tenant_id: str | None = None) -> geri_pb2.Session | None:
-        """A conversation's stored turns in Geri, or None when it does not exist (or expired)."""
+        """One of this client's user's conversations in Geri (``user_id`` setting or :meth:`for_user`), or None
+        when it does not exist, expired, or is another user's (Geri answers both alike)."""
         try:
             return self._call(specs.get_session(self.settings, session_id, tenant_id=tenant_id))
         except NotFound:
             return None
 
     def delete_session(self, session_id: str, *, tenant_id: str | None = None) -> bool:
-        """Forget one conversation; whether it existed."""
+        """Forget one of this client's user's conversations; whether it existed (another user's is untouched)."""
         return self._call(specs.delete_session(self.settings, session_id, tenant_id=tenant_id))
 
     def erase_owner(self, owner_id: str, *, tenant_id: str | None = None) -> Erasure:

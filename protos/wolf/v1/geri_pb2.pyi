@@ -81,20 +81,22 @@ class SessionRequest(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., session_id: _Optional[str] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ("session_id", "tenant_id", "owner_id", "turns", "updated_at", "expires_at")
+    __slots__ = ("session_id", "tenant_id", "owner_id", "turns", "updated_at", "expires_at", "user_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     OWNER_ID_FIELD_NUMBER: _ClassVar[int]
     TURNS_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     tenant_id: str
     owner_id: str
     turns: _containers.RepeatedCompositeFieldContainer[_common_pb2.ChatTurn]
     updated_at: _timestamp_pb2.Timestamp
     expires_at: _timestamp_pb2.Timestamp
-    def __init__(self, session_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., turns: _Optional[_Iterable[_Union[_common_pb2.ChatTurn, _Mapping]]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    user_id: str
+    def __init__(self, session_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., owner_id: _Optional[str] = ..., turns: _Optional[_Iterable[_Union[_common_pb2.ChatTurn, _Mapping]]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., user_id: _Optional[str] = ...) -> None: ...
 
 class DeleteSessionResponse(_message.Message):
     __slots__ = ("request_id", "deleted")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import urllib.error
@@ -166,6 +167,49 @@ def test_documents_list_get_retrieve_delete(gateway: str) -> None:
 def test_bad_input_gets_a_clear_openai_style_error(gateway: str, path: str, data: Any, status: int, says: str) -> None:
     code, reply = post(gateway, path, data)
     assert code == status and says in reply["error"]["message"], reply
+    assert set(reply["error"]) >= {"message", "type", "param", "code"} and reply["error"]["code"], reply
+
+
+def test_the_gateways_own_refusals_carry_a_stable_code_and_param(gateway: str) -> None:
+    question = {"messages": [{"role": "user", "content": "q"}]}
+    cases = [(post(gateway, "/v1/chat/completions", {"messages": [{"role": "user", "content": "q"}] * 9}),
+              413, "too_many_messages", "messages"),
+             (post(gateway, "/v1/chat/completions", {"messages": "nope"}), 400, "invalid_body", "messages"),
+             (post(gateway, "/v1/embeddings", {"input": []}), 400, "empty_input", "input"),
+             (post(gateway, "/v1/chat/completions", b"x" * 70_000), 413, "body_too_large", None),
+             (post(gateway, "/v1/retrieve", {"query": "x"}, {"authorization": "Basic abc"}), 401,
+              "invalid_authorization", "Authorization"),
+             (post(gateway, "/v1/no-such-route", question), 404, "unknown_route", None),
+             (post(gateway, "/v1/embeddings", {"input": ["y" * 9000]}), 429, "resource_exhausted", None)]
+    for (status, reply), want_status, code, param in cases:
+        assert (status, reply["error"]["code"], reply["error"]["param"]) == (want_status, code, param), reply
+    assert reply["error"]["reason"] == "RESOURCE_EXHAUSTED"  # Freki's ErrorInfo reason is the code
+
+
+def test_the_end_user_reaches_freki_and_geri_as_x_wolf_user(gateway: str, client: openai.OpenAI,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="wolf_service.access")
+    client.chat.completions.create(model="", messages=[{"role": "user", "content": "Say hi."}], max_tokens=2,
+                                   user="agent-7", extra_body={"rag": False})
+    client.embeddings.create(model="", input="a cat", user="agent-8")
+    assert post(gateway, "/v1/retrieve", {"query": "relay port", "top_k": 1}, {"X-Wolf-User": "agent-9"})[0] == 200
+    assert post(gateway, "/v1/retrieve", {"query": "relay port", "top_k": 1})[0] == 200
+    seen = [(r.rpc, r.user) for r in caplog.records if r.name == "wolf_service.access"]  # type: ignore[attr-defined]
+    assert seen == [("GeriService/Generate", "agent-7"), ("FrekiService/Embed", "agent-8"),
+                    ("FrekiService/RetrieveContext", "agent-9"), ("FrekiService/RetrieveContext", "")]
+
+
+@pytest.mark.parametrize(("body", "headers", "says"), [
+    ({"user": "a" * 129}, {}, "user is 129 characters, over the gateway's user_id_max_chars=128"),
+    ({"user": "eve<script>"}, {}, "user may only hold letters"),
+    ({}, {"X-Wolf-User": ""}, "X-Wolf-User is empty"),
+    ({"user": "ann"}, {"X-Wolf-User": "bob"}, "name different users"),
+])
+def test_a_bad_user_id_is_a_400_before_any_call(gateway: str, body: dict[str, str], headers: dict[str, str],
+                                                says: str) -> None:
+    status, reply = post(gateway, "/v1/embeddings", {"input": "a cat", **body}, headers)
+    assert status == 400 and says in reply["error"]["message"], reply
+    assert reply["error"]["code"] == "invalid_user" and reply["error"]["type"] == "invalid_request_error"
 
 
 def test_a_malformed_authorization_header_is_401(gateway: str) -> None:

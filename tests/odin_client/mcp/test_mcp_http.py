@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -30,9 +31,10 @@ HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
 @contextlib.asynccontextmanager
-async def connect(url: str, key: str) -> AsyncIterator[Client]:
-    """An MCP client session to ``url`` that sends ``key`` as its bearer token."""
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret(key)}"}, timeout=300)
+async def connect(url: str, key: str, user: str = "") -> AsyncIterator[Client]:
+    """An MCP client session to ``url`` that sends ``key`` as its bearer token (and ``user`` as X-Wolf-User)."""
+    headers = {"Authorization": f"Bearer {secret(key)}", **({"X-Wolf-User": user} if user else {})}
+    http = httpx2.AsyncClient(headers=headers, timeout=300)
     async with http, Client(streamable_http_client(url, http_client=http), read_timeout_seconds=300) as client:
         yield client
 
@@ -52,6 +54,31 @@ def test_no_key_or_a_wrong_key_is_refused_before_any_tool(mcp_http: str) -> None
         reply = httpx.post(mcp_http, json=INIT, headers={**HEADERS, **headers}, timeout=10)
         assert reply.status_code == 401, (headers, reply.text)
         assert "invalid_token" in reply.text
+
+
+def test_the_end_user_reaches_freki_from_the_requests_meta_or_the_header(
+        mcp_http: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="wolf_service.access")
+    search = {"query": "When are salaries paid?", "top_k": 1}
+
+    async def session() -> dict[str, str]:
+        out: dict[str, str] = {}
+        async with connect(mcp_http, "acme-ro") as client:
+            _data(await client.call_tool("search", search, meta={"x-wolf-user": "agent-7"}))
+            out["bad"] = _error(await client.call_tool("search", search, meta={"x-wolf-user": "a b"}))
+        async with connect(mcp_http, "acme-ro", user="agent-8") as client:
+            _data(await client.call_tool("search", search))
+            out["clash"] = _error(await client.call_tool("search", search, meta={"x-wolf-user": "agent-9"}))
+        return out
+
+    got = asyncio.run(session())
+    assert "_meta x-wolf-user may only hold letters" in got["bad"] and "different users" in got["clash"]
+    users = [r.user for r in caplog.records  # type: ignore[attr-defined]
+             if r.name == "wolf_service.access" and r.rpc == "FrekiService/RetrieveContext"]  # type: ignore[attr-defined]
+    assert users == ["agent-7", "agent-8"]
+    oversize = httpx.post(mcp_http, json=INIT, timeout=10, headers={
+        **HEADERS, "Authorization": f"Bearer {secret('acme-ro')}", "X-Wolf-User": "u" * 129})
+    assert oversize.status_code == 400 and "the MCP server's user_id_max_chars=128" in oversize.text
 
 
 def test_a_read_key_reads_its_own_tenant_and_nothing_else(mcp_http: str) -> None:

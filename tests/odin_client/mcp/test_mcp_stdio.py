@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 from typing import Any
 
@@ -28,10 +29,11 @@ def _error(result: Any) -> str:
 
 
 def test_an_agent_over_stdio_searches_and_asks_and_is_refused_what_its_key_may_not(
-        keyed_freki: ServerHandle, keyed_geri: ServerHandle) -> None:
+        keyed_freki: ServerHandle, keyed_geri: ServerHandle, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="wolf_service.access")
     params = StdioServerParameters(command=sys.executable, args=odin_mcp_args(keyed_freki, keyed_geri, "--allow",
                                                                                "read,write,delete"),
-                                   env=child_env(ODIN_API_KEY=secret("acme-ro"),
+                                   env=child_env(ODIN_API_KEY=secret("acme-ro"), ODIN_USER_ID="desk-1",
                                                  ODIN_MCP_API_KEYS=json.dumps(_keys())), cwd=str(ROOT))
 
     async def session() -> dict[str, Any]:
@@ -54,6 +56,8 @@ def test_an_agent_over_stdio_searches_and_asks_and_is_refused_what_its_key_may_n
             out["listed"] = _data(await client.call_tool("list_documents", {}))
             out["ask"] = _data(await client.call_tool("ask", {"question": "Which TCP port does the Hrafn Relay "
                                                                           "admin API listen on?"}))
+            out["other_user"] = _error(await client.call_tool("search", {"query": "coolant"},
+                                                              meta={"x-wolf-user": "mallory"}))
             out["after"] = _data(await client.call_tool("search", {"query": "coolant", "top_k": 1}))
         return out
 
@@ -87,6 +91,8 @@ def test_an_agent_over_stdio_searches_and_asks_and_is_refused_what_its_key_may_n
     else:
         assert ask["reason"]
     assert got["after"]["passages"][0]["document_id"] == "specs/coolant.md"  # every error left the server serving
+    assert "over stdio the user is Odin's user_id setting (desk-1)" in got["other_user"]
+    assert {r.user for r in caplog.records if r.name == "wolf_service.access"} == {"desk-1"}  # type: ignore[attr-defined]
 
 
 def _keys() -> list[dict[str, Any]]:
