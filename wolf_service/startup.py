@@ -43,6 +43,14 @@ def quiet_libraries() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+def wait_without_spinning() -> None:
+    """OpenMP worker threads (torch's intra-op pool) sleep while they wait for work instead of spinning, unless
+    the operator set ``OMP_WAIT_POLICY``. A spinning thread holds a core the thread it waits for needs, so on a
+    box shared with other busy processes every parallel region waits out a time slice
+    (docs/decisions/0360-openmp-passive-wait.md). Takes effect only before torch is first imported."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def check_port(host: str, port: int, *, setting: str) -> None:
     """Fail early (before loading models) when ``host:port`` cannot be listened on."""
     if port == 0:
@@ -82,6 +90,7 @@ def run_server(service: str, settings_cls: type[FileSettings], config: str | Non
         print(f"{service}: {exc}", file=sys.stderr)
         return EXIT_SETTINGS
     quiet_libraries()
+    wait_without_spinning()
     configure_logging(settings.log)  # type: ignore[attr-defined]
     try:
         check_port(settings.host, settings.port, setting=f"--port / {service.upper()}_PORT")  # type: ignore[attr-defined]
