@@ -30,6 +30,7 @@ RELOADABLE = frozenset({
     "ollama_token_margin",
     "answering",
     "context_metadata",
+    "answer_cache",  # applied to the cache by a reload hook (AnswerPipeline.settings_reloaded)
 })
 
 

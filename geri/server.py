@@ -56,7 +56,7 @@ def build_server(
     router.watch(handle.set_serving)
     handle.closers.extend([router.close, sessions.close])
     if reload_from is not None:
-        ops.enable_reload(reload_from, operations.RELOADABLE, sighup=sighup)
+        ops.enable_reload(reload_from, operations.RELOADABLE, hooks=[servicer.settings_reloaded], sighup=sighup)
     log.info("Geri (models: %s) listening on port %d",
              ", ".join(r.label for r in router.routes), handle.port)
     return handle

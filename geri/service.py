@@ -89,6 +89,7 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self._sessions = sessions
         self._pipeline = GenerationPipeline(settings, router, sessions)
         self._answers = AnswerPipeline(settings, self._pipeline, sessions)
+        self.settings_reloaded = self._answers.settings_reloaded  # a reload hook (geri.server)
 
     def Generate(  # noqa: N802 - name fixed by the proto
         self, request: common_pb2.WolfRequest, context: grpc.ServicerContext

@@ -85,6 +85,14 @@ class SecuritySettings(BaseModel):
         default=128, ge=1, le=1024, description="Longest x-wolf-user id accepted (INVALID_ARGUMENT above it)."
     )
     tls: TlsSettings = TlsSettings()
+    # The settings API's body limits: a change is a handful of settings, a bigger or deeper body is a mistake
+    # or an attack. Under ``security``, so only the file can raise them, never the API itself.
+    settings_change_max_bytes: int = Field(
+        default=64 * 1024, ge=1024, le=4 * 1024 * 1024,
+        description="Largest UpdateSettings changes_json accepted, in bytes (INVALID_ARGUMENT above it).")
+    settings_change_max_depth: int = Field(
+        default=16, ge=8, le=64,
+        description="Deepest nesting of an UpdateSettings changes_json (INVALID_ARGUMENT above it).")
 
     @field_validator("api_keys")
     @classmethod

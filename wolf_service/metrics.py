@@ -29,9 +29,19 @@ from prometheus_client.exposition import start_http_server
 from prometheus_client.registry import Collector
 from pydantic import BaseModel, Field
 
+from wolf_service.seed_wire import SEED_PACKAGE
 from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, final_code, observe_stream, rpc_name
 
 log = logging.getLogger("wolf_service.metrics")
+
+
+def metric_method(method: str) -> str:
+    """The ``method`` label of a call: ``FrekiService/RetrieveContext`` for wolf.v1 (and health, reflection),
+    ``wolf.seed.FrekiService/RetrieveContext`` for the seed's wire format. The seed's calls reach the same
+    servicers, but an operator must tell its clients' traffic, errors and latency from wolf.v1's."""
+    if method.lstrip("/").startswith(SEED_PACKAGE + "."):
+        return method.lstrip("/")
+    return rpc_name(method)
 
 # Codes that mean "a dependency or the server itself failed", not "the caller asked wrongly".
 BACKEND_ERROR_CODES = frozenset({
@@ -127,9 +137,9 @@ class MetricsInterceptor(WrappingInterceptor):
         self.metrics = metrics
 
     def unary(self, method: str, request: Any, context: grpc.ServicerContext, call: UnaryCall) -> Any:
-        rpc = rpc_name(method)
+        rpc, label = rpc_name(method), metric_method(method)  # observers see our RPC name (same servicer)
         started = time.perf_counter()
-        gauge = self.metrics.in_flight.labels(self.metrics.service, rpc)
+        gauge = self.metrics.in_flight.labels(self.metrics.service, label)
         gauge.inc()
         failed = True
         try:
@@ -139,19 +149,19 @@ class MetricsInterceptor(WrappingInterceptor):
             return response
         finally:
             gauge.dec()
-            self.metrics._finished(rpc, final_code(context, failed), started)
+            self.metrics._finished(label, final_code(context, failed), started)
 
     def stream(
         self, method: str, request: Any, context: grpc.ServicerContext, call: StreamCall
     ) -> Iterator[Any]:
-        rpc = rpc_name(method)
+        rpc, label = rpc_name(method), metric_method(method)
         started = time.perf_counter()
-        gauge = self.metrics.in_flight.labels(self.metrics.service, rpc)
+        gauge = self.metrics.in_flight.labels(self.metrics.service, label)
         gauge.inc()
 
         def on_end(code: grpc.StatusCode, _sent: int, _last: Any) -> None:
             gauge.dec()
-            self.metrics._finished(rpc, code, started)
+            self.metrics._finished(label, code, started)
 
         return observe_stream(call, request, context, on_end, lambda message: self.metrics._responded(rpc, message))
 

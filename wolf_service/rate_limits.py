@@ -29,13 +29,13 @@ from prometheus_client import Counter
 from pydantic import BaseModel, Field
 
 from wolf_service import status_details
+from wolf_service.metrics import metric_method
 from wolf_service.wrapping import (
     StreamCall,
     UnaryCall,
     WrappingInterceptor,
     envelope_of,
     is_infrastructure,
-    rpc_name,
 )
 
 # Buckets kept at most; the least recently used is dropped first (it starts full again if it comes back).
@@ -197,7 +197,7 @@ class RateLimitInterceptor(WrappingInterceptor):
 
     def _refuse(self, method: str, context: grpc.ServicerContext, exc: LimitExceeded) -> None:
         if self._refused is not None:
-            self._refused.labels(rpc_name(method)).inc()
+            self._refused.labels(metric_method(method)).inc()
         status_details.abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), method=method, exc=exc,
                              reason="RATE_LIMITED", trailing=(("retry-after", f"{exc.retry_after:.3f}"),))
 

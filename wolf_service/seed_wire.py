@@ -8,6 +8,8 @@ deserializer that turns the seed's bytes into a ``wolf.v1.WolfRequest`` and a re
 turns our ``wolf.v1.WolfResponse`` into the seed's bytes. Everything between — interceptors (API keys
 and tenants, rate limits, metrics, audit) and the servicer — sees ``wolf.v1`` messages only, so the two
 packages behave alike by construction; the RPC names are ours, so scopes and audit entries apply as is.
+Metrics label the seed's calls with their own method (``wolf_service.metrics.metric_method``), so an operator
+tells the two apart.
 
 What the seed's messages cannot carry is dropped on the way out (chunk ids and sources go into each
 document's ``metadata`` under ``@``-keys, so citations survive); docs/operations.md lists it.

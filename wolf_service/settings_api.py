@@ -30,6 +30,7 @@ from pydantic import BaseModel
 from wolf.v1 import settings_pb2, settings_pb2_grpc
 
 from wolf_service.audit_interceptor import AuditedRpc
+from wolf_service.auth import SecuritySettings
 from wolf_service.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from wolf_service.identity import access_of
 from wolf_service.reload import SettingsReloader, SettingsSource, changed_fields, flatten
@@ -39,9 +40,6 @@ from wolf_service.settings_edit import merge_patch, overlaps, patch_paths, redac
 SERVICE_NAME = settings_pb2.DESCRIPTOR.services_by_name["SettingsService"].full_name
 # Only the settings file may set these, on every service: who may call, with which scopes, over what.
 FILE_ONLY = ("security",)
-# A change is a handful of settings; a bigger body is a mistake or an attack.
-MAX_CHANGE_BYTES = 64 * 1024
-MAX_CHANGE_DEPTH = 16
 
 SCOPES = {"SettingsService/GetSettings": "admin", "SettingsService/UpdateSettings": "admin"}
 
@@ -113,7 +111,9 @@ class SettingsApi(settings_pb2_grpc.SettingsServiceServicer):
     def UpdateSettings(self, request: settings_pb2.UpdateSettingsRequest,  # noqa: N802 - gRPC method name
                        context: grpc.ServicerContext) -> settings_pb2.UpdateSettingsResponse:
         self._require_keys(context)
-        patch = _parse_change(request.changes_json)
+        security = getattr(self._live, "security", None) or SecuritySettings()
+        patch = _parse_change(request.changes_json, security.settings_change_max_bytes,
+                              security.settings_change_max_depth)
         touched = sorted(name for name in patch_paths(patch) if overlaps(name, self.file_only))
         if touched:
             raise PermissionDenied(
@@ -189,17 +189,20 @@ class SettingsApi(settings_pb2_grpc.SettingsServiceServicer):
         return sorted(changed), warnings, staged
 
 
-def _parse_change(text: str) -> dict[str, Any]:
-    if len(text.encode("utf-8")) > MAX_CHANGE_BYTES:
-        raise InvalidArgument(f"changes_json is {len(text.encode()):,} bytes; the limit is {MAX_CHANGE_BYTES:,}")
+def _parse_change(text: str, max_bytes: int, max_depth: int) -> dict[str, Any]:
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise InvalidArgument(f"changes_json is {size:,} bytes; the limit is "
+                              f"security.settings_change_max_bytes={max_bytes:,}")
     try:
         patch = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise InvalidArgument(f"changes_json is not valid JSON: {exc}") from None
     if not isinstance(patch, dict) or not patch:
         raise InvalidArgument('changes_json must be a non-empty JSON object, e.g. {"retrieval": {"top_k": 8}}')
-    if _depth(patch) > MAX_CHANGE_DEPTH:
-        raise InvalidArgument(f"changes_json nests deeper than {MAX_CHANGE_DEPTH} levels; no setting is that deep")
+    if _depth(patch) > max_depth:
+        raise InvalidArgument(f"changes_json nests deeper than {max_depth} levels "
+                              f"(security.settings_change_max_depth); no setting is that deep")
     return patch
 
 

@@ -16,8 +16,10 @@ import grpc
 from wolf.v1 import freki_pb2
 
 from freki.engine import FrekiEngine
+from freki.ingest.indexing import WriteGuard
+from freki.ingest.registry import DocumentRecord
 from freki.settings import FrekiSettings
-from wolf_service.errors import InvalidArgument, PermissionDenied
+from wolf_service.errors import InvalidArgument, NotFound, PermissionDenied
 from wolf_service.identity import GROUP_PATTERN, Access, access_of
 
 _GROUP = re.compile(GROUP_PATTERN)
@@ -42,34 +44,54 @@ def requested_groups(request: freki_pb2.IndexDocumentRequest, settings: FrekiSet
 
 
 def check_write(engine: FrekiEngine, access: Access, tenant: str, document_id: str,
-                groups: tuple[str, ...]) -> None:
-    """PERMISSION_DENIED unless ``access`` may write ``document_id`` with ``groups``.
+                groups: tuple[str, ...]) -> WriteGuard | None:
+    """PERMISSION_DENIED unless ``access`` may write ``document_id`` with ``groups``; returns the guard the
+    engine must call under the document's lock (None for an unrestricted key).
 
     A restricted key must hold every group it names, and every group of the version it would replace. The
     second refusal tells the key that a document with this id exists (it cannot read it): ids are chosen by
-    writers, so a writer can always learn that an id is taken (docs/decisions/0261).
+    writers, so a writer can always learn that an id is taken (docs/decisions/0261). It is checked here, for
+    an early refusal, and again by the guard under the document's lock, against the version the write would
+    really replace: another write may change the document's groups in between (docs/decisions/0330).
     """
     if not access.restricted:
-        return
+        return None
     missing = access.lacks(groups)
     if missing:
         raise PermissionDenied(
             f"API key {access.key_name!r} cannot write a document into access groups it does not hold: "
             f"{', '.join(missing)} (security.api_keys[].access_groups)")
-    existing = engine.registry.get(tenant, document_id)
-    if existing is not None and access.lacks(existing.access_groups):
-        raise PermissionDenied(
-            f"API key {access.key_name!r} cannot replace or delete document {document_id[:200]!r}: it belongs to "
-            "access groups the key does not hold")
+    guard = replace_guard(access, document_id)
+    guard(engine.registry.get(tenant, document_id))
+    return guard
 
 
-def check_delete(engine: FrekiEngine, access: Access, tenant: str, document_id: str) -> None:
+def replace_guard(access: Access, document_id: str) -> WriteGuard:
+    """PERMISSION_DENIED, when called with a committed version, unless ``access`` holds all of its groups."""
+    def guard(existing: DocumentRecord | None) -> None:
+        if existing is not None and access.lacks(existing.access_groups):
+            raise PermissionDenied(
+                f"API key {access.key_name!r} cannot replace or delete document {document_id[:200]!r}: it belongs "
+                "to access groups the key does not hold")
+    return guard
+
+
+def check_delete(engine: FrekiEngine, access: Access, tenant: str, document_id: str) -> WriteGuard | None:
     """NOT_FOUND (as for a missing document) when the document is hidden from ``access``; PERMISSION_DENIED
-    when the key sees it but lacks one of its groups."""
+    when the key sees it but lacks one of its groups. Returns the guard to check both again under the
+    document's lock (None for an unrestricted key)."""
     if not access.restricted:
-        return
+        return None
     engine.get_document(tenant, document_id, access.groups)
-    check_write(engine, access, tenant, document_id, ())
+    replaces = replace_guard(access, document_id)
+
+    def guard(existing: DocumentRecord | None) -> None:
+        if existing is not None and not existing.readable_by(access.groups):
+            raise NotFound(f"document {document_id!r} is not indexed for tenant {tenant!r}")
+        replaces(existing)
+
+    guard(engine.registry.get(tenant, document_id))
+    return guard
 
 
 def check_reindex(engine: FrekiEngine, access: Access, tenant: str, document_id: str) -> None:

@@ -70,7 +70,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         validation.validate_index(request, self.settings)
         tenant, document_id = self._tenant(request.tenant_id), request.document_id or request.source
         groups = access.requested_groups(request, self.settings)
-        access.check_write(self.engine, caller, tenant, document_id, groups)
+        guard = access.check_write(self.engine, caller, tenant, document_id, groups)
         result = self.engine.index(IndexInput(
             tenant_id=tenant,
             document_id=document_id,
@@ -81,7 +81,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
             metadata=validation.request_metadata(request),
             force_full_reindex=request.force_full_reindex,
             access_groups=groups,
-        ), deadline)
+        ), deadline, guard=guard)
         return convert.index_response(request.request_id, result)
 
     def RetrieveContext(
@@ -128,9 +128,10 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
     ) -> freki_pb2.DeleteDocumentResponse:
         validation.require_request_id(request.request_id)
         doc_id = validation.require_document_id(request.document_id)
-        access.check_delete(self.engine, access.caller_access(context, self.settings),
-                            self._tenant(request.tenant_id), doc_id)
-        deleted = gdpr.erase_document(self.engine, self._tenant(request.tenant_id), doc_id, watcher=self.watcher)
+        guard = access.check_delete(self.engine, access.caller_access(context, self.settings),
+                                    self._tenant(request.tenant_id), doc_id)
+        deleted = gdpr.erase_document(self.engine, self._tenant(request.tenant_id), doc_id, watcher=self.watcher,
+                                      guard=guard)
         return freki_pb2.DeleteDocumentResponse(
             request_id=request.request_id, document_id=doc_id, chunks_deleted=deleted
         )

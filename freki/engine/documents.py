@@ -10,7 +10,7 @@ from freki.engine.erasures import Marks, log_document_erasure
 from freki.engine.reindex import ReindexReport, full_reindex
 from freki.engine.state import EngineState
 from freki.ingest.deadline import NO_DEADLINE, Deadline
-from freki.ingest.indexing import IndexInput, IndexResult, document_chunks
+from freki.ingest.indexing import IndexInput, IndexResult, WriteGuard, document_chunks
 from freki.ingest.registry import DocumentRecord
 from freki.search.result_cache import hit_bytes
 from freki.search.retrieval import Hits, Query
@@ -22,13 +22,14 @@ class DocumentOperations(EngineState):
     """Index, retrieve, get, delete and re-index documents of the serving index."""
 
     def index(self, doc: IndexInput, deadline: Deadline = NO_DEADLINE, *,
-              expect_generation: str | None = None) -> IndexResult:
-        """Index or re-index one document; stops (writing nothing) when ``deadline`` passes or Freki stops."""
+              expect_generation: str | None = None, guard: WriteGuard | None = None) -> IndexResult:
+        """Index or re-index one document; stops (writing nothing) when ``deadline`` passes or Freki stops.
+        ``guard`` judges the committed version under the document's lock (``IndexingPipeline.index``)."""
         deadline = deadline.with_stop(self._stopping, "the server is shutting down")
         self.disk.disk.check_write(f"index document {doc.document_id[:200]!r}")  # before any parsing or embedding
         with self.writes.read(), caller_deadline(deadline.remaining()):  # bounds a server model's requests
             try:
-                result = self.indexer.index(doc, deadline, expect_generation=expect_generation)
+                result = self.indexer.index(doc, deadline, expect_generation=expect_generation, guard=guard)
             finally:  # after the write (a migration re-reads it before its switch), even a failed one
                 self.blue_green.touch(doc.tenant_id, doc.document_id)
         if result.outcome == "updated":
@@ -54,16 +55,18 @@ class DocumentOperations(EngineState):
         return record
 
     def delete_document(self, tenant: str, document_id: str, *, erase: bool = False, reason: str = "document",
-                        marks: Marks = None, purge: bool = True) -> int:
+                        marks: Marks = None, purge: bool = True, guard: WriteGuard | None = None) -> int:
         """Delete every chunk of a document (whether or not the registry knows it), its record, keys and
         cached vectors; returns chunks deleted. ``erase``: in the erasure log first (``reason``, watch ``marks``),
         files purged before returning (``gdpr.purge_on_erase``; ``purge=False``: the caller runs one ``purge``
-        for several, the pending marker covers a crash meanwhile). NotFound when there was nothing at all."""
-        if erase:
-            self.purger.mark()
+        for several, the pending marker covers a crash meanwhile). NotFound when there was nothing at all.
+        ``guard`` judges the record under the document's lock and raises to refuse (nothing is deleted)."""
         with self.writes.read(), self.indexer.document_lock(tenant, document_id):
             known = (record := self.registry.get(tenant, document_id)) is not None
+            if guard is not None:
+                guard(record)
             if erase:
+                self.purger.mark()
                 log_document_erasure(self.erasures, self.keys, tenant, document_id, record, reason, marks)
             try:
                 deleted = self.indexer.committer.delete(tenant, document_id)

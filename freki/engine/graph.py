@@ -67,7 +67,7 @@ class EngineGraph:
         dangling) nor the source of a backlink."""
         out = self.outgoing_links(tenant, document_id, limit, visible)
         names = self.links.names(tenant, [document_id]).get(document_id, [])
-        owner = self.links.first_owners(tenant, names, 4 * limit)  # a shared name's links count for the first
+        owner = self.links.first_owners(tenant, names, 4 * limit, visible)  # a shared name's links count for the first
         mine = [key for key in names if owner.get(key) == document_id]
         back = [_row(link, document_id)
                 for link in self.links.linking_to(tenant, mine, limit, not_from=document_id, visible=visible)]

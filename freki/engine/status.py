@@ -14,6 +14,8 @@ from freki.store.access import visible_to
 from freki.store.disk import DiskState
 from freki.store.integrity import QuarantinedChunk
 
+_HIDDEN_ERROR = "the migration failed; its error is shown to keys without access_groups"
+
 
 @dataclass(frozen=True)
 class EngineStatus:
@@ -74,4 +76,10 @@ def visible_counts(status: EngineStatus, registry: DocumentRegistry, tenant: str
             found = registry.get(tenant, chunk.document_id)
             readable[chunk.document_id] = found is not None and found.readable_by(groups)
     quarantined = tuple(c for c in status.quarantined if readable[c.document_id])
-    return replace(status, document_count=documents, chunk_count=chunk_total, models=models, quarantined=quarantined)
+    # A migration walks every tenant's documents, hidden ones included: its counts would tell the caller how
+    # many exist, so it sees the state and the models only (docs/decisions/0330).
+    # Its error may name any document, so the caller learns only that it failed.
+    migration = replace(status.migration, documents_done=0, documents_total=0,
+                        error=_HIDDEN_ERROR if status.migration.error else "") if status.migration else None
+    return replace(status, document_count=documents, chunk_count=chunk_total, models=models, quarantined=quarantined,
+                   migration=migration)

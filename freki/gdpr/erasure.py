@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from freki.engine import FrekiEngine
+from freki.ingest.indexing import WriteGuard
 from freki.ingest.registry import DocumentRecord
 from freki.watch.state import FILE_NAME as STATE_FILE
 from freki.watch.state import WatchState, erasure_marks
@@ -38,16 +39,16 @@ def erase_owner(engine: FrekiEngine, tenant: str, owner_id: str, *, watcher: Wat
 
 
 def erase_document(engine: FrekiEngine, tenant: str, document_id: str, *, watcher: Watcher | None = None,
-                   reason: str = "document", purge: bool = True) -> int:
+                   reason: str = "document", purge: bool = True, guard: WriteGuard | None = None) -> int:
     """Erase one document, every chunk of its id whether or not the registry knows it; returns the chunks
     deleted. ``reason`` goes to the erasure log (``retention`` for a retention policy); ``purge=False`` leaves
     the purge of the engine's files to the caller (one for many erasures). Raises NotFound when there was
-    nothing of it."""
+    nothing of it. ``guard`` judges the record under the document's lock (``FrekiEngine.delete_document``)."""
     with _paused(watcher):
         record = engine.registry.get(tenant, document_id)
         if record is not None:
             _keep_out_of_watch(engine, watcher, [record])
-        deleted = engine.delete_document(tenant, document_id, erase=True, reason=reason, purge=purge,
+        deleted = engine.delete_document(tenant, document_id, erase=True, reason=reason, purge=purge, guard=guard,
                                          marks=erasure_marks([record]) if record is not None else None)
         engine.graph.feedback.forget_documents(tenant, {document_id})
         engine.graph.search_log.forget(tenant, document_ids={document_id})

@@ -35,6 +35,7 @@ from freki.graph.store import LinkStore
 from freki.search import fusion
 from freki.search.retrieval import Hit, Hits, Query, SearchLane, scope_filter
 from freki.store import FieldMatch
+from freki.store.access import visible_to
 
 
 @dataclass(frozen=True)
@@ -83,17 +84,19 @@ class GraphExpander:
         self._lanes = lanes
         self.weights = weights
 
-    def edges_around(self, tenant: str, seeds: list[str]) -> list[Edge]:
-        """Resolved links from and to the seed documents (bounded by ``max_neighbours``)."""
+    def edges_around(self, tenant: str, seeds: list[str], visible: Sequence[FieldMatch] = ()) -> list[Edge]:
+        """Resolved links from and to the seed documents (bounded by ``max_neighbours``), between documents
+        matching ``visible`` (``freki.store.access``) only: a hidden document neither resolves a name, nor owns
+        one, nor links, so it takes no place within the limits."""
         limit = 20 * self.weights.max_neighbours
         outgoing = [link for links in self.links.outgoing(tenant, seeds, limit).values() for link in links]
-        resolved = self.links.resolve(tenant, {link.key for link in outgoing}, limit)
+        resolved = self.links.resolve(tenant, {link.key for link in outgoing}, limit, visible)
         edges = [Edge(link.source_document_id, target, link.kind, link.confidence)
                  for link in outgoing for target in resolved.get(link.key, [])[:1]]
         names = self.links.names(tenant, seeds)
         # A link to a name several documents share counts for the first of them, as when it is read forwards.
-        owner = self.links.first_owners(tenant, {key for keys in names.values() for key in keys}, limit)
-        for link in self.links.linking_to(tenant, list(owner), limit):
+        owner = self.links.first_owners(tenant, {key for keys in names.values() for key in keys}, limit, visible)
+        for link in self.links.linking_to(tenant, list(owner), limit, visible=visible):
             if owner[link.key] in names:
                 edges.append(Edge(link.source_document_id, owner[link.key], link.kind, link.confidence))
         return [e for e in dict.fromkeys(edges) if e.source_document_id != e.target_document_id]
@@ -107,7 +110,8 @@ class GraphExpander:
             if len(seed_score) >= w.seeds and hit.document_id not in seed_score:
                 break
             seed_score[hit.document_id] = max(seed_score.get(hit.document_id, 0.0), hit.score)
-        edges = self.edges_around(query.tenant_id, list(seed_score)) if seed_score else []
+        edges = self.edges_around(query.tenant_id, list(seed_score), visible_to(query.access_groups)) \
+            if seed_score else []
         found = {h.document_id for h in hits}
         bonus: dict[str, float] = {}
         for e in edges:
@@ -116,8 +120,9 @@ class GraphExpander:
                 if other in seed_score:
                     weight = w.kind_weights.get(e.kind, w.default_kind_weight)
                     bonus[doc] = bonus.get(doc, 0.0) + e.confidence * weight * seed_score[other]
-        fresh = sorted((d for d in bonus if d not in found), key=lambda d: -bonus[d])[: w.max_neighbours]
-        candidates = list(hits) + self._neighbour_hits(query, fresh)
+        neighbours = self._fill_slots(query, sorted((d for d in bonus if d not in found), key=lambda d: -bonus[d]))
+        fresh = {h.document_id for h in neighbours}
+        candidates = list(hits) + neighbours
         # From here on the graph is the local subgraph of the candidates (all within the caller's tenant,
         # filters and document scope): a document the caller filtered out never shows in an explanation's
         # edges, nor counts for a centrality.
@@ -161,6 +166,21 @@ class GraphExpander:
         out[query.top_k:] = []
         out.below_threshold = hits.below_threshold
         return out, scores, {h.chunk_id: h.score for h in candidates}
+
+    def _fill_slots(self, query: Query, ranked: list[str]) -> list[Hit]:
+        """The best chunks of the first ``max_neighbours`` documents of ``ranked`` (by bonus) that are within
+        the caller's scope. Slots are filled only after the scope is applied: a document the caller's filters
+        or access groups leave out never takes the place of one it may see (which would tell it that the left
+        out document is linked there). Searched a slot-full at a time, so without such documents it is one search."""
+        slots = self.weights.max_neighbours
+        found: list[Hit] = []
+        start = 0
+        while len(found) < slots and start < len(ranked):
+            batch = ranked[start:start + slots - len(found)]
+            start += len(batch)
+            order = {doc: i for i, doc in enumerate(batch)}
+            found.extend(sorted(self._neighbour_hits(query, batch), key=lambda h: order[h.document_id]))
+        return found
 
     def _neighbour_hits(self, query: Query, documents: list[str]) -> list[Hit]:
         """The best chunk of each neighbour document by cosine to the query, within the caller's scope.

@@ -144,9 +144,11 @@ class LinkStore:
                     found.setdefault(str(name), []).append(str(p.payload["document_id"]))
         return found
 
-    def first_owners(self, tenant: str, keys: Iterable[str], limit: int) -> dict[str, str]:
-        """The document each key resolves to (the first when several share it, as ``resolve`` reads them)."""
-        return {key: docs[0] for key, docs in self.resolve(tenant, keys, limit).items() if docs}
+    def first_owners(self, tenant: str, keys: Iterable[str], limit: int,
+                     visible: Sequence[FieldMatch] = ()) -> dict[str, str]:
+        """The document (matching ``visible``) each key resolves to (the first when several share it, as
+        ``resolve`` reads them)."""
+        return {key: docs[0] for key, docs in self.resolve(tenant, keys, limit, visible).items() if docs}
 
     def linking_to(self, tenant: str, keys: Sequence[str], limit: int, *, not_from: str = "",
                    visible: Sequence[FieldMatch] = ()) -> list[StoredLink]:

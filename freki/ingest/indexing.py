@@ -43,6 +43,8 @@ from freki.store.metadata import Metadata
 from freki.store.sealed import Generations
 from wolf_service.errors import InvalidArgument
 
+# Judges, under a document's lock, whether a write may replace its committed version (None: there is none).
+WriteGuard = Callable[[DocumentRecord | None], None]
 log = logging.getLogger("freki.indexing")
 # Chunk payload fields sealed per generation (freki.store.sealed). The others stay plain because the engine
 # filters on them: tenant, owner, document, generation, source type, chunk index and the caller's metadata.
@@ -128,11 +130,14 @@ class Indexer:
         return h.hexdigest()
 
     def index(self, doc: IndexInput, deadline: Deadline = NO_DEADLINE, *,
-              expect_generation: str | None = None) -> IndexResult:
+              expect_generation: str | None = None, guard: WriteGuard | None = None) -> IndexResult:
         """Index or re-index one document; a no-op when its content is unchanged.
 
         ``expect_generation``: only if the committed version is still this one (FullReindex from a kept
         source); otherwise nothing is written and the outcome is "superseded".
+        ``guard``: called with the committed version (None if there is none) under the document's lock, before
+        anything else; it raises to refuse the write. Under the lock, so no other write can change what it
+        judged (the caller's right to replace that version) before this write commits.
 
         Raises:
             DocumentError / InvalidArgument: the document is refused (the message names the limit).
@@ -143,6 +148,8 @@ class Indexer:
         with self.document_lock(*key), abandonment_logged(deadline, doc.document_id):
             digest = self.content_hash(doc)
             existing = self._registry.get(doc.tenant_id, doc.document_id)
+            if guard is not None:
+                guard(existing)
             if expect_generation is not None and (existing is None or existing.generation != expect_generation):
                 return IndexResult(doc.document_id, "superseded", 0, 0, 0, 0, False, digest, _ms(started))
             if existing and existing.content_hash == digest and not doc.force_full_reindex:

@@ -20,7 +20,8 @@ Freki's epochs are microseconds of the wall clock at its start plus its writes, 
 an epoch further ahead than ``FUTURE_EPOCH_US`` (room for clock skew between hosts) is forged, and such a
 request bypasses the cache. Otherwise one caller could send the largest epoch and make every real one
 "older", so that no answer of its tenant were kept again.
-Entries expire after ``ttl_s`` and the least recently used go past ``max_entries``.
+Entries expire after ``ttl_s`` and the least recently used go past ``max_entries``. Both change live
+(``configure``, on a settings reload): a smaller bound evicts at once, 0 drops every entry.
 """
 
 from __future__ import annotations
@@ -104,6 +105,25 @@ class AnswerCache:
         self._newest: OrderedDict[str, int] = OrderedDict()  # per tenant: the newest index epoch seen
         self.hits = 0
         self.misses = 0
+
+    def configure(self, settings: AnswerCacheSettings) -> int:
+        """Apply reloaded ``answer_cache`` settings now; how many entries went. A smaller ``max_entries``
+        evicts the least recently used at once, 0 drops every entry (an operator turning the cache off
+        expects no answer of it kept in memory), a shorter ``ttl_s`` drops the entries already older."""
+        with self._lock:
+            before = len(self._entries)
+            self.max_entries, self.ttl_s = settings.max_entries, settings.ttl_s
+            if not self.enabled:
+                self._entries.clear()
+                self._newest.clear()
+            now = self._now()
+            for key in [k for k, v in self._entries.items() if now - v.stored_at > self.ttl_s]:
+                del self._entries[key]
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+            while len(self._newest) > 2 * self.max_entries:
+                self._newest.popitem(last=False)
+            return before - len(self._entries)
 
     @property
     def enabled(self) -> bool:

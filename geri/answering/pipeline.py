@@ -219,6 +219,11 @@ class AnswerPipeline:
         """Drop ``tenant``'s cached answers (an erasure in it)."""
         self._cache.drop_tenant(tenant)
 
+    def settings_reloaded(self, changed: set[str], live: GeriSettings) -> None:
+        """A settings reload hook: reloaded ``answer_cache`` settings apply to the cache at once."""
+        if any(name == "answer_cache" or name.startswith("answer_cache.") for name in changed):
+            self._cache.configure(live.answer_cache)
+
     def _cache_key(self, req: ValidatedRequest, outer: common_pb2.WolfRequest, policy: object,
                    sources: list[common_pb2.RetrievedDocument]) -> str:
         """The answer cache's key: the conversation the model would see is part of it."""

@@ -16,6 +16,7 @@ from odin_client.cli import docs as cli_docs
 from odin_client.cli import graph as cli_graph
 from odin_client.cli import mcp as cli_mcp
 from odin_client.cli import reindex as cli_reindex
+from odin_client.cli import settings as cli_settings
 from odin_client.cli.chat import run_chat
 from odin_client.cli.exit_codes import (
     EXIT_ERROR,
@@ -113,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_docs.add_parser(sub, common)
     cli_reindex.add_parser(sub, common)
+    cli_settings.add_parser(sub, common)
     cli_graph.add_parsers(sub, common)
     cli_mcp.add_parser(sub, common)
     sub.add_parser("status", parents=[common], help="show Freki's index and Geri's models")
@@ -265,7 +267,7 @@ def _erase(client: OdinClient, args: argparse.Namespace) -> int:
 
 COMMANDS = {"ask": _ask, "chat": _chat, "retrieve": _retrieve, "index": _index, "status": _status,
             "erase": _erase, "docs": cli_docs.run, "reindex": cli_reindex.run, "links": cli_graph.links,
-            "feedback": cli_graph.feedback}
+            "feedback": cli_graph.feedback, "settings": cli_settings.run}
 
 
 

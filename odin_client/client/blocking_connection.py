@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, Self, TypeAlias, TypeVar
 
 import grpc
-from wolf.v1 import freki_pb2, freki_pb2_grpc, geri_pb2_grpc
+from wolf.v1 import freki_pb2, freki_pb2_grpc, geri_pb2_grpc, settings_pb2_grpc
 
 from odin_client.protocol.attempts import Attempts, RetryListener, policy_from
 from odin_client.protocol.channels import ChannelPool, call_metadata
@@ -106,6 +106,9 @@ class Connection:
         return tenant_of(self.settings, tenant_id)
 
     def _stub_method(self, spec: CallSpec[Any]) -> Any:
+        if spec.api == "settings":  # the service's SettingsService, on the same target
+            target = self.settings.freki_target if spec.service == "freki" else self.settings.geri_target
+            return getattr(settings_pb2_grpc.SettingsServiceStub(self.channels.get(target)), spec.method)
         return getattr(self._freki() if spec.service == "freki" else self._geri(), spec.method)
 
     def _attempts(self, spec: CallSpec[Any]) -> Attempts:

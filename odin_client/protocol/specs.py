@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from wolf.v1 import common_pb2, freki_pb2, geri_pb2
+from wolf.v1 import common_pb2, freki_pb2, geri_pb2, settings_pb2
 
 from odin_client.protocol import messages
 from odin_client.protocol.messages import new_request_id
@@ -55,6 +55,7 @@ class CallSpec(Generic[R]):
     idempotent_read: bool
     convert: Callable[[Any, Took], R]
     last: Callable[[Any], bool] | None = None
+    api: str = ""  # "" = the service's own API (FrekiService, GeriService); "settings" = its SettingsService
 
 
 def _plain(convert: Callable[[Any], R]) -> Callable[[Any, Took], R]:
@@ -270,3 +271,17 @@ def _session_request(settings: OdinSettings, session_id: str, tenant_id: str | N
 def _same(resp: Any, _took: Took) -> Any:
     return resp
 
+
+def get_settings(settings: OdinSettings, service: str) -> CallSpec[settings_pb2.SettingsView]:
+    """GetSettings of ``service`` ("freki" or "geri"): its effective settings, secrets redacted (admin key)."""
+    request = settings_pb2.GetSettingsRequest(request_id=new_request_id())
+    return CallSpec(service, "GetSettings", request, settings.deadline_s, True, _same, api="settings")
+
+
+def update_settings(settings: OdinSettings, service: str, changes_json: str,
+                    dry_run: bool) -> CallSpec[settings_pb2.UpdateSettingsResponse]:
+    """UpdateSettings of ``service``: a JSON merge patch, validated as the file is (admin key). A write: not
+    retried after a DEADLINE_EXCEEDED, when it may have been applied."""
+    request = settings_pb2.UpdateSettingsRequest(request_id=new_request_id(), changes_json=changes_json,
+                                                 dry_run=dry_run)
+    return CallSpec(service, "UpdateSettings", request, settings.deadline_s, dry_run, _same, api="settings")

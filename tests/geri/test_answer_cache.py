@@ -92,3 +92,19 @@ def test_the_metadata_the_model_may_see_is_in_the_key() -> None:
     titled = key(metadata={"title": "Relay"})
     assert titled == key(metadata={"title": "Relay"})
     assert len({key(), titled, key(metadata={"title": "Relay (answer: the port is 1)"})}) == 3
+
+
+def test_configure_evicts_to_a_smaller_bound_drops_all_at_zero_and_the_older_at_a_shorter_ttl() -> None:
+    clock = Clock()
+    cache = AnswerCache(AnswerCacheSettings(max_entries=4, ttl_s=60), clock)
+    for i in range(4):
+        clock.now = i * 10.0
+        cache.put("acme", 7, f"k{i}", ANSWER, LLM, [])
+    assert cache.get("acme", 7, "k0") is not None  # the most recently used now
+    assert cache.configure(AnswerCacheSettings(max_entries=2, ttl_s=60)) == 2
+    assert [k for k in ("k0", "k1", "k2", "k3") if cache.get("acme", 7, k)] == ["k0", "k3"]
+    clock.now = 35.0
+    assert cache.configure(AnswerCacheSettings(max_entries=2, ttl_s=20)) == 1  # k0 (stored at 0) is too old
+    assert cache.configure(AnswerCacheSettings(max_entries=0, ttl_s=20)) == 1 and len(cache) == 0
+    cache.configure(AnswerCacheSettings(max_entries=2, ttl_s=20))
+    assert cache.get("acme", 7, "k3") is None

@@ -20,7 +20,8 @@ from wolf.v1 import freki_pb2_grpc
 from freki.api.server import build_server
 from freki.engine import FrekiEngine
 from tests.geri.geri_servers_support import embedded_backend, geri_settings, start_geri  # noqa: F401 - fixture
-from tests.wolf_service.conftest import index_request, ops_of, ops_settings
+from tests.wolf_service.conftest import index_request, metrics_url, ops_settings
+from tests.wolf_service.test_metrics import scrape, value
 from wolf_service.audit_log import read_audit_log
 from wolf_service.auth import hash_key
 from wolf_service.serving import ServerHandle
@@ -83,7 +84,7 @@ def call(method: str, key: str | None, **request: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def freki(shared_engine: FrekiEngine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
     """Freki with API keys, each tenant holding one document."""
-    settings = ops_settings(tmp_path_factory.mktemp("freki"), security={"api_keys": API_KEYS})
+    settings = ops_settings(tmp_path_factory.mktemp("freki"), security={"api_keys": API_KEYS}, metrics={"port": 0})
     handle, _ = build_server(settings, engine=shared_engine)
     with grpc.insecure_channel(handle.address) as channel:
         stub = freki_pb2_grpc.FrekiServiceStub(channel)
@@ -98,9 +99,8 @@ def freki(shared_engine: FrekiEngine, tmp_path_factory: pytest.TempPathFactory) 
 
 
 def test_a_seed_client_retrieves_from_freki_within_its_tenant(freki: ServerHandle, seed_stubs: Path) -> None:
-    counted = ops_of(freki).metrics.registry
-    before = counted.get_sample_value("wolf_rpc_requests_total", {
-        "service": "freki", "method": "FrekiService/RetrieveContext", "code": "OK"}) or 0
+    url = metrics_url(freki)
+    before = scrape(url)
     ok, other, wrong_type, no_key, no_scope = seed_calls(seed_stubs, freki.address, [
         call(FREKI_RETRIEVE, "acme", request_id="seed-1", prompt="How long is the sourdough proofed?"),
         call(FREKI_RETRIEVE, "globex", request_id="seed-2", prompt="How long is the sourdough proofed?"),
@@ -120,9 +120,17 @@ def test_a_seed_client_retrieves_from_freki_within_its_tenant(freki: ServerHandl
     assert wrong_type == {"code": "INVALID_ARGUMENT", "details": "model_type must be RAG for Freki (got LLM)"}
     assert no_key["code"] == "UNAUTHENTICATED"
     assert no_scope["code"] == "PERMISSION_DENIED" and "lacks scope 'read'" in no_scope["details"]
-    after = counted.get_sample_value("wolf_rpc_requests_total", {
-        "service": "freki", "method": "FrekiService/RetrieveContext", "code": "OK"})
-    assert after == before + 2
+    # Counted under the seed's own method label (/metrics), apart from wolf.v1's RetrieveContext.
+    after = scrape(url)
+    seed = {"service": "freki", "method": "wolf.seed.FrekiService/RetrieveContext"}
+    ours = {"service": "freki", "method": "FrekiService/RetrieveContext"}
+    for name in ("wolf_rpc_requests_total", "wolf_rpc_duration_seconds_count"):
+        assert value(after, name, **seed, code="OK") == value(before, name, **seed, code="OK") + 2, name
+        assert value(after, name, **ours, code="OK") == value(before, name, **ours, code="OK"), name
+    for code in ("INVALID_ARGUMENT", "UNAUTHENTICATED", "PERMISSION_DENIED"):
+        assert value(after, "wolf_rpc_requests_total", **seed, code=code) == \
+            value(before, "wolf_rpc_requests_total", **seed, code=code) + 1, code
+    assert value(after, "wolf_rpc_in_flight", **seed) == 0
 
 
 def test_malformed_seed_bytes_are_an_invalid_argument(freki: ServerHandle) -> None:

@@ -47,7 +47,8 @@ def freki(shared_engine: FrekiEngine, tmp_path_factory: pytest.TempPathFactory) 
     path.write_text(json.dumps({
         "host": "127.0.0.1", "port": 0, "data_dir": str(d), "reload": {"poll_interval_s": 0},
         "chunking": {"max_tokens": 200, "min_tokens": 40, "overlap_tokens": 20},
-        "retrieval": {"top_k": 5}, "security": {"api_keys": API_KEYS},
+        "retrieval": {"top_k": 5},
+        "security": {"api_keys": API_KEYS, "settings_change_max_bytes": 2048, "settings_change_max_depth": 8},
     }, indent=2))
     settings, source = cli_settings(FrekiSettings, str(path), {})
     handle, _ = build_server(settings, engine=shared_engine, reload_from=source)
@@ -113,7 +114,12 @@ REFUSED = [
     ("invalid", {"retrieval": {"top_k": -1}}, "ops", "INVALID_ARGUMENT", "top_k"),
     ("not-json", "{retrieval", "ops", "INVALID_ARGUMENT", "not valid JSON"),
     ("not-object", "[1]", "ops", "INVALID_ARGUMENT", "non-empty JSON object"),
-    ("too-deep", '{"retrieval": ' * 40 + "1" + "}" * 40, "ops", "INVALID_ARGUMENT", "deeper than 16 levels"),
+    ("too-deep", '{"retrieval": ' * 9 + "1" + "}" * 9, "ops", "INVALID_ARGUMENT",
+     "deeper than 8 levels (security.settings_change_max_depth)"),
+    ("too-big", {"retrieval": {"top_k": 4}, "pad": "x" * 2048}, "ops", "INVALID_ARGUMENT",
+     "the limit is security.settings_change_max_bytes=2,048"),
+    ("raise-limit", {"security": {"settings_change_max_bytes": 4194304}}, "ops", "PERMISSION_DENIED",
+     "security.settings_change_max_bytes cannot be changed through the settings API"),
     ("new-key", {"security": {"api_keys": [*API_KEYS, {"name": "mine", "tenant": "acme",
                                                        "sha256": hash_key("x" * 20)}]}},
      "ops", "PERMISSION_DENIED", "security.api_keys cannot be changed through the settings API"),
@@ -205,3 +211,11 @@ def test_a_settings_file_that_cannot_be_read_is_named_and_left_alone(freki: tupl
         assert b"\xff" in path.read_bytes() and not list(path.parent.glob(".freki.json.*"))
     finally:
         path.write_bytes(good)
+
+
+@pytest.mark.parametrize(("field", "value"), [("settings_change_max_bytes", 10), ("settings_change_max_depth", 200)])
+def test_the_body_limits_refuse_unsafe_values(field: str, value: int) -> None:
+    with pytest.raises(ValueError, match=field):
+        FrekiSettings(security={field: value})  # type: ignore[arg-type]
+    assert getattr(FrekiSettings().security, field) == {"settings_change_max_bytes": 65536,
+                                                        "settings_change_max_depth": 16}[field]

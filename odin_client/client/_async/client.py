@@ -15,11 +15,12 @@ retries; see :mod:`odin_client.protocol.retry` for what is retried. Errors are s
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
-from wolf.v1 import common_pb2
+from wolf.v1 import common_pb2, settings_pb2
 
 from odin_client.asking.free_text import free_text_answer, without_context
 from odin_client.asking.grounded import AskOptions, Call, Prepared, RetrieveCall, finish, prepare
@@ -180,3 +181,13 @@ class AsyncOdinClient(AsyncDocumentCalls, AsyncGraphCalls, AsyncGenerationCalls,
     async def models(self, *, deadline_s: float | None = None) -> ModelList:
         """Models Geri can serve, and its default."""
         return await self._call(specs.list_models(self.settings, deadline_s=deadline_s))
+
+    async def get_settings(self, service: str = "freki") -> settings_pb2.SettingsView:
+        """The effective settings of ``service`` ("freki" or "geri"), secrets redacted; needs an admin key."""
+        return await self._call(specs.get_settings(self.settings, service))
+
+    async def update_settings(self, changes: dict[str, Any], *, service: str = "freki",
+                              dry_run: bool = False) -> settings_pb2.UpdateSettingsResponse:
+        """Apply ``changes`` (a JSON merge patch of the settings file, e.g. ``{"retrieval": {"top_k": 8}}``) to
+        ``service``, validated as the file is and hot-reloaded; ``dry_run`` only validates. Needs an admin key."""
+        return await self._call(specs.update_settings(self.settings, service, json.dumps(changes), dry_run))
