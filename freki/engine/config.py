@@ -20,6 +20,7 @@ from freki.settings import FrekiSettings
 from freki.settings.embedding_servers import EmbeddingServer, server_name
 from freki.store import StoreConfig
 from freki.store.disk import DiskLevels, DiskWatermarks
+from freki.store.master_key import read_master_key
 from wolf_service.errors import FailedPrecondition
 
 log = logging.getLogger("freki.engine")
@@ -138,8 +139,7 @@ def master_key(settings: FrekiSettings) -> bytes | None:
     path = settings.gdpr.master_key_file
     if path is None:
         return None
-    raw = Path(path).read_bytes().strip()
     try:
-        return bytes.fromhex(raw.decode("ascii")) if len(raw) == 64 else raw
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"gdpr.master_key_file {path} must hold 32 bytes or 64 hex digits") from exc
+        return read_master_key(Path(path))
+    except ValueError as exc:
+        raise ValueError(f"gdpr.master_key_file: {exc}") from exc
