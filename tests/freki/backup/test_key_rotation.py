@@ -132,3 +132,34 @@ def test_rotate_the_master_key(tmp_path: Path) -> None:
         assert found(server, "CANARYBOB") == {"bob-notes"} and found(server, "CANARYALICE") == set()
     finally:
         server.stop()
+
+
+def test_bad_rotations_are_refused_and_change_nothing(tmp_path: Path) -> None:
+    old_key, log = tmp_path / "old.key", tmp_path / "freki.log"
+    old_key.write_text(os.urandom(32).hex())
+    config = write_config(tmp_path / "freki.json", tmp_path / "data", old_key, tmp_path)
+    no_store = freki("keys", "rotate", "--config", str(config), "--new-master-key-file", str(tmp_path / "n.key"),
+                     "--generate")
+    assert no_store.returncode == 1 and "no key store at" in no_store.stderr and not (tmp_path / "n.key").exists()
+
+    store = KeyStore(tmp_path / "data" / "keys.sqlite", master_key=read_master_key(old_key))
+    store.get_or_create("g1", "t", "alice", "d1")
+    store.close()
+    short = tmp_path / "short.key"
+    short.write_bytes(b"12345")
+    refusals = {
+        "must hold 32 bytes or 64 hex digits (it holds 5 bytes)": ("--new-master-key-file", str(short)),
+        "exists; --generate writes a new file only": ("--new-master-key-file", str(short), "--generate"),
+        "is gdpr.master_key_file itself": ("--new-master-key-file", str(old_key)),
+    }
+    for message, args in refusals.items():
+        refused = freki("keys", "rotate", "--config", str(config), *args)
+        assert refused.returncode == 1 and message in refused.stderr, refused.stderr[-2000:]
+    assert opens_with(tmp_path / "data" / "keys.sqlite", old_key), "nothing changed"
+    bad_id = freki("keys", "id", str(short))
+    assert bad_id.returncode == 1 and "must hold 32 bytes" in bad_id.stderr
+
+    write_config(config, tmp_path / "data", short, tmp_path)  # a start with an unusable key file: one line, exit 3
+    assert FrekiProcess.run_to_exit(config, log) == 3
+    assert "freki cannot start: gdpr.master_key_file: master key file" in log.read_text()
+    assert "Traceback" not in log.read_text()
