@@ -21,10 +21,10 @@ pytestmark = pytest.mark.integration
 RELOADED = "settings reloaded (SIGHUP)"
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
+def wait_for(condition: Callable[[], bool], what: str, log: Path, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what}"
+        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what}\n{log.read_text()[-3000:]}"
         time.sleep(0.2)
 
 
@@ -58,7 +58,7 @@ def test_retention_policies_reload_without_restart(tmp_path: Path) -> None:
         done = log.read_text().count(RELOADED)
         write(interval_s, max_age_days)
         server.proc.send_signal(signal.SIGHUP)
-        wait_for(lambda: log.read_text().count(RELOADED) > done, "the reload is applied (not refused)")
+        wait_for(lambda: log.read_text().count(RELOADED) > done, "the reload is applied (not refused)", log)
 
     try:
         for doc, day in (("old-event", "2020-01-01"), ("new-event", "2999-01-01")):
@@ -68,12 +68,12 @@ def test_retention_policies_reload_without_restart(tmp_path: Path) -> None:
         assert policy().next_run.seconds == 0 and policy().last_run.seconds == 0, "interval 0: no pass scheduled"
 
         reload(0.3, 36_500)  # passes start; the 100-year policy keeps both
-        wait_for(lambda: policy().last_run.seconds > 0, "a retention pass runs after the reload")
+        wait_for(lambda: policy().last_run.seconds > 0, "a retention pass runs after the reload", log)
         assert exists("old-event") and policy().documents_deleted == 0
 
         reload(0.3, 365)  # shortened: the 2020 event is past it
-        wait_for(lambda: not exists("old-event"), "the next pass erases the document past the shortened age")
-        wait_for(lambda: policy().documents_deleted == 1, "and counts it once the pass is over")
+        wait_for(lambda: not exists("old-event"), "the next pass erases the document past the shortened age", log)
+        wait_for(lambda: policy().documents_deleted == 1, "and counts it once the pass is over", log)
         shown = policy()
         assert shown.max_age_days == 365 and shown.documents_deleted == 1 and shown.last_error == ""
         assert exists("new-event"), "the future-dated document stays"
