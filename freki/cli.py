@@ -5,7 +5,8 @@
 the index of a stopped Freki into another store (embedded engine <-> Qdrant server) without re-embedding;
 ``freki verify [--config FILE] [--heal]`` checks every stored chunk of a stopped Freki against its checksum
 (exit 1 when any is corrupt; ``--heal`` re-indexes their documents from the kept sources).
-``freki backup`` / ``freki restore`` (``freki.backup.cli``) back a running Freki up and restore it.
+``freki backup`` / ``freki restore`` (``freki.backup.cli``) back a running Freki up and restore it;
+``freki keys rotate`` re-wraps a stopped Freki's key store with a new master key.
 """
 
 from __future__ import annotations
@@ -179,6 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return backup_cli.backup_command(args)
     if args.command == "restore":
         return backup_cli.restore_command(args)
+    if args.command == "keys":
+        return backup_cli.keys_command(args)
     overrides: dict[str, Any] = {
         k: v for k, v in (("host", args.host), ("port", args.port), ("data_dir", args.data_dir)) if v is not None
     }

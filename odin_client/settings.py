@@ -58,6 +58,9 @@ class OdinSettings(FileSettings):
     retry_jitter: float = Field(
         default=0.5, ge=0, le=1, description="Fraction of each wait randomised (0 = none, 1 = full jitter)"
     )
+    retry_max_server_wait_s: float = Field(
+        default=30.0, ge=0, description="Longest retry-after of a rate limit waited out (0 = rate limits fail at once)"
+    )
 
     # Grounded answers (docs/answers.md): Geri applies them (GeriService.Answer). None sends nothing, so Geri's
     # own `answering` settings decide (one place to tune them for every caller); a value here is sent as that

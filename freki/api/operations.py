@@ -41,6 +41,7 @@ RELOADABLE = frozenset({
     "watch",  # the folder watcher is restarted with the new folders and options
     "search_log",  # read on every search
     "document_types",  # weights: the next search (cached results dropped); chunk profiles: the next document
+    "retention",  # policies and interval: the next retention pass (freki.backup.retention reads them live)
 })
 
 # Paths on the server's disk: the settings API (wolf_service.settings_api) must not point Freki at files
@@ -282,5 +283,9 @@ def reload_hook(engine: FrekiEngine, servicer: FrekiServicer) -> Callable[[set[s
         if any(name == "document_types" or name.startswith("document_types.") for name in changed):
             engine.results.invalidate_all()
             log.info("document types reloaded: %s", ", ".join(sorted(live.document_types)) or "none")
+        if any(name == "retention" or name.startswith("retention.") for name in changed) and servicer.retention:
+            servicer.retention.reconfigure()
+            log.info("retention reloaded: %s every %g s", ", ".join(p.name for p in live.retention.policies)
+                     or "no policies", live.retention.interval_s)
 
     return hook

@@ -1,4 +1,5 @@
-"""``freki backup`` (asks a running Freki for a backup: the CreateBackup RPC) and ``freki restore``."""
+"""``freki backup`` (asks a running Freki for a backup: the CreateBackup RPC), ``freki restore`` and
+``freki keys`` (the key store's master key: ``rotate``, ``id``)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
                          help="an erasure log to re-apply (repeatable); default: gdpr.erasure_log if it exists")
     restore.add_argument("--no-erasure-log", action="store_true",
                          help="restore without an erasure log (only when no erasure happened since the backup)")
+    restore.add_argument("--master-key-file", type=Path,
+                         help="the master key the backup was taken with, if it was rotated since (its manifest "
+                              "names the key's id); the restored key store is re-wrapped with gdpr.master_key_file")
+    keys = sub.add_parser("keys", help="the key store's master key (Freki stopped)")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    rotate = keys_sub.add_parser("rotate", help="re-wrap every data key with a new master key")
+    rotate.add_argument("--config", help="settings of the Freki whose key store to rotate (gdpr.*, data_dir)")
+    rotate.add_argument("--data-dir", help="overrides data_dir")
+    rotate.add_argument("--new-master-key-file", type=Path, required=True,
+                        help="the new master key (32 bytes or 64 hex digits), kept outside the data dir")
+    rotate.add_argument("--generate", action="store_true", help="create --new-master-key-file (mode 0600) first")
+    ident = keys_sub.add_parser("id", help="print a master key file's id (what key stores and backups name)")
+    ident.add_argument("file", type=Path)
 
 
 def backup_command(args: argparse.Namespace) -> int:
@@ -55,6 +69,7 @@ def restore_command(args: argparse.Namespace) -> int:
 
     from freki.backup.restore import restore
     from freki.store.errors import StoreError
+    from freki.store.master_key import read_master_key
     from wolf_service.errors import ServiceError
     from wolf_service.settings import SettingsError
 
@@ -66,7 +81,9 @@ def restore_command(args: argparse.Namespace) -> int:
         print(f"freki restore: {exc}", file=sys.stderr)
         return 2
     try:
-        report = restore(args.backup, settings, erasure_logs=args.erasure_log, no_erasure_log=args.no_erasure_log)
+        old_key = read_master_key(args.master_key_file) if args.master_key_file else None
+        report = restore(args.backup, settings, erasure_logs=args.erasure_log, no_erasure_log=args.no_erasure_log,
+                         backup_master_key=old_key)
     except (ServiceError, StoreError, OSError, ValueError) as exc:
         print(f"freki restore: {exc}", file=sys.stderr)
         return 1
@@ -75,4 +92,43 @@ def restore_command(args: argparse.Namespace) -> int:
           f"{report.manifest.counts.get('chunks', 0):,} chunks (backup of {report.manifest.created_at}) into "
           f"{settings.data_dir} in {report.seconds:.1f} s; erasure log: {done.entries} entries re-applied, "
           f"{done.keys_destroyed} keys destroyed, {done.points_deleted} points deleted")
+    return 0
+
+
+def keys_command(args: argparse.Namespace) -> int:
+    """``freki keys rotate|id``: exit 0 done, 1 refused (nothing changed), 2 bad settings."""
+    from pydantic import ValidationError
+
+    from freki.backup.key_rotation import rotate_master_key
+    from freki.store.errors import StoreError
+    from freki.store.master_key import master_key_id, read_master_key
+    from wolf_service.errors import ServiceError
+    from wolf_service.settings import SettingsError
+
+    if args.keys_command == "id":
+        try:
+            print(master_key_id(read_master_key(args.file)))
+        except (OSError, ValueError) as exc:
+            print(f"freki keys id: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    try:
+        settings = FrekiSettings.load(args.config)
+        if args.data_dir:
+            settings = settings.model_copy(update={"data_dir": Path(args.data_dir)})
+    except (SettingsError, ValidationError) as exc:
+        print(f"freki keys rotate: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = rotate_master_key(settings, args.new_master_key_file, generate=args.generate)
+    except (ServiceError, StoreError, OSError, ValueError) as exc:
+        print(f"freki keys rotate: {exc}", file=sys.stderr)
+        return 1
+    if report.already_done:
+        print(f"{report.keys_path} is already wrapped with master key {report.new_id}; nothing to do")
+    else:
+        print(f"re-wrapped {report.rewrapped:,} keys in {report.keys_path} with master key {report.new_id} "
+              f"(was {report.old_id})")
+    print(f"now set gdpr.master_key_file to {args.new_master_key_file}; keep the old key file as long as a backup "
+          f"whose manifest names master key {report.old_id} may be restored")
     return 0

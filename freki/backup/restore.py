@@ -7,8 +7,9 @@ Order, so that nothing half-restored is ever served:
 2. the data dir must be empty (or absent), and a key store already at ``gdpr.keys_path`` is refused;
 3. ``.restore-incomplete`` is written into the data dir (Freki refuses to start while it is there), then the
    files are written, each checked again as it is written;
-4. the key store must match the collections: it unwraps with the configured master key, and every sealed
-   registry record's key is in it (held or destroyed);
+4. the key store must match the collections: it unwraps with the master key the backup names (the
+   configured one, or ``backup_master_key`` for a backup taken before a rotation, after which the restored
+   store is re-wrapped with the configured key), and every sealed record's key is in it (held or destroyed);
 5. the erasure log is re-applied (``freki.backup.reapply``) and merged into the target's erasure log;
 6. the marker is removed. Any failure before that empties the data dir again; a ``kill -9`` leaves the
    marker, so the half-restored dir is refused until it is emptied and the restore run again.
@@ -37,6 +38,7 @@ from freki.store.erasure_log import FILE_NAME as ERASURE_LOG
 from freki.store.erasure_log import ErasureEntry, ErasureLog
 from freki.store.errors import KeyStoreMismatch, StoreError
 from freki.store.keys import KeyStore
+from freki.store.master_key import describe, master_key_id
 from freki.store.migrate import recorded_spec
 from freki.store.sealed import GENERATION
 from wolf_service.errors import FailedPrecondition
@@ -53,7 +55,7 @@ class RestoreReport:
 
 
 def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Path] = (),
-            no_erasure_log: bool = False) -> RestoreReport:
+            no_erasure_log: bool = False, backup_master_key: bytes | None = None) -> RestoreReport:
     """Restore ``backup`` into ``settings.data_dir`` (see the module docstring).
 
     Raises:
@@ -71,6 +73,9 @@ def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Pat
     given = _given_erasures(settings, erasure_logs, no_erasure_log)
     source = BackupSource(backup)
     source.verify()
+    configured_key = master_key(settings)
+    opening_key = backup_master_key if backup_master_key is not None else configured_key
+    _check_master_key(source.manifest, opening_key, configured_key)
     data_dir.mkdir(parents=True, exist_ok=True)
     marker = data_dir / RESTORE_MARKER
     marker.touch()
@@ -90,11 +95,13 @@ def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Pat
         entries = _unique([*ErasureLog(restored_log).entries(), *given])
         if settings.gdpr.erasure_log is not None:
             restored_log.unlink(missing_ok=True)  # the configured log is the one that counts
-        keys = KeyStore(keys_path, master_key=master_key(settings))
+        keys = KeyStore(keys_path, master_key=opening_key)
         try:
             store_dir = Path(store_config(settings).data_dir or data_dir)
             _check_keys(store_dir, keys)
             reapplied = reapply(entries, data_dir, store_dir, keys, after=source.manifest.created_at)
+            if keys.master_key_id != master_key_id(configured_key):
+                keys.rotate(configured_key)  # the restored store opens with the configured key only
         finally:
             keys.close()
         _merge_erasure_log(settings, data_dir, entries)
@@ -119,6 +126,18 @@ def _require_empty(data_dir: Path, keys_path: Path) -> None:
     if keys_path.exists():
         raise FailedPrecondition(f"a key store already exists at {keys_path} (gdpr.keys_path); restoring would "
                                  "replace the keys of the index it belongs to — move it away or choose another path")
+
+
+def _check_master_key(manifest: Manifest, opening: bytes | None, configured: bytes | None) -> None:
+    """The backup's key store opens with the key given; refused before anything is written otherwise."""
+    needed = manifest.source.get("master_key_id")  # absent from backups made before rotation existed
+    if needed is None or needed == master_key_id(opening):
+        return
+    raise KeyStoreMismatch(
+        f"the backup's key store is wrapped with {describe(str(needed))}, but the key given is "
+        f"{describe(master_key_id(opening))} (gdpr.master_key_file: {describe(master_key_id(configured))}): "
+        "pass the master key file the backup was taken with as --master-key-file (freki keys id FILE prints "
+        "a file's id); the restored key store is then re-wrapped with gdpr.master_key_file. Nothing was restored")
 
 
 def _given_erasures(settings: FrekiSettings, given: Sequence[Path], no_erasure_log: bool) -> list[ErasureEntry]:

@@ -6,7 +6,8 @@ A policy (``retention.policies``) selects documents of one tenant or all, by met
 (``document_type: chat-log``), and keeps them ``max_age_days`` from ``indexed_at`` (when the current version
 was indexed) or from a date in their metadata. A document whose date field is missing or unreadable is kept
 (and counted in the log line): deleting on a guess is the one thing retention must never do. Every
-``interval_s`` each policy runs; what it did is kept in ``<data_dir>/retention.json`` (last run, total
+``interval_s`` each policy runs (the live settings: a reload changes the policies and the interval from the
+next pass, without a restart); what it did is kept in ``<data_dir>/retention.json`` (last run, total
 erased, last error), so GetIndexStatus shows it after a restart too.
 """
 
@@ -58,27 +59,41 @@ class Retention:
         self._lock = threading.Lock()
         self.state: dict[str, PolicyState] = self._load()
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set by stop() and reconfigure()
         self._thread: threading.Thread | None = None
         self.next_run: datetime | None = None
 
     def start(self) -> None:
-        """Start the background thread (when there are policies and an interval)."""
-        if self.settings.retention.policies and self.settings.retention.interval_s > 0:
-            self._thread = threading.Thread(target=self._loop, name="freki-retention", daemon=True)
-            self._thread.start()
+        """Start the background thread; it idles while there is no policy or ``interval_s`` is 0."""
+        self._thread = threading.Thread(target=self._loop, name="freki-retention", daemon=True)
+        self._thread.start()
 
     def stop(self) -> None:
         """Stop the thread; a run in progress finishes its current document first."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join()
 
+    def reconfigure(self) -> None:
+        """The live ``retention`` settings changed (a reload): the next pass uses them, and a shorter
+        ``interval_s`` brings it forward."""
+        self._wake.set()
+
     def _loop(self) -> None:
-        interval = self.settings.retention.interval_s
-        while True:
-            self.next_run = datetime.now(UTC) + timedelta(seconds=interval)
-            if self._stop.wait(interval):
-                return
+        while not self._stop.is_set():
+            interval = self.settings.retention.interval_s
+            if not self.settings.retention.policies or interval <= 0:
+                self.next_run = None
+                self._wake.wait()
+                self._wake.clear()
+                continue
+            due = datetime.now(UTC) + timedelta(seconds=interval)
+            self.next_run = due if self.next_run is None else min(self.next_run, due)
+            if self._wake.wait(max(0.0, (self.next_run - datetime.now(UTC)).total_seconds())):
+                self._wake.clear()  # settings changed or stopping: look again
+                continue
+            self.next_run = None
             self.run_once()
 
     def run_once(self, now: datetime | None = None) -> dict[str, int]:

@@ -125,7 +125,9 @@ def _snapshot(engine: FrekiEngine, staging: Path) -> tuple[Manifest, float]:
         fsync_path(path)
     manifest = Manifest(created_at=created, freki_version=freki_version(), files=files, counts=counts,
                         source={"backend": "edge", "collection": settings.store.collection,
-                                "index_version": engine.active.version},
+                                "index_version": engine.active.version,
+                                # the master key a restore must open the copied key store with
+                                "master_key_id": engine.keys.master_key_id},
                         write_pause_ms=round(pause_ms, 1))
     return manifest, pause_ms
 

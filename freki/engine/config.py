@@ -20,6 +20,8 @@ from freki.settings import FrekiSettings
 from freki.settings.embedding_servers import EmbeddingServer, server_name
 from freki.store import StoreConfig
 from freki.store.disk import DiskLevels, DiskWatermarks
+from freki.store.errors import KeyStoreMismatch
+from freki.store.master_key import read_master_key
 from wolf_service.errors import FailedPrecondition
 
 log = logging.getLogger("freki.engine")
@@ -134,12 +136,15 @@ def parse_limits(settings: FrekiSettings) -> ParseLimits:
 
 
 def master_key(settings: FrekiSettings) -> bytes | None:
-    """The key store's master key from ``gdpr.master_key_file`` (32 raw bytes or 64 hex digits), if set."""
+    """The key store's master key from ``gdpr.master_key_file`` (32 raw bytes or 64 hex digits), if set.
+
+    Raises:
+        KeyStoreMismatch: the file cannot be read or holds no key.
+    """
     path = settings.gdpr.master_key_file
     if path is None:
         return None
-    raw = Path(path).read_bytes().strip()
     try:
-        return bytes.fromhex(raw.decode("ascii")) if len(raw) == 64 else raw
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"gdpr.master_key_file {path} must hold 32 bytes or 64 hex digits") from exc
+        return read_master_key(Path(path))
+    except (OSError, ValueError) as exc:  # the start stops with this one line (a StoreError), not a traceback
+        raise KeyStoreMismatch(f"gdpr.master_key_file: {exc}") from None

@@ -10,6 +10,12 @@ The keys live in one SQLite file (``<data_dir>/keys.sqlite``, mode 0600) opened 
 commit, so a destroyed key is gone from the file itself, not only from the index. With ``master_key`` set
 (32 bytes, e.g. from a file outside the data dir), each stored key is itself encrypted with it, so a copy
 of the data dir alone reveals no text. Why crypto-shredding: docs/decisions/0006-crypto-shredding.md.
+
+The store records the id of the master key its keys are wrapped with (``freki.store.master_key``) and is
+refused when opened with another. ``rotate`` re-wraps every key with a new master key in one SQLite
+transaction: the rollback journal keeps the old wrapped set until the commit switches to the new one, so a
+process killed mid-rotation leaves a hot journal that the next opener rolls back (old master key), and one
+killed after the commit leaves the new set (new master key) — never a mix (decision 0340).
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from freki.store.errors import StoreError
+from freki.store.errors import KeyStoreMismatch, StoreError
+from freki.store.master_key import describe, hold_lock, master_key_id
+from wolf_service.faults import fault_point
 
 KEY_BYTES = 32
 _NONCE = 12
@@ -32,7 +40,8 @@ _NONCE = 12
 class KeyStore:
     """Per-generation data keys; thread-safe. ``get`` is served from a bounded in-memory cache."""
 
-    def __init__(self, path: Path, *, master_key: bytes | None = None, cache_size: int = 4096) -> None:
+    def __init__(self, path: Path, *, master_key: bytes | None = None, cache_size: int = 4096,
+                 exclusive: bool = False) -> None:
         if master_key is not None and len(master_key) != KEY_BYTES:
             raise StoreError(f"the master key must be {KEY_BYTES} bytes (got {len(master_key)})")
         self.path = Path(path)
@@ -40,6 +49,9 @@ class KeyStore:
         if not self.path.exists():
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         self._master = AESGCM(master_key) if master_key is not None else None
+        self.master_key_id = master_key_id(master_key)
+        # Shared for every opener, exclusive for a rotation (freki.store.master_key.hold_lock).
+        self._flock = hold_lock(self.path, exclusive=exclusive)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._cache_size = cache_size
@@ -56,6 +68,12 @@ class KeyStore:
         self._db.execute("CREATE TABLE IF NOT EXISTS destroyed (id TEXT PRIMARY KEY)")
         self._db.execute("CREATE INDEX IF NOT EXISTS keys_owner ON keys (tenant, owner)")
         self._db.execute("CREATE INDEX IF NOT EXISTS keys_document ON keys (tenant, document)")
+        self._db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        try:
+            self._check_master_key()
+        except BaseException:
+            self.close()
+            raise
 
     def get_or_create(self, key_id: str, tenant: str, owner: str, document: str) -> bytes:
         """The key of ``key_id``, created (and made durable) on first use."""
@@ -128,6 +146,51 @@ class KeyStore:
         with self._lock:
             self._cache.clear()
             self._db.close()
+            if self._flock >= 0:
+                os.close(self._flock)
+                self._flock = -1
+
+    def rotate(self, new_master_key: bytes | None) -> int:
+        """Re-wrap every key with ``new_master_key`` (None: store them unwrapped); returns how many.
+
+        One transaction: a crash before the commit leaves the old master key's set (rolled back from the
+        journal by the next opener), after it the new one. Destroyed keys have no material here and stay gone.
+        """
+        if new_master_key is not None and len(new_master_key) != KEY_BYTES:
+            raise StoreError(f"the new master key must be {KEY_BYTES} bytes (got {len(new_master_key)})")
+        new_master = AESGCM(new_master_key) if new_master_key is not None else None
+        with self._lock:
+            self._db.execute("BEGIN EXCLUSIVE")
+            try:
+                rows = self._db.execute("SELECT id, key FROM keys").fetchall()
+                rewrapped = [(_wrap(new_master, key_id, self._unwrap(key_id, bytes(stored))), key_id)
+                             for key_id, stored in rows]
+                self._db.executemany("UPDATE keys SET key = ? WHERE id = ?", rewrapped)
+                fault_point("keys.rotate.rewrapped")
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('master_key_id', ?)",
+                                 (master_key_id(new_master_key),))
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            fault_point("keys.rotate.committed")
+            self._master, self.master_key_id = new_master, master_key_id(new_master_key)
+        return len(rows)
+
+    def _check_master_key(self) -> None:
+        """Refuse another master key than the one the keys are wrapped with; record it on first use."""
+        row = self._db.execute("SELECT value FROM meta WHERE name = 'master_key_id'").fetchone()
+        if row is None:  # a new store, or one made before the id was recorded: the keys themselves decide
+            sample = self._db.execute("SELECT id, key FROM keys LIMIT 1").fetchone()
+            if sample is not None:
+                self._unwrap(sample[0], bytes(sample[1]))
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('master_key_id', ?)", (self.master_key_id,))
+            return
+        if row[0] != self.master_key_id:
+            raise KeyStoreMismatch(
+                f"key store {self.path} is wrapped with {describe(row[0])}, but the configured gdpr.master_key_file "
+                f"is {describe(self.master_key_id)}: after freki keys rotate, point gdpr.master_key_file at the new "
+                "key file (freki keys id FILE prints a file's id)")
 
     def _delete(self, where: str, args: list[str], fixed: bool = False) -> int:
         removed = 0
@@ -150,10 +213,7 @@ class KeyStore:
         return removed
 
     def _wrap(self, key_id: str, key: bytes) -> bytes:
-        if self._master is None:
-            return key
-        nonce = os.urandom(_NONCE)
-        return nonce + self._master.encrypt(nonce, key, key_id.encode())
+        return _wrap(self._master, key_id, key)
 
     def _unwrap(self, key_id: str, stored: bytes) -> bytes:
         if self._master is None:
@@ -164,3 +224,11 @@ class KeyStore:
             return self._master.decrypt(stored[:_NONCE], stored[_NONCE:], key_id.encode())
         except Exception as exc:
             raise StoreError(f"key store {self.path}: a key does not unwrap with the configured master key") from exc
+
+
+def _wrap(master: AESGCM | None, key_id: str, key: bytes) -> bytes:
+    """``key`` as stored: AES-GCM under the master key, bound to its id (or as is without a master key)."""
+    if master is None:
+        return key
+    nonce = os.urandom(_NONCE)
+    return nonce + master.encrypt(nonce, key, key_id.encode())

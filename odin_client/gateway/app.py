@@ -65,7 +65,9 @@ class BodyLimit:
 def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | None = None) -> FastAPI:
     """The ASGI app; ``odin`` names Freki and Geri (default: ``OdinSettings()`` from env/file)."""
     limits = settings or GatewaySettings()
-    pool = ClientPool(odin or OdinSettings(), limits.clients_cached, lambda: limits.api_keys)
+    # A rate limit's wait is the HTTP caller's to make (429 + Retry-After), not a worker's to hold.
+    base = (odin or OdinSettings()).model_copy(update={"retry_max_server_wait_s": 0.0})
+    pool = ClientPool(base, limits.clients_cached, lambda: limits.api_keys)
     app = FastAPI(title="Wolfpack RAG — OpenAI-compatible gateway", version="1")
     app.state.pool = pool
     app.router.add_event_handler("shutdown", pool.close)

@@ -15,10 +15,15 @@ import grpc
 
 from odin_client.protocol.retry import RetryPolicy
 from odin_client.settings import OdinSettings
-from odin_client.types.errors import SERVICE_TITLES, DeadlineExceeded, raise_from_rpc_error, status_of
+from odin_client.types.errors import (
+    SERVICE_TITLES,
+    DeadlineExceeded,
+    raise_from_rpc_error,
+    server_retry_after,
+    status_of,
+)
 
 log = logging.getLogger("odin_client.protocol.attempts")
-
 
 
 def deadline_error(service: str, method: str, budget: float, attempts: int) -> DeadlineExceeded:
@@ -69,7 +74,7 @@ def policy_from(settings: OdinSettings) -> RetryPolicy:
     """The retry policy described by settings."""
     return RetryPolicy(max_attempts=settings.retry_max_attempts, initial_backoff=settings.retry_initial_backoff_s,
                        max_backoff=settings.retry_max_backoff_s, multiplier=settings.retry_multiplier,
-                       jitter=settings.retry_jitter)
+                       jitter=settings.retry_jitter, max_server_wait=settings.retry_max_server_wait_s)
 
 
 class Attempts:
@@ -99,7 +104,8 @@ class Attempts:
     def failed(self, exc: grpc.RpcError) -> float:
         """Seconds to wait before the next attempt; raises the converted error when the call must give up."""
         delay = self.policy.next_delay(attempts=self.count, code=status_of(exc)[0], retryable=self.retryable,
-                                       now=self.monotonic(), deadline=self.deadline, rng=self.rng)
+                                       now=self.monotonic(), deadline=self.deadline, rng=self.rng,
+                                       retry_after=server_retry_after(exc))
         if delay is None:
             raise_from_rpc_error(exc, service=self.service, method=self.method, attempts=self.count)
         notify_retry(self.on_retry, exc, service=self.service, method=self.method, attempt=self.count, delay=delay)

@@ -11,6 +11,13 @@ The rules:
   is idempotent by contract, RecordFeedback is recorded once per request_id (a retry sends the same
   request), deletions and erasures repeat as no-ops — but a repeated DeleteDocument then answers
   NOT_FOUND, and a repeated Generate with a ``session_id`` stores its turn in the session twice.
+* **Rate limits**: ``RESOURCE_EXHAUSTED`` is retried, by every call, only when the server said when a retry
+  can succeed (a ``retry-after`` trailer or ``RetryInfo``: a rate or concurrency limit, where the call was
+  refused before any work). A refusal without one (a document or message too large, a quota) fails at
+  once: the same request is refused again. The wait is the server's retry-after plus up to a quarter of
+  ``jitter`` of it (never less: earlier is refused again; the spread keeps clients refused together from
+  coming back together), and the call fails at once with the server's error (``RateLimited``) when that
+  wait is longer than ``max_server_wait`` or would end past the deadline.
 * **When**: the first retry is immediate — the usual cause of a single UNAVAILABLE is a connection the
   server closed (restart, idle timeout) and a fresh connect succeeds at once. Later retries wait
   ``initial * multiplier**(n-2)`` seconds, capped at ``max_backoff`` (default 60 s), minus up to
@@ -82,6 +89,7 @@ class RetryPolicy:
         max_backoff: Cap on any single wait, in seconds.
         multiplier: Growth factor of the wait.
         jitter: Fraction of the wait removed at random (0 = exact waits, 1 = full jitter).
+        max_server_wait: Longest retry-after of a rate limit that is waited out, in seconds (0: none is).
     """
 
     max_attempts: int = 10
@@ -89,6 +97,7 @@ class RetryPolicy:
     max_backoff: float = 60.0
     multiplier: float = 2.0
     jitter: float = 0.5
+    max_server_wait: float = 30.0
 
     def backoff(self, retry_number: int, rng: random.Random) -> float:
         """Seconds to wait before retry ``retry_number`` (1 = the first retry, which is immediate)."""
@@ -106,6 +115,7 @@ class RetryPolicy:
         now: float,
         deadline: float,
         rng: random.Random,
+        retry_after: float | None = None,
     ) -> float | None:
         """Decide whether to retry after a failed attempt.
 
@@ -116,13 +126,21 @@ class RetryPolicy:
             now: Current clock reading.
             deadline: Clock reading at which the caller's budget ends.
             rng: Random source for jitter.
+            retry_after: The wait a RESOURCE_EXHAUSTED refusal named (None: it named none).
 
         Returns:
             Seconds to wait before the next attempt, or None to give up now.
         """
-        if code not in retryable or attempts >= self.max_attempts:
+        if attempts >= self.max_attempts:
             return None
-        delay = self.backoff(attempts, rng)
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            if retry_after is None or retry_after > self.max_server_wait:
+                return None
+            delay = retry_after * (1.0 + 0.25 * self.jitter * rng.random())
+        elif code in retryable:
+            delay = self.backoff(attempts, rng)
+        else:
+            return None
         # Waiting past the deadline would only turn a clear "unavailable" into a late one.
         if now + delay >= deadline:
             return None

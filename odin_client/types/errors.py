@@ -116,6 +116,19 @@ def status_of(exc: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
     return (code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.UNKNOWN), str(details or "")
 
 
+def server_retry_after(exc: grpc.RpcError) -> float | None:
+    """Seconds a RESOURCE_EXHAUSTED refusal says to wait (its ``retry-after`` trailer, else its RetryInfo);
+    None for any other code and for a refusal that names no wait (a size limit: retrying cannot succeed)."""
+    trailing: Any = getattr(exc, "trailing_metadata", None)
+    if status_of(exc)[0] != grpc.StatusCode.RESOURCE_EXHAUSTED or not callable(trailing):
+        return None
+    metadata = trailing()
+    wait = retry_after_seconds(metadata)
+    if wait is None and (info := details_in_metadata(metadata).get("RetryInfo")) is not None:
+        wait = info.retry_delay.ToTimedelta().total_seconds()
+    return wait if wait is not None and wait >= 0 else None
+
+
 def from_rpc_error(
     exc: grpc.RpcError, *, service: str, method: str, attempts: int, after_messages: int = 0
 ) -> OdinError:
@@ -148,9 +161,7 @@ def _error_for(
     """
     code, details = status_of(exc)
     title = SERVICE_TITLES.get(service, service)
-    trailing: Any = getattr(exc, "trailing_metadata", None)
-    limited = code == grpc.StatusCode.RESOURCE_EXHAUSTED and callable(trailing)
-    wait = retry_after_seconds(trailing()) if limited else None
+    wait = server_retry_after(exc)
     if wait is not None:
         return RateLimited(f"{title} {method} refused: {details} (retry after {wait:.2f} s)", retry_after=wait,
                            service=service, code=code, details=details, attempts=attempts)
