@@ -162,8 +162,10 @@ def load_model(path: Path, *, threads: int | None = None, dtype: str = "float32"
     """
     if threads:
         torch.set_num_threads(threads)
-    if fit_torch_threads_to_openmp_limit() < (threads or 0):
-        log.warning("embedded_threads %d lowered to OMP_THREAD_LIMIT=%s", threads, openmp_thread_limit())
+    wanted = torch.get_num_threads()
+    if fit_torch_threads_to_openmp_limit() < wanted:
+        log.log(logging.WARNING if threads else logging.INFO, "torch threads lowered from %d to OMP_THREAD_LIMIT=%s "
+                "(more would break bf16 matmuls)", wanted, openmp_thread_limit())
     torch_dtype = model_dtype(dtype)
     key = (path.resolve(), torch_dtype)
     with _cache_lock:
