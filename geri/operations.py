@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import Counter
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from wolf.v1 import common_pb2, geri_pb2
 
@@ -114,6 +114,9 @@ class BackendCollector(Collector):
         active = GaugeMetricFamily("geri_active_generations", "Generations the backend is running", labels=labels)
         state = GaugeMetricFamily("geri_backend_breaker_state", "Circuit breaker: 0 closed, 1 half-open, 2 open",
                                   labels=labels)
+        fallbacks = CounterMetricFamily(
+            "geri_backend_precision_fallbacks", "Times the backend left bfloat16 for float32 because its logits "
+            "were not finite (at the start-up self-check or during a request)", labels=labels)
         up = GaugeMetricFamily("geri_backend_up", "1 when the backend answered its last probe or call",
                                labels=labels)
         for route in self._router.routes:
@@ -121,7 +124,8 @@ class BackendCollector(Collector):
             active.add_metric(key, float(route.backend.stats.active_generations))
             state.add_metric(key, _STATES[route.breaker.state])
             up.add_metric(key, 1.0 if route.alive else 0.0)
-        yield from (active, state, up)
+            fallbacks.add_metric(key, float(route.backend.stats.precision_fallbacks))
+        yield from (active, state, up, fallbacks)
 
 
 def install_metrics(metrics: ServiceMetrics, router: Router) -> None:

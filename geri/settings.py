@@ -225,11 +225,11 @@ class GeriSettings(FileSettings):
         default=None, ge=1, description="torch intra-op threads; None = torch's default."
     )
     embedded_dtype: Literal["auto", "float32", "bfloat16"] = Field(
-        default="float32",
+        default="auto",
         description="weights and activations of the embedded model. auto = bfloat16 where the CPU has native bf16 "
                     "kernels (AVX512-BF16 or AMX: prompts process ~2-3x faster), float32 elsewhere (emulated bf16 "
-                    "is slower). float32 is the default: a bf16 `geri serve` once produced non-finite logits in "
-                    "the full test suite (docs/decisions/0311).",
+                    "is slower). bfloat16 must pass a start-up self-check against float32, and a request whose "
+                    "logits are not finite switches the backend to float32 (docs/decisions/0350).",
     )
     embedded_prompt_cache_entries: int = Field(
         default=4, ge=0, le=64,

@@ -110,6 +110,7 @@ class BackendStats:
     active_generations: int = 0
     generations_started: int = 0
     tokens_generated: int = 0
+    precision_fallbacks: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def started(self) -> None:
@@ -122,6 +123,11 @@ class BackendStats:
         """Record ``tokens`` newly generated tokens."""
         with self._lock:
             self.tokens_generated += tokens
+
+    def fell_back(self) -> None:
+        """Record that the model left a faster, reduced precision for float32 (its numbers were not finite)."""
+        with self._lock:
+            self.precision_fallbacks += 1
 
     def finished(self) -> None:
         """Record that a generation ended (normally, by error or cancelled)."""

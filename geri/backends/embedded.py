@@ -14,6 +14,7 @@ import queue
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from geri.backends.base import (
     BackendStats,
@@ -25,7 +26,7 @@ from geri.backends.base import (
     ModelDescription,
 )
 from geri.backends.decoding import PromptCache
-from geri.backends.loaded_model import LoadedModel, load_model
+from geri.backends.loaded_model import LoadedModel, forget_model, load_model
 from geri.backends.stop_strings import StopScanner
 from geri.settings import GeriSettings
 from wolf_service.errors import FailedPrecondition
@@ -88,7 +89,28 @@ class EmbeddedBackend:
                     )
                 self._model = load_model(path, threads=self._settings.embedded_threads,
                                          dtype=self._settings.embedded_dtype)
+                if self._model.self_check_failure is not None:
+                    self.stats.fell_back()
             return self._model
+
+    def _fall_back_to_float32(self, reason: str) -> Any:
+        """The float32 model to continue a generation whose logits were not finite; None if already float32.
+
+        The switch is for good (bfloat16 that failed once is not trusted again in this process), and the
+        prompt caches go: they were computed by the model that failed.
+        """
+        with self._load_lock:
+            current = self._model
+            if current is None or not current.in_bfloat16:
+                return None
+            log.warning("embedded model: non-finite logits in bfloat16 (%s); switching to float32 for good "
+                        "and continuing this request in float32", reason)
+            path = self._path or default_model_path()
+            forget_model(path, current.dtype)
+            self._model = load_model(path, threads=self._settings.embedded_threads, dtype="float32")
+            self._prompt_cache.clear()
+            self.stats.fell_back()
+            return self._model.model
 
     def resolve_model(self, requested: str) -> str:
         """The embedded backend serves exactly one model; any other name is a precondition failure."""
@@ -158,6 +180,7 @@ class EmbeddedBackend:
             should_stop=lambda: cancel.is_set() or stop_hit.is_set() or abandoned.is_set(),
             on_token=self.stats.produced,
             prompt_cache=self._prompt_cache,
+            fallback=self._fall_back_to_float32,
         )
         scanner = StopScanner(params.stop)
         try:

@@ -13,6 +13,7 @@ the model writes before the answer text starts (the JSON prefix ``{"answered":tr
     .venv/bin/python -m scripts.bench.answer_stream --questions 8
     .venv/bin/python -m scripts.bench.answer_stream --questions 8 --threads 2 --json out.json
     .venv/bin/python -m scripts.bench.answer_stream --questions 8 --prompt-cache-entries 0
+    .venv/bin/python -m scripts.bench.answer_stream --questions 8 --dtype float32
 """
 
 from __future__ import annotations
@@ -131,11 +132,14 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (embedded_threads)")
     parser.add_argument("--prompt-cache-entries", type=int, default=4,
                         help="geri.embedded_prompt_cache_entries (0: every prompt processed in full)")
+    parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default=None,
+                        help="geri.embedded_dtype (default: the setting's, GERI_EMBEDDED_DTYPE or its default)")
     parser.add_argument("--json", type=Path, default=None, help="write the samples here")
     args = parser.parse_args()
 
     settings = GeriSettings(host="127.0.0.1", port=0, backend="embedded", embedded_threads=args.threads,
-                            embedded_prompt_cache_entries=args.prompt_cache_entries)
+                            embedded_prompt_cache_entries=args.prompt_cache_entries,
+                            **({"embedded_dtype": args.dtype} if args.dtype else {}))
     backend = EmbeddedBackend(settings)
     backend.prepare()
     handle = build_server(settings, backend)

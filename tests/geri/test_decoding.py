@@ -82,9 +82,9 @@ def test_a_shared_prefix_is_reused_within_a_tenant_only(loaded: LoadedModel) -> 
     second = prompt(loaded, "What is the capital of Italy?")
     run(loaded, first, cache=cache, scope="acme")
 
-    _, reused = cache.take("acme", second)
+    reused = cache.reusable("acme", second)
     assert reused > len(second) // 2  # the system prompt and the sources
-    assert cache.take("globex", second)[1] == 0  # another tenant starts from nothing
+    assert cache.reusable("globex", second) == 0  # another tenant starts from nothing
 
     fresh, _ = run(loaded, second)
     warm, _ = run(loaded, second, cache=cache, scope="acme")
@@ -96,9 +96,29 @@ def test_the_least_recently_used_tenant_is_dropped_and_zero_entries_keep_nothing
     cache = PromptCache(max_entries=2)
     for tenant in ("a", "b", "c"):
         run(loaded, ids, cache=cache, scope=tenant)
-    assert cache.take("a", ids)[1] == 0
-    assert cache.take("c", ids)[1] == len(ids) - 1  # one token is always processed again
+    assert cache.reusable("a", ids) == 0
+    assert cache.reusable("c", ids) == len(ids) - 1  # one token is always processed again
 
     off = PromptCache(max_entries=0)
     run(loaded, ids, cache=off, scope="a")
-    assert off.take("a", ids)[1] == 0
+    assert off.reusable("a", ids) == 0
+
+
+def test_a_follow_up_over_the_same_prompt_reads_the_cache_without_copying_it_and_writes_what_no_cache_does(
+        loaded: LoadedModel) -> None:
+    cache = PromptCache(max_entries=2)
+    first = prompt(loaded, "What is the capital of Germany?")
+    answer, _ = run(loaded, first, cache=cache, scope="acme")
+    follow_up = loaded.encode_chat([
+        ChatMessage("system", "Answer in JSON from the sources. " + SOURCES),
+        ChatMessage("user", "What is the capital of Germany?"), ChatMessage("assistant", answer),
+        ChatMessage("user", "And of Italy?")])
+    assert cache.reusable("acme", follow_up) >= len(first) - 2  # all but the assistant turn's opening
+
+    for _ in range(2):  # the second time reuses the follow-up's own cache, cut back to its prompt
+        warm, _ = run(loaded, follow_up, cache=cache, scope="acme")
+        assert warm == run(loaded, follow_up)[0]
+    stored, reused = cache.take("acme", follow_up)
+    assert reused == len(follow_up) - 1 and stored.get_seq_length() == reused
+    # Handed over, not copied: while a generation holds the entry, the store has none for that tenant.
+    assert cache.reusable("acme", follow_up) == 0

@@ -132,7 +132,8 @@ def test_a_port_in_use_is_one_line_and_exit_3_before_any_model_loads(service: st
 
 def test_geri_serve_writes_json_lines_only(tmp_path: Path) -> None:
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    # OMP_THREAD_LIMIT below torch's threads (as Tesseract's setting leaves it) once broke bf16 matmuls (0350).
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_THREAD_LIMIT": "1"}
     proc = Process([sys.executable, "-m", "geri.cli", "serve", "--port", str(port)], env)
     try:
         proc.wait_for("listening on port", timeout=240)

@@ -58,6 +58,7 @@ def test_geri_metrics_audit_and_keys(embedded_backend, tmp_path: Path) -> None: 
     assert value(samples, "wolf_rpc_requests_total", service="geri", method="GeriService/Generate",
                  code="UNAUTHENTICATED") == 1
     assert value(samples, "geri_active_generations", backend=embedded_backend.kind) == 0
+    assert value(samples, "geri_backend_precision_fallbacks_total", backend=embedded_backend.kind) == 0
 
     events_by_id = {e["request_id"]: e for e in read_audit_log(audit)}
     assert events_by_id["g-anon"]["outcome"] == "unauthenticated"
