@@ -104,7 +104,8 @@ class TorchRunner:
         self.workers = workers or min(cores, 4)
         self.parallel_rows = self.workers
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix=f"freki-{self.name}",
-                                        initializer=_limit_openmp, initargs=(max(1, cores // self.workers),))
+                                        initializer=_limit_openmp,
+                                        initargs=(_threads_within_openmp_limit(max(1, cores // self.workers)),))
 
     def run(self, feeds: Sequence[dict[str, np.ndarray]]) -> list[np.ndarray]:
         # Each batch is cut by rows into one slice per worker, so that the workers finish together
@@ -127,6 +128,14 @@ def _rows(feed: dict[str, np.ndarray], rows: np.ndarray) -> dict[str, np.ndarray
     """Some rows of a padded batch, with the padding none of them needs cut off."""
     width = int(feed["attention_mask"][rows].sum(axis=1).max()) if "attention_mask" in feed else None
     return {name: array[rows, :width] for name, array in feed.items()}
+
+
+def _threads_within_openmp_limit(threads: int) -> int:
+    """``threads``, lowered to ``OMP_THREAD_LIMIT`` when set: a bf16 matmul planned for more threads than
+    OpenMP starts leaves part of its result unwritten (docs/decisions/0350)."""
+    from wolf_service.hardware import openmp_thread_limit
+
+    return min(threads, openmp_thread_limit() or threads)
 
 
 def _limit_openmp(threads: int) -> None:

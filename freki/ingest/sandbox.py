@@ -52,7 +52,14 @@ class _Worker:
     """One worker process and its pipes."""
 
     def __init__(self, memory_mb: int) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
+        env = {
+            # One Tesseract thread per page (unless the operator says otherwise): workers already run side by
+            # side on the cores, and OpenMP threads competing with them make a page slower, not faster. Set
+            # for the worker only: in the server's own environment it would cap torch's threads too.
+            "OMP_THREAD_LIMIT": "1",
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])),
+        }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "freki.ingest.parsing.worker", str(memory_mb * 1024 * 1024)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,

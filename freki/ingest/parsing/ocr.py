@@ -7,7 +7,6 @@ pytesseract and Pillow are imported on first use: the worker imports every parse
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -60,9 +59,6 @@ def recognise(image: Image, limits: ParseLimits, *, page: int, source: str) -> O
         UnsupportedFormat: Tesseract or a language in ``ocr_languages`` is not installed.
     """
     pytesseract = _pytesseract()
-    # One Tesseract thread per call (unless the operator says otherwise): parser workers already run side by
-    # side on the cores, and OpenMP threads competing with them make a page several times slower, not faster.
-    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
     try:
         data = pytesseract.image_to_data(
             image, lang=limits.ocr_languages, output_type=pytesseract.Output.DICT,

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import io
+import os
 
+import psutil
 import pytest
 from pypdf import PdfReader, PdfWriter
 
@@ -162,8 +164,18 @@ def test_ocr_runs_in_the_real_sandbox_and_each_page_earns_its_own_time() -> None
         with pytest.raises(LimitExceeded) as caught:
             sandbox.parse(png_header_only(100_000, 100_000), source="bomb.png")
         assert caught.value.setting == "limits.ocr_max_pixels"
+        workers = [child for child in psutil.Process().children()
+                   if "freki.ingest.parsing.worker" in child.cmdline()]
+        assert workers and all(w.environ().get("OMP_THREAD_LIMIT") == "1" for w in workers)
     finally:
         sandbox.close()
+
+
+def test_ocr_in_this_process_leaves_its_environment_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A limit set here would be inherited by every process started afterwards and cap torch's threads.
+    monkeypatch.delenv("OMP_THREAD_LIMIT", raising=False)
+    parse_document(encode([text_image(HERON)], "PNG"), source="scan.png")
+    assert "OMP_THREAD_LIMIT" not in os.environ
 
 
 def test_a_language_pack_that_is_not_installed_is_named() -> None:
