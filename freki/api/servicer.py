@@ -20,7 +20,7 @@ from freki.api import access, backups, convert, graph, validation
 from freki.api.batch import index_stream
 from freki.embed.remote_client import caller_deadline
 from freki.engine import FrekiEngine
-from freki.engine.status import visible_counts
+from freki.engine.status import tenant_view, visible_counts
 from freki.ingest.deadline import Deadline, StopSignal
 from freki.ingest.indexing import IndexInput
 from freki.settings import FrekiSettings
@@ -169,6 +169,8 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         groups = access.caller_access(context, self.settings).groups
         if groups is not None:  # counts of what the key may read, not of the hidden documents
             status = visible_counts(status, self.engine.registry, status_tenant, groups)
+        elif not access.is_operator(context, self.settings):
+            status = tenant_view(status)
         return freki_pb2.IndexStatus(
             document_count=status.document_count,
             chunk_count=status.chunk_count,

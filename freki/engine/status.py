@@ -14,7 +14,7 @@ from freki.store.access import visible_to
 from freki.store.disk import DiskState
 from freki.store.integrity import QuarantinedChunk
 
-_HIDDEN_ERROR = "the migration failed; its error is shown to keys without access_groups"
+_HIDDEN_ERROR = "the migration failed; its error is shown to admin keys without access_groups"
 
 
 @dataclass(frozen=True)
@@ -76,10 +76,24 @@ def visible_counts(status: EngineStatus, registry: DocumentRegistry, tenant: str
             found = registry.get(tenant, chunk.document_id)
             readable[chunk.document_id] = found is not None and found.readable_by(groups)
     quarantined = tuple(c for c in status.quarantined if readable[c.document_id])
-    # A migration walks every tenant's documents, hidden ones included: its counts would tell the caller how
-    # many exist, so it sees the state and the models only (docs/decisions/0330).
-    # Its error may name any document, so the caller learns only that it failed.
+    return replace(tenant_view(status), document_count=documents, chunk_count=chunk_total, models=models,
+                   quarantined=quarantined)
+
+
+def tenant_view(status: EngineStatus) -> EngineStatus:
+    """``status`` without the figures that span every tenant, for a key that is not the operator's.
+
+    A migration walks every tenant's documents, so the caller sees its state and models but not its counts, and
+    only that it failed, not its error, which may name any document (docs/decisions/0330). The data dir's free
+    and total bytes move with every tenant's writes, so the caller sees the disk's level only.
+    """
     migration = replace(status.migration, documents_done=0, documents_total=0,
                         error=_HIDDEN_ERROR if status.migration.error else "") if status.migration else None
-    return replace(status, document_count=documents, chunk_count=chunk_total, models=models, quarantined=quarantined,
-                   migration=migration)
+    disk = replace(status.disk, path="", free_bytes=0, total_bytes=0, refuse_at=0, warn_at=0, populate_debt=0) \
+        if status.disk else None
+    disk_reasons = {"refuse": "writes refused: the data dir's disk is below the refuse level",
+                    "warn": "disk space low: the data dir's disk is below the warn level"}
+    reasons = tuple(disk_reasons[status.disk.level] if status.disk and reason.startswith(("writes refused:",
+                                                                                         "disk space low:"))
+                    else reason for reason in status.health[1])
+    return replace(status, migration=migration, disk=disk, health=(status.health[0], reasons))

@@ -143,7 +143,7 @@ def test_a_write_racing_a_group_change_cannot_replace_the_now_hidden_version(
     assert texts and all("team b" in t and "team a" not in t for t in texts)
 
 
-def test_a_restricted_key_sees_no_migration_counts(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+def test_a_restricted_or_tenant_key_sees_no_counts_spanning_the_store(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     base = {"data_dir": tmp_path / "data", "embedding_backend": "torch", "reindex": {"switch_grace_s": 0.0}}
     engine = FrekiEngine(FrekiSettings(**base), embedder=embedder)  # type: ignore[arg-type]
     try:
@@ -154,7 +154,8 @@ def test_a_restricted_key_sees_no_migration_counts(tmp_path: Path, embedder) -> 
         engine.close()
     second = build_second_model(tmp_path / "minilm3")
     settings = FrekiSettings(host="127.0.0.1", port=0, embedding_model=second, **base,  # type: ignore[arg-type]
-                             security={"api_keys": [key("admin", "immo", None), key("agent", "immo", ["team-a"])]})
+                             security={"api_keys": [key("admin", "immo", None), key("agent", "immo", ["team-a"]),
+                                                    {**key("twin", "other", None), "scopes": ["read", "write"]}]})
     handle, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
     try:
         with grpc.insecure_channel(handle.address) as channel:
@@ -166,13 +167,20 @@ def test_a_restricted_key_sees_no_migration_counts(tmp_path: Path, embedder) -> 
                 assert time.monotonic() < deadline, status
                 time.sleep(0.1)
 
-            def migration(who: str) -> freki_pb2.MigrationStatus:
-                return stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest(), metadata=as_(who)).migration
+            def status(who: str) -> freki_pb2.IndexStatus:
+                return stub.GetIndexStatus(freki_pb2.GetIndexStatusRequest(), metadata=as_(who))
 
-            admin, agent = migration("admin"), migration("agent")
+            admin, agent, other = status("admin").migration, status("agent").migration, status("twin")
+            admin_disk = status("admin").disk
     finally:
         handle.stop(1.0)
         engine.close()
     assert (admin.state, admin.documents_done, admin.documents_total) == ("done", 3, 3)
     assert (agent.state, agent.model_from, agent.model_to) == (admin.state, admin.model_from, admin.model_to)
     assert (agent.documents_done, agent.documents_total) == (0, 0)  # 3 would count the two hidden notes
+    # Another tenant's key without admin scope: the migration spans immo's documents, and free bytes move with
+    # every tenant's writes; it sees the states only.
+    assert (other.migration.state, other.migration.documents_done, other.migration.documents_total) == ("done", 0, 0)
+    assert admin_disk.free_bytes > 0 and admin_disk.path
+    assert (other.disk.level, other.disk.free_bytes, other.disk.total_bytes, other.disk.path) == (
+        admin_disk.level, 0, 0, "")
