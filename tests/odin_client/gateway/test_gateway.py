@@ -202,6 +202,7 @@ def test_the_end_user_reaches_freki_and_geri_as_x_wolf_user(gateway: str, client
 @pytest.mark.parametrize(("body", "headers", "says"), [
     ({"user": "a" * 129}, {}, "user is 129 characters, over the gateway's user_id_max_chars=128"),
     ({"user": "eve<script>"}, {}, "user may only hold letters"),
+    ({"user": "eve\n"}, {}, "user may only hold letters"),  # Python's $ would match before a final newline
     ({}, {"X-Wolf-User": ""}, "X-Wolf-User is empty"),
     ({"user": "ann"}, {"X-Wolf-User": "bob"}, "name different users"),
 ])
