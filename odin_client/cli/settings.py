@@ -41,6 +41,8 @@ def changes_of(pairs: list[str]) -> dict[str, Any]:
             if not isinstance(child, dict):
                 raise ValueError(f"--set {pair[:80]!r}: {part!r} is set to a value by another --set")
             node = child
+        if parts[-1] in node:  # a later --set must not silently replace an earlier one (or a part of it)
+            raise ValueError(f"--set {pair[:80]!r}: {name.strip()[:80]!r} is already set by another --set")
         node[parts[-1]] = value
     return patch
 

@@ -84,3 +84,11 @@ def test_pairs_become_one_merge_patch() -> None:
         == {"retrieval": {"top_k": 8, "mode": "hybrid"}, "search_log": {"enabled": True}, "log": {"level": "DEBUG"}}
     with pytest.raises(ValueError, match="set to a value by another"):
         changes_of(["retrieval=1", "retrieval.top_k=2"])
+
+
+@pytest.mark.parametrize("pairs", [["retrieval.top_k=2", "retrieval=1"],
+                                   ["retrieval.top_k=2", 'retrieval={"mode": "dense"}'],
+                                   ["retrieval.top_k=2", "retrieval.top_k=3"]])
+def test_a_later_set_never_silently_replaces_an_earlier_one(pairs: list[str]) -> None:
+    with pytest.raises(ValueError, match="another --set"):
+        changes_of(pairs)
