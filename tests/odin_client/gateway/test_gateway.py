@@ -154,6 +154,13 @@ def test_documents_list_get_retrieve_delete(gateway: str) -> None:
     assert error["reason"] == "NOT_FOUND" and error["hint"]  # Freki's status details, relayed
 
 
+def test_a_page_size_past_what_the_wire_carries_is_a_400(gateway: str) -> None:
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{gateway}/v1/documents?page_size={2**31}", timeout=60)
+    error = json.loads(refused.value.read())["error"]
+    assert refused.value.code == 400 and error["code"] == "invalid_body" and "page_size" in error["message"], error
+
+
 @pytest.mark.parametrize(("path", "data", "status", "says"), [
     ("/v1/chat/completions", {"messages": []}, 400, "messages"),
     ("/v1/chat/completions", {"messages": [{"role": "assistant", "content": "hi"}]}, 400, "last message"),
