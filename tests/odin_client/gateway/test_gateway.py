@@ -220,6 +220,11 @@ def test_a_bad_user_id_is_a_400_before_any_call(gateway: str, body: dict[str, st
     assert reply["error"]["code"] == "invalid_user" and reply["error"]["type"] == "invalid_request_error"
 
 
+def test_a_null_user_counts_as_absent_as_other_optional_fields_do(gateway: str) -> None:
+    status, reply = post(gateway, "/v1/embeddings", {"input": "a cat", "user": None})
+    assert status == 200 and len(reply["data"]) == 1, reply
+
+
 def test_a_malformed_authorization_header_is_401(gateway: str) -> None:
     code, reply = post(gateway, "/v1/retrieve", {"query": "x"}, {"authorization": "Basic abc"})
     assert code == 401 and reply["error"]["type"] == "authentication_error"
