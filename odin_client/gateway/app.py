@@ -142,6 +142,10 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
                                code="too_many_inputs" if texts else "empty_input", param="input")
         with client(request, req.user) as odin:
             result = odin.embed(texts, tenant_id=req.tenant_id)
+        if req.dimensions is not None and result.vectors and req.dimensions != len(result.vectors[0]):
+            raise GatewayError(400, f"dimensions: {result.model} makes {len(result.vectors[0])}-dimensional vectors "
+                                    f"and cannot shorten them (got {req.dimensions}); leave dimensions out",
+                               code="unsupported_dimensions", param="dimensions")
 
         def encode(vector: list[float]) -> list[float] | str:
             if req.encoding_format == "base64":  # what the openai client asks for: little-endian float32

@@ -57,6 +57,8 @@ class EmbeddingsRequest(BaseModel):
     input: str | list[str]
     model: str = ""
     encoding_format: Literal["float", "base64"] = "float"
+    # OpenAI's shortened vectors: only the model's own dimension can be served (refused otherwise, never ignored).
+    dimensions: int | None = Field(default=None, ge=1)
     user: str | None = None  # null or "" = no end user named (OpenAI clients send either)
     tenant_id: str | None = None
 

@@ -225,6 +225,13 @@ def test_a_null_user_counts_as_absent_as_other_optional_fields_do(gateway: str) 
     assert status == 200 and len(reply["data"]) == 1, reply
 
 
+def test_embeddings_refuse_dimensions_the_model_cannot_make(gateway: str) -> None:
+    status, reply = post(gateway, "/v1/embeddings", {"input": "a cat", "dimensions": 3})
+    assert status == 400 and reply["error"]["code"] == "unsupported_dimensions", reply
+    assert "384-dimensional" in reply["error"]["message"] and reply["error"]["param"] == "dimensions"
+    assert post(gateway, "/v1/embeddings", {"input": "a cat", "dimensions": 384})[0] == 200
+
+
 def test_a_malformed_authorization_header_is_401(gateway: str) -> None:
     code, reply = post(gateway, "/v1/retrieve", {"query": "x"}, {"authorization": "Basic abc"})
     assert code == 401 and reply["error"]["type"] == "authentication_error"
