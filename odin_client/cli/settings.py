@@ -49,6 +49,10 @@ def changes_of(pairs: list[str]) -> dict[str, Any]:
 
 def run(client: OdinClient, args: argparse.Namespace) -> int:
     """Run ``odin settings``."""
+    if not args.changes and args.dry_run:
+        print("odin settings: --dry-run needs --set NAME=VALUE (without --set the settings are only shown)",
+              file=sys.stderr)
+        return EXIT_USAGE
     if not args.changes:
         view = client.get_settings(args.service)
         effective = json.loads(view.settings_json)

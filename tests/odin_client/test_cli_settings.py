@@ -76,6 +76,8 @@ def test_show_change_and_refuse(freki: tuple[ServerHandle, Path], tmp_path: Path
     assert code == EXIT_ERROR and "admin" in err, err
     code, _, err = run(capsys, tmp_path, handle, "ops", "--set", "retrieval")
     assert code == EXIT_USAGE and "NAME=VALUE" in err
+    code, _, err = run(capsys, tmp_path, handle, "ops", "--dry-run")  # nothing to validate: say so
+    assert code == EXIT_USAGE and "--dry-run needs --set" in err
     assert path.read_bytes() == before
 
 
