@@ -23,7 +23,8 @@ import grpc
 
 USER_HEADER = "x-wolf-user"
 AUTH_HEADER = "authorization"
-_USER_CHARS = re.compile(r"^[A-Za-z0-9_.@:+=\-]+$")
+# Patterns are applied with fullmatch: re's "$" also matches before a final newline.
+_USER_CHARS = re.compile(r"[A-Za-z0-9_.@:+=\-]+")
 # Access group names: the same alphabet as tenants, short enough to list many in a key.
 GROUP_PATTERN = r"^[A-Za-z0-9_.\-@:]{1,64}$"
 K = TypeVar("K")
@@ -98,7 +99,7 @@ def checked_user_id(user: str, max_chars: int, *, name: str = USER_HEADER,
         raise UserIdError(f"{name} is empty; leave it out or send a user id")
     if len(user) > max_chars:
         raise UserIdError(f"{name} is {len(user)} characters, over {setting}={max_chars}")
-    if not _USER_CHARS.match(user):
+    if not _USER_CHARS.fullmatch(user):
         raise UserIdError(f"{name} may only hold letters, digits and _ . @ : + = - (got {user[:40]!r})")
     return user
 

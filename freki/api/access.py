@@ -46,7 +46,7 @@ def requested_groups(request: freki_pb2.IndexDocumentRequest, settings: FrekiSet
     if len(groups) > limit:
         raise InvalidArgument(f"access_groups names {len(groups)} groups; at most limits.max_access_groups={limit}")
     for group in groups:
-        if not _GROUP.match(group):
+        if not _GROUP.fullmatch(group):
             raise InvalidArgument(
                 f"access_groups entry {group[:40]!r} must be 1-64 characters of letters, digits and _ . - @ :")
     return tuple(sorted(set(groups)))

@@ -26,7 +26,7 @@ def backup(engine: FrekiEngine, settings: FrekiSettings,
         raise FailedPrecondition("backups are off: set backup.dir (a directory outside the data dir) to allow "
                                  "CreateBackup")
     name = request.name or f"freki-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S.%fZ')}"
-    if not _NAME.match(name) or name.endswith((".part", ".tar", ".tar.gz")) or ".part-" in name:
+    if not _NAME.fullmatch(name) or name.endswith((".part", ".tar", ".tar.gz")) or ".part-" in name:
         raise InvalidArgument(f"name {name[:200]!r} is not a backup name: 1-128 letters, digits, '.', '_', '-', "
                               "starting with a letter or digit, not ending in .tar, .tar.gz or .part")
     try:

@@ -36,7 +36,7 @@ def tenant_of(tenant_id: str, settings: FrekiSettings) -> str:
     """Return the effective tenant, validating its form."""
     if not tenant_id:
         return settings.default_tenant
-    if not _TENANT_RE.match(tenant_id):
+    if not _TENANT_RE.fullmatch(tenant_id):
         raise InvalidArgument(
             f"tenant_id must be 1-128 characters of letters, digits, '_', '.', '-', '@' (got {_describe(tenant_id)})"
         )
@@ -169,7 +169,7 @@ def validate_index(request: freki_pb2.IndexDocumentRequest, settings: FrekiSetti
             f"document is {size:,} bytes; the limit is {settings.max_document_bytes:,} "
             "(setting max_document_bytes, FREKI_MAX_DOCUMENT_BYTES)"
         )
-    if request.owner_id and not _TENANT_RE.match(request.owner_id):
+    if request.owner_id and not _TENANT_RE.fullmatch(request.owner_id):
         raise InvalidArgument(f"owner_id {_describe(request.owner_id)} has invalid characters")
     if request.source and len(request.source) > 4096:
         raise InvalidArgument(f"source is {len(request.source):,} characters; the limit is 4,096")

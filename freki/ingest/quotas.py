@@ -43,7 +43,7 @@ def check_metadata(metadata: Metadata, limits: MetadataLimits, field: str = "met
         )
     total = 0
     for key, value in metadata.items():
-        if not METADATA_KEY.match(key):
+        if not METADATA_KEY.fullmatch(key):
             raise InvalidArgument(
                 f"{field} key {describe(key)} must start with a letter or '_' and contain only "
                 "letters, digits, '_', '.', '-' (max 128)"

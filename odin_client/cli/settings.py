@@ -41,12 +41,18 @@ def changes_of(pairs: list[str]) -> dict[str, Any]:
             if not isinstance(child, dict):
                 raise ValueError(f"--set {pair[:80]!r}: {part!r} is set to a value by another --set")
             node = child
+        if parts[-1] in node:  # a later --set must not silently replace an earlier one (or a part of it)
+            raise ValueError(f"--set {pair[:80]!r}: {name.strip()[:80]!r} is already set by another --set")
         node[parts[-1]] = value
     return patch
 
 
 def run(client: OdinClient, args: argparse.Namespace) -> int:
     """Run ``odin settings``."""
+    if not args.changes and args.dry_run:
+        print("odin settings: --dry-run needs --set NAME=VALUE (without --set the settings are only shown)",
+              file=sys.stderr)
+        return EXIT_USAGE
     if not args.changes:
         view = client.get_settings(args.service)
         effective = json.loads(view.settings_json)

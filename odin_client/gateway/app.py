@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import struct
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException
@@ -60,6 +60,10 @@ class BodyLimit:
                 await send(message)
 
         await self.app(scope, limited, guarded)
+
+
+# The widest page_size the wire (an int32) carries; Freki names its own, smaller limit.
+INT32_MAX = 2**31 - 1
 
 
 def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | None = None) -> FastAPI:
@@ -140,6 +144,10 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
                                code="too_many_inputs" if texts else "empty_input", param="input")
         with client(request, req.user) as odin:
             result = odin.embed(texts, tenant_id=req.tenant_id)
+        if req.dimensions is not None and result.vectors and req.dimensions != len(result.vectors[0]):
+            raise GatewayError(400, f"dimensions: {result.model} makes {len(result.vectors[0])}-dimensional vectors "
+                                    f"and cannot shorten them (got {req.dimensions}); leave dimensions out",
+                               code="unsupported_dimensions", param="dimensions")
 
         def encode(vector: list[float]) -> list[float] | str:
             if req.encoding_format == "base64":  # what the openai client asks for: little-endian float32
@@ -160,8 +168,8 @@ def create_app(settings: GatewaySettings | None = None, odin: OdinSettings | Non
         return done.to_dict()
 
     @app.get("/v1/documents")
-    def list_documents(request: Request, page_size: int = 100, page_token: str = "", owner_id: str = "",
-                       tenant_id: str | None = None) -> dict[str, Any]:
+    def list_documents(request: Request, page_size: Annotated[int, Query(ge=0, le=INT32_MAX)] = 100,
+                       page_token: str = "", owner_id: str = "", tenant_id: str | None = None) -> dict[str, Any]:
         with client(request) as odin:
             return odin.list_documents(page_size=page_size, page_token=page_token, owner_id=owner_id,
                                        tenant_id=tenant_id).to_dict()

@@ -40,7 +40,7 @@ class ChatRequest(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2)
     response_format: ResponseFormat | None = None
     n: int = Field(default=1, ge=1, le=1)
-    user: str = ""
+    user: str | None = None  # null or "" = no end user named (OpenAI clients send either)
     # Gateway extensions (ignored by other servers): answer from the index (default) or from the model alone.
     rag: bool = True
     top_k: int = Field(default=0, ge=0, le=100)
@@ -57,7 +57,9 @@ class EmbeddingsRequest(BaseModel):
     input: str | list[str]
     model: str = ""
     encoding_format: Literal["float", "base64"] = "float"
-    user: str = ""
+    # OpenAI's shortened vectors: only the model's own dimension can be served (refused otherwise, never ignored).
+    dimensions: int | None = Field(default=None, ge=1)
+    user: str | None = None  # null or "" = no end user named (OpenAI clients send either)
     tenant_id: str | None = None
 
 

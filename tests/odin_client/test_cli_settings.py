@@ -76,6 +76,8 @@ def test_show_change_and_refuse(freki: tuple[ServerHandle, Path], tmp_path: Path
     assert code == EXIT_ERROR and "admin" in err, err
     code, _, err = run(capsys, tmp_path, handle, "ops", "--set", "retrieval")
     assert code == EXIT_USAGE and "NAME=VALUE" in err
+    code, _, err = run(capsys, tmp_path, handle, "ops", "--dry-run")  # nothing to validate: say so
+    assert code == EXIT_USAGE and "--dry-run needs --set" in err
     assert path.read_bytes() == before
 
 
@@ -84,3 +86,11 @@ def test_pairs_become_one_merge_patch() -> None:
         == {"retrieval": {"top_k": 8, "mode": "hybrid"}, "search_log": {"enabled": True}, "log": {"level": "DEBUG"}}
     with pytest.raises(ValueError, match="set to a value by another"):
         changes_of(["retrieval=1", "retrieval.top_k=2"])
+
+
+@pytest.mark.parametrize("pairs", [["retrieval.top_k=2", "retrieval=1"],
+                                   ["retrieval.top_k=2", 'retrieval={"mode": "dense"}'],
+                                   ["retrieval.top_k=2", "retrieval.top_k=3"]])
+def test_a_later_set_never_silently_replaces_an_earlier_one(pairs: list[str]) -> None:
+    with pytest.raises(ValueError, match="another --set"):
+        changes_of(pairs)

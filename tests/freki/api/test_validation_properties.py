@@ -6,6 +6,7 @@ from __future__ import annotations
 import unicodedata
 import uuid
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from wolf.v1 import common_pb2, freki_pb2
@@ -95,3 +96,23 @@ def test_audit_identifiers_are_bounded_and_tell_long_ids_apart(prefix: str, tail
        .filter(str.strip))
 def test_every_printable_id_is_accepted_exactly(document_id: str) -> None:
     assert validation.require_document_id(document_id) == document_id
+
+
+def test_an_identifier_with_a_final_newline_is_refused() -> None:
+    """re's "$" also matches before a final newline: "acme\\n" must not pass as the tenant "acme"'s twin."""
+    from freki.api.access import requested_groups
+    from freki.api.backups import backup
+    from wolf_service.identity import UserIdError, checked_user_id
+
+    assert refused_briefly(validation.tenant_of, "acme\n", SETTINGS)
+    owned = freki_pb2.IndexDocumentRequest(request_id="r", document_id="d", content=b"x", owner_id="ann\n")
+    assert refused_briefly(validation.validate_index, owned, SETTINGS)
+    grouped = freki_pb2.IndexDocumentRequest(request_id="r", document_id="d", access_groups=["hr\n"])
+    assert refused_briefly(requested_groups, grouped, SETTINGS)
+    keyed = freki_pb2.IndexDocumentRequest(request_id="r", document_id="d", content=b"x", metadata={"team\n": "a"})
+    assert refused_briefly(validation.validate_index, keyed, SETTINGS)
+    backups_on = FrekiSettings(data_dir="/nonexistent", backup={"dir": "/nonexistent-backups"})
+    named = freki_pb2.CreateBackupRequest(request_id="r", name="nightly\n")
+    assert refused_briefly(backup, None, backups_on, named)  # refused before the engine is touched
+    with pytest.raises(UserIdError, match="may only hold"):
+        checked_user_id("ann\n", 128)

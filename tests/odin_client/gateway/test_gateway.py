@@ -154,6 +154,13 @@ def test_documents_list_get_retrieve_delete(gateway: str) -> None:
     assert error["reason"] == "NOT_FOUND" and error["hint"]  # Freki's status details, relayed
 
 
+def test_a_page_size_past_what_the_wire_carries_is_a_400(gateway: str) -> None:
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{gateway}/v1/documents?page_size={2**31}", timeout=60)
+    error = json.loads(refused.value.read())["error"]
+    assert refused.value.code == 400 and error["code"] == "invalid_body" and "page_size" in error["message"], error
+
+
 @pytest.mark.parametrize(("path", "data", "status", "says"), [
     ("/v1/chat/completions", {"messages": []}, 400, "messages"),
     ("/v1/chat/completions", {"messages": [{"role": "assistant", "content": "hi"}]}, 400, "last message"),
@@ -202,6 +209,7 @@ def test_the_end_user_reaches_freki_and_geri_as_x_wolf_user(gateway: str, client
 @pytest.mark.parametrize(("body", "headers", "says"), [
     ({"user": "a" * 129}, {}, "user is 129 characters, over the gateway's user_id_max_chars=128"),
     ({"user": "eve<script>"}, {}, "user may only hold letters"),
+    ({"user": "eve\n"}, {}, "user may only hold letters"),  # Python's $ would match before a final newline
     ({}, {"X-Wolf-User": ""}, "X-Wolf-User is empty"),
     ({"user": "ann"}, {"X-Wolf-User": "bob"}, "name different users"),
 ])
@@ -210,6 +218,18 @@ def test_a_bad_user_id_is_a_400_before_any_call(gateway: str, body: dict[str, st
     status, reply = post(gateway, "/v1/embeddings", {"input": "a cat", **body}, headers)
     assert status == 400 and says in reply["error"]["message"], reply
     assert reply["error"]["code"] == "invalid_user" and reply["error"]["type"] == "invalid_request_error"
+
+
+def test_a_null_user_counts_as_absent_as_other_optional_fields_do(gateway: str) -> None:
+    status, reply = post(gateway, "/v1/embeddings", {"input": "a cat", "user": None})
+    assert status == 200 and len(reply["data"]) == 1, reply
+
+
+def test_embeddings_refuse_dimensions_the_model_cannot_make(gateway: str) -> None:
+    status, reply = post(gateway, "/v1/embeddings", {"input": "a cat", "dimensions": 3})
+    assert status == 400 and reply["error"]["code"] == "unsupported_dimensions", reply
+    assert "384-dimensional" in reply["error"]["message"] and reply["error"]["param"] == "dimensions"
+    assert post(gateway, "/v1/embeddings", {"input": "a cat", "dimensions": 384})[0] == 200
 
 
 def test_a_malformed_authorization_header_is_401(gateway: str) -> None:
