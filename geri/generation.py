@@ -80,7 +80,11 @@ class GenerationPipeline:
             FailedPrecondition / Unavailable / DeadlineExceeded: no backend of the list could answer.
         """
         started = time.monotonic()
-        req = replace(validate_request(request, self._settings), user_id=user)
+        validated = validate_request(request, self._settings)
+        # The work a cached prompt saves is its user's own: how fast a prompt starts must not tell one user what
+        # another asked (their prompts carry their own conversations).
+        req = replace(validated, user_id=user,
+                      params=replace(validated.params, cache_scope=f"{validated.params.cache_scope}\x00{user}"))
         history: list[ChatMessage] = []
         if req.session_id:
             record = self._sessions.get(req.tenant, req.session_id, user=req.user_id)

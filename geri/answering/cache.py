@@ -3,6 +3,7 @@
 The key is a SHA-256 over everything the answer depends on, with the tenant first:
 
 - the tenant (the API key's: the auth interceptor pins ``tenant_id``), so no tenant can reach another's entry;
+- the user (``x-wolf-user``), so that a hit never tells one user what another asked;
 - the question, normalised (Unicode NFKC, case-folded, whitespace collapsed, trailing ``?!.`` dropped);
 - the model asked for, the answer policy (options over the settings), the answering settings, and the
   generation parameters a caller may set (max_tokens, temperature, top_p, seed, language);
@@ -48,7 +49,7 @@ def normalised_question(text: str) -> str:
     return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip().rstrip("?!. ")
 
 
-def answer_key(*, tenant: str, request: common_pb2.WolfRequest, policy: object, settings_json: str,
+def answer_key(*, tenant: str, user: str, request: common_pb2.WolfRequest, policy: object, settings_json: str,
                shown: Sequence[common_pb2.RetrievedDocument], history: Sequence[object]) -> str:
     """The cache key of a grounded answer (hex SHA-256); see the module docstring for what it holds."""
     digest = hashlib.sha256()
@@ -59,7 +60,7 @@ def answer_key(*, tenant: str, request: common_pb2.WolfRequest, policy: object, 
         digest.update(data)
 
     meta, gen = request.metadata, request.generation
-    for value in (tenant, normalised_question(request.prompt), gen.model, repr(policy), settings_json,
+    for value in (tenant, user, normalised_question(request.prompt), gen.model, repr(policy), settings_json,
                   meta.max_tokens if meta.HasField("max_tokens") else "",
                   meta.temperature if meta.HasField("temperature") else "",
                   gen.top_p if gen.HasField("top_p") else "", gen.seed if gen.HasField("seed") else "",

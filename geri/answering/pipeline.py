@@ -232,9 +232,9 @@ class AnswerPipeline:
         # Read per request: a hot reload replaces the answering settings.
         settings_json = (f"{self._settings.answering.model_dump_json()}|{self._settings.sessions.history_tokens}"
                          f"|{self._settings.context_metadata.model_dump_json()}")
-        return answer_key(tenant=req.tenant, request=outer, policy=policy, settings_json=settings_json,
-                          shown=sources, history=[(t.role, t.content, t.tool_call_id, [str(c) for c in t.tool_calls])
-                                                  for t in history])
+        turns = [(t.role, t.content, t.tool_call_id, [str(c) for c in t.tool_calls]) for t in history]
+        return answer_key(tenant=req.tenant, user=req.user_id, request=outer, policy=policy,
+                          settings_json=settings_json, shown=sources, history=turns)
 
     def _session(self, req: ValidatedRequest) -> SessionRecord | None:
         return self._sessions.get(req.tenant, req.session_id, user=req.user_id) if req.session_id else None

@@ -17,22 +17,23 @@ ANSWER = geri_pb2.GroundedAnswer(answered=True, text="9427 [1]")
 LLM = common_pb2.LLMResponse(model_used="smollm2")
 
 
-def key(tenant: str = "acme", prompt: str = "Which port?", epoch: int = 7, content: str = DOC.content,
+def key(tenant: str = "acme", user: str = "", prompt: str = "Which port?", epoch: int = 7, content: str = DOC.content,
         history: tuple[object, ...] = (), metadata: dict[str, str] | None = None) -> str:
     doc = common_pb2.RetrievedDocument()
     doc.CopyFrom(DOC)
     doc.content = content
     doc.metadata.update(metadata or {})
     request = common_pb2.WolfRequest(prompt=prompt, context=common_pb2.RAGContext(index_epoch=epoch))
-    return answer_key(tenant=tenant, request=request, policy=("p",), settings_json="{}", shown=[doc],
+    return answer_key(tenant=tenant, user=user, request=request, policy=("p",), settings_json="{}", shown=[doc],
                       history=history)
 
 
-def test_the_key_holds_tenant_question_epoch_text_and_history_but_not_spelling() -> None:
+def test_the_key_holds_tenant_user_question_epoch_text_and_history_but_not_spelling() -> None:
     assert key() == key(prompt="  which   PORT? ") and normalised_question("Ｗhich  port?!") == "which port"
     base = key()
-    assert len({base, key(tenant="globex"), key(epoch=8), key(content="The relay listens on port 1111."),
-                key(prompt="Which host?"), key(history=(("user", "hi", "", []),))}) == 6
+    assert len({base, key(tenant="globex"), key(user="bob"), key(epoch=8),
+                key(content="The relay listens on port 1111."), key(prompt="Which host?"),
+                key(history=(("user", "hi", "", []),))}) == 7
 
 
 class Clock:

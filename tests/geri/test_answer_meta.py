@@ -1,6 +1,6 @@
 """What an answer reports (documents, retrieval, fallbacks, cache hits) over a real Freki and a real Geri with the
 embedded SmolLM2; and the answer cache against hostile callers: another tenant, a forged epoch or context, a huge
-question. Every generation costs seconds on 2 cores: four run here."""
+question, another user. Every generation costs seconds on 2 cores: five run here."""
 
 from __future__ import annotations
 
@@ -50,10 +50,12 @@ def retrieve(freki: freki_pb2_grpc.FrekiServiceStub, tenant: str) -> common_pb2.
 
 
 def answer(geri: geri_pb2_grpc.GeriServiceStub, tenant: str, context: common_pb2.RAGContext, *,
-           prompt: str = QUESTION, session: str = "", queries: tuple[str, ...] = ()) -> geri_pb2.AnswerResponse:
+           prompt: str = QUESTION, session: str = "", queries: tuple[str, ...] = (),
+           user: str = "") -> geri_pb2.AnswerResponse:
     return geri.Answer(geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
         request_id="ans", prompt=prompt, tenant_id=tenant, context=context,
-        metadata=common_pb2.RequestMetadata(session_id=session)), queries_used=queries), timeout=300)
+        metadata=common_pb2.RequestMetadata(session_id=session)), queries_used=queries), timeout=300,
+        metadata=(("x-wolf-user", user),) if user else None)
 
 
 def test_a_repeated_question_is_answered_from_the_cache_of_its_tenant_only_until_a_write(stubs) -> None:  # type: ignore[no-untyped-def]
@@ -90,8 +92,10 @@ def test_a_repeated_question_is_answered_from_the_cache_of_its_tenant_only_until
     assert [t.role for t in turns] == ["user", "assistant"] and "PORT" in turns[0].content
     assert turns[1].content == first.answer.text
 
-    # Another tenant asking the same with the same context is never served alpha's answer.
+    # Another tenant asking the same with the same context is never served alpha's answer, nor is another user
+    # of alpha: a hit would tell them what was asked before.
     assert not answer(geri, "beta", context).cache_hit
+    assert not answer(geri, "alpha", context, user="bob").cache_hit
 
     # A write moves alpha's epoch on: the next answer is generated again.
     index(freki, "alpha", "ports", "The Skadi admin API listens on port 9500.")

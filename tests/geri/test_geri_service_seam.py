@@ -39,6 +39,7 @@ class ScriptedBackend:
         self.cancel: threading.Event | None = None
         self.started = threading.Event()
         self.messages: list[ChatMessage] = []
+        self.scopes: list[str] = []  # whose cached prompts each call may reuse
 
     @property
     def default_model(self) -> str:
@@ -65,6 +66,7 @@ class ScriptedBackend:
         self, messages: Sequence[ChatMessage], params: GenerationParams, model: str, cancel: threading.Event
     ) -> Iterator[Delta | Completion]:
         self.messages = list(messages)
+        self.scopes.append(params.cache_scope)
         self.cancel = cancel
         self.started.set()
         try:
@@ -138,6 +140,18 @@ def test_prompt_reaches_backend_with_document_blocks() -> None:
     assert backend.messages[0] == ChatMessage("system", "Custom rules.")
     assert "[Document 1: d1]\nPort 50051." in backend.messages[1].content
     assert backend.messages[1].content.endswith("Question: Which port?")
+
+
+def test_prompt_cache_scopes_keep_users_and_tenants_apart() -> None:
+    # How fast a prompt starts must not tell one user what another of the tenant asked.
+    backend = ScriptedBackend(["ok"])
+    with stub_for(backend) as stub:
+        for tenant, user in (("acme", "ann"), ("acme", "bob"), ("acme", "ann"), ("globex", "ann"), ("acme", "")):
+            wolf = request()
+            wolf.tenant_id = tenant
+            stub.Generate(wolf, timeout=10, metadata=(("x-wolf-user", user),) if user else None)
+    ann, bob, ann_again, other_tenant, nobody = backend.scopes
+    assert ann == ann_again and len({ann, bob, other_tenant, nobody}) == 4
 
 
 @pytest.mark.parametrize(
