@@ -62,9 +62,9 @@ def test_odin_index_streams_a_folder_and_reports_each_file(freki_server, tmp_pat
     calls = []
     original = engine.index
 
-    def counted(doc, deadline=None):  # type: ignore[no-untyped-def]
+    def counted(doc, *args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(doc.document_id)
-        return original(doc) if deadline is None else original(doc, deadline)
+        return original(doc, *args, **kwargs)
 
     engine.index = counted  # type: ignore[method-assign]
     try:
