@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Mapping
@@ -20,18 +19,17 @@ import grpc
 from wolf.v1 import freki_pb2, freki_pb2_grpc, geri_pb2_grpc, settings_pb2_grpc
 
 from odin_client.protocol.attempts import Attempts, RetryListener, policy_from
-from odin_client.protocol.channels import ChannelPool, call_metadata
+from odin_client.protocol.channels import ChannelPool, UserViews, call_metadata
 from odin_client.protocol.index_stream import IndexBatch, IndexStream, StreamMismatch, built, unusable
 from odin_client.protocol.retry import attempt_timeout, retryable
 from odin_client.protocol.specs import CallSpec, tenant_of
-from odin_client.settings import MAX_USER_CHARS, OdinSettings
+from odin_client.settings import OdinSettings
 from odin_client.tools.driving import Confirm, audit_log
 from odin_client.tools.loop import ToolOutcome
 from odin_client.tools.registry import ToolRegistry
 from odin_client.tools.running import run_call_async
 from odin_client.types.errors import ClientClosed, raise_from_rpc_error
 from odin_client.types.results import ToolCallRequest
-from wolf_service.identity import checked_user_id
 
 T = TypeVar("T")
 # What a server-streaming call hands its reader (a generator: closing it cancels the call).
@@ -69,7 +67,7 @@ def _open_channel(target: str, credentials: grpc.ChannelCredentials | None,
     return grpc.aio.secure_channel(target, credentials, options=options)
 
 
-class AsyncConnection:
+class AsyncConnection(UserViews):
     """Channels and retries shared by the calls of :class:`~odin_client.client.AsyncOdinClient`."""
 
     def __init__(self, settings: OdinSettings | None = None, *, clock: AsyncClock | None = None,
@@ -85,19 +83,6 @@ class AsyncConnection:
         self._metadata = call_metadata(self.settings)
         self._tool_audit = audit_log(self.settings.tool_audit_log)
 
-    def for_user(self, user_id: str) -> Self:
-        """This client acting for the end user ``user_id``: every call sends ``x-wolf-user: <user_id>`` (in
-        place of the settings' ``user_id``), over the same channels, retries and tool audit log — so a gateway
-        serves many users over one client per API key. Close the client, not the view (they share channels).
-
-        Raises:
-            ValueError: ``user_id`` is not a valid user id (letters, digits and ``_ . @ : + = -``).
-        """
-        checked_user_id(user_id, MAX_USER_CHARS, setting="the user id limit")
-        view = copy.copy(self)
-        view.settings = self.settings.model_copy(update={"user_id": user_id})
-        view._metadata = call_metadata(view.settings)
-        return view
 
     async def __aenter__(self) -> Self:
         return self

@@ -9,7 +9,6 @@ waiting.
 from __future__ import annotations
 
 import contextlib
-import copy
 import random
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, Self, TypeAlias, TypeVar
@@ -18,18 +17,17 @@ import grpc
 from wolf.v1 import freki_pb2, freki_pb2_grpc, geri_pb2_grpc, settings_pb2_grpc
 
 from odin_client.protocol.attempts import Attempts, RetryListener, policy_from
-from odin_client.protocol.channels import ChannelPool, call_metadata
+from odin_client.protocol.channels import ChannelPool, UserViews, call_metadata
 from odin_client.protocol.index_stream import IndexBatch, IndexStream, StreamMismatch, built, unusable
 from odin_client.protocol.retry import Clock, SystemClock, attempt_timeout, retryable
 from odin_client.protocol.specs import CallSpec, tenant_of
-from odin_client.settings import MAX_USER_CHARS, OdinSettings
+from odin_client.settings import OdinSettings
 from odin_client.tools.driving import Confirm, audit_log
 from odin_client.tools.loop import ToolOutcome
 from odin_client.tools.registry import ToolRegistry
 from odin_client.tools.running import run_call
 from odin_client.types.errors import ClientClosed, OdinError, raise_from_rpc_error
 from odin_client.types.results import ToolCallRequest
-from wolf_service.identity import checked_user_id
 
 T = TypeVar("T")
 # What a server-streaming call hands its reader (a generator: closing it cancels the call).
@@ -43,7 +41,7 @@ def _open_channel(target: str, credentials: grpc.ChannelCredentials | None,
     return grpc.secure_channel(target, credentials, options=options)
 
 
-class Connection:
+class Connection(UserViews):
     """Channels and retries shared by the calls of :class:`~odin_client.client.OdinClient`."""
 
     def __init__(self, settings: OdinSettings | None = None, *, clock: Clock | None = None,
@@ -66,19 +64,6 @@ class Connection:
         self._metadata = call_metadata(self.settings)
         self._tool_audit = audit_log(self.settings.tool_audit_log)
 
-    def for_user(self, user_id: str) -> Self:
-        """This client acting for the end user ``user_id``: every call sends ``x-wolf-user: <user_id>`` (in
-        place of the settings' ``user_id``), over the same channels, retries and tool audit log — so a gateway
-        serves many users over one client per API key. Close the client, not the view (they share channels).
-
-        Raises:
-            ValueError: ``user_id`` is not a valid user id (letters, digits and ``_ . @ : + = -``).
-        """
-        checked_user_id(user_id, MAX_USER_CHARS, setting="the user id limit")
-        view = copy.copy(self)
-        view.settings = self.settings.model_copy(update={"user_id": user_id})
-        view._metadata = call_metadata(view.settings)
-        return view
 
     def __enter__(self) -> Self:
         return self
