@@ -18,7 +18,10 @@ from freki.api.server import build_server
 from freki.backup.restore import restore
 from freki.engine import FrekiEngine
 from freki.engine.restore_marker import RESTORE_MARKER
+from freki.settings import FrekiSettings
+from freki.store.errors import StoreUnavailable
 from tests.freki.backup.test_backup_restore import body, scores, snapshot_of
+from tests.freki.backup.test_kill_9 import freki
 from tests.freki.conftest import freki_settings
 from wolf_service.errors import FailedPrecondition
 
@@ -90,9 +93,26 @@ def test_restore_into_a_qdrant_server_reapplies_erasure_and_refuses_live_collect
         handle.stop(1.0)
         engine.close()
 
+    # kill -9 after the first collection reached the server, then the same command again: it starts over.
+    killed_dir = tmp_path / "restored-killed"
+    config = tmp_path / "other.json"
+    config.write_text(json.dumps({"data_dir": str(killed_dir), "gdpr": {"erasure_log": str(erasures["erasure_log"])},
+                                  "store": {"backend": "remote", "url": str(server), "collection": "other"}}))
+    command = ("restore", reply.path, "--config", str(config))
+    assert freki(*command, fault="restore.uploaded").returncode == -9
+    assert (killed_dir / RESTORE_MARKER).exists()
+    with pytest.raises(StoreUnavailable, match="unfinished restore"):
+        FrekiEngine(FrekiSettings.load(config), embedder=embedder)
+    done = freki(*command)
+    assert done.returncode == 0, done.stderr
+    assert "other_documents on" in done.stdout and not (killed_dir / RESTORE_MARKER).exists()
+    assert all(f"other{u.collection[len('freki_chunks'):]} on {server}: {u.points:,} points" in done.stdout
+               for u in report.uploaded), "the same points under the configured collection names"
+
     again = freki_settings(tmp_path / "restored-again", gdpr=erasures, store={"backend": "remote", "url": str(server)})
     with pytest.raises(FailedPrecondition, match="--replace-collections"):
         restore(Path(reply.path), again)
     assert not (tmp_path / "restored-again").exists(), "refused before anything was written"
     replaced = restore(Path(reply.path), again, replace_collections=True)
     assert replaced.uploaded == report.uploaded, "the same points, the same digests"
+    assert "CANARYALICE" not in stored_payloads(server)
