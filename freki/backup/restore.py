@@ -92,7 +92,7 @@ def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Pat
     marker.write_text(json.dumps({"remote_collections": targets}) if remote else "")
     fsync_path(marker)
     fsync_path(data_dir)
-    written_keys = False
+    written_keys = uploading = False
     try:
         source.extract(data_dir)
         fault_point("restore.extracted")
@@ -121,6 +121,7 @@ def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Pat
         finally:
             keys.close()
         if remote:
+            uploading = True
             uploaded = remote_target.upload(settings, data_dir, source.manifest)
         _merge_erasure_log(settings, data_dir, entries)
         marker.unlink()
@@ -131,7 +132,8 @@ def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Pat
                 shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
         if written_keys:
             keys_path.unlink(missing_ok=True)
-        marker.unlink()
+        if not uploading:  # once the server holds part of the restore, the marker keeps Freki off it
+            marker.unlink()
         raise
     return RestoreReport(source.manifest, reapplied, time.perf_counter() - started, uploaded)
 

@@ -15,6 +15,7 @@ from qdrant_client import QdrantClient
 from wolf.v1 import common_pb2, freki_pb2, freki_pb2_grpc
 
 from freki.api.server import build_server
+from freki.backup import remote_target
 from freki.backup.restore import restore
 from freki.engine import FrekiEngine
 from freki.engine.restore_marker import RESTORE_MARKER
@@ -46,7 +47,7 @@ def stored_payloads(path: Path) -> str:
 
 
 def test_restore_into_a_qdrant_server_reapplies_erasure_and_refuses_live_collections(
-        tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+        tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     erasures = {"erasure_log": tmp_path / "erasures.jsonl"}
     settings = freki_settings(tmp_path / "data", backup={"dir": tmp_path / "backups"}, gdpr=erasures)
     handle, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
@@ -113,6 +114,15 @@ def test_restore_into_a_qdrant_server_reapplies_erasure_and_refuses_live_collect
     with pytest.raises(FailedPrecondition, match="--replace-collections"):
         restore(Path(reply.path), again)
     assert not (tmp_path / "restored-again").exists(), "refused before anything was written"
-    replaced = restore(Path(reply.path), again, replace_collections=True)
+
+    def mismatch(*_: object) -> None:  # the seam: a server copy that does not verify
+        raise FailedPrecondition("collection differs from the backup's after the copy")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(remote_target, "_verify", mismatch)
+        with pytest.raises(FailedPrecondition, match="differs"):
+            restore(Path(reply.path), again, replace_collections=True)
+    assert (tmp_path / "restored-again" / RESTORE_MARKER).exists(), "the server holds part of it: never served"
+    replaced = restore(Path(reply.path), again)  # the marker names the collections: no flag needed to redo them
     assert replaced.uploaded == report.uploaded, "the same points, the same digests"
     assert "CANARYALICE" not in stored_payloads(server)
