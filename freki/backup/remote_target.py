@@ -146,26 +146,23 @@ def _digest(store: EdgeStore | RemoteStore) -> tuple[int, str]:
     return len(points), digest.hexdigest()
 
 
-def check_manifest_counts(data_dir: Path, manifest: Manifest) -> None:
-    """The extracted chunk collections of the active index hold the number of chunks the manifest counted."""
-    want = manifest.counts.get("chunks")
-    version = int(manifest.source.get("index_version") or 0)
-    base = str(manifest.source.get("collection") or "")
-    if want is None or not base:
-        return
-    base = base if version == 0 else f"{base}__v{version}"
-    staging = data_dir / STAGING
-    have = 0
-    for name in collections(staging):
-        if name == base or name.startswith(f"{base}__m"):
-            store = EdgeStore(staging)
-            try:
-                spec = recorded_spec(store, name)
-                assert spec is not None
+def check_manifest_counts(store_dir: Path, manifest: Manifest) -> None:
+    """Each extracted collection the manifest counted (``points:<collection>``, backups since decision 0380)
+    holds that many points."""
+    for key, want in sorted(manifest.counts.items()):
+        if not key.startswith("points:"):
+            continue
+        name = key.removeprefix("points:")
+        store = EdgeStore(store_dir)
+        try:
+            spec = recorded_spec(store, name)
+            have = None
+            if spec is not None:
                 store.ensure_collection(spec)
-                have += store.count([])
-            finally:
-                store.close()
-    if have != want:
-        raise FailedPrecondition(f"the backup's chunk collections hold {have:,} points, its manifest counted "
-                                 f"{want:,}: the backup is inconsistent; nothing was restored")
+                have = store.count([])
+        finally:
+            store.close()
+        if have != want:
+            raise FailedPrecondition(
+                f"the backup's collection {name} holds {'no collection' if have is None else f'{have:,} points'}, "
+                f"its manifest counted {want:,}: the backup is inconsistent; nothing was restored")

@@ -1,4 +1,4 @@
-"""``freki restore``: a backup into an empty data dir, verified, with every erasure since re-applied.
+"""``freki restore``: a backup into an empty data dir (and a Qdrant server), verified, erasures re-applied.
 
 Order, so that nothing half-restored is ever served:
 
@@ -7,7 +7,8 @@ Order, so that nothing half-restored is ever served:
 2. the data dir must be empty (or absent), and a key store already at ``gdpr.keys_path`` is refused;
 3. ``.restore-incomplete`` is written into the data dir (Freki refuses to start while it is there), then the
    files are written, each checked again as it is written;
-4. the key store must match the collections: it unwraps with the master key the backup names (the
+4. each collection holds the points the manifest counted (``points:<collection>``), and the key store must
+   match the collections: it unwraps with the master key the backup names (the
    configured one, or ``backup_master_key`` for a backup taken before a rotation, after which the restored
    store is re-wrapped with the configured key), and every sealed record's key is in it (held or destroyed);
 5. the erasure log is re-applied (``freki.backup.reapply``) and merged into the target's erasure log;
@@ -112,8 +113,7 @@ def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Pat
         try:
             edge_dir = None if remote else store_config(settings).data_dir
             store_dir = Path(edge_dir or data_dir / remote_target.STAGING)
-            if remote:
-                remote_target.check_manifest_counts(data_dir, source.manifest)
+            remote_target.check_manifest_counts(store_dir, source.manifest)
             _check_keys(store_dir, keys)
             reapplied = reapply(entries, data_dir, store_dir, keys, after=source.manifest.created_at)
             if keys.master_key_id != master_key_id(configured_key):

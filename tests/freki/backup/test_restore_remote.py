@@ -71,6 +71,9 @@ def test_restore_into_a_qdrant_server_reapplies_erasure_and_refuses_live_collect
     target = freki_settings(tmp_path / "restored", gdpr=erasures, store={"backend": "remote", "url": str(server)})
     report = restore(Path(reply.path), target)
     assert report.reapplied.keys_destroyed == 1 and report.reapplied.points_deleted > 0
+    counted = {k.removeprefix("points:"): v for k, v in report.manifest.counts.items() if k.startswith("points:")}
+    assert set(counted) == {"freki_chunks", "freki_chunks_documents", "freki_chunks_sources", "freki_chunks_links"}
+    assert {u.collection: u.points for u in report.uploaded}["freki_chunks"] < counted["freki_chunks"], "erased"
     assert {u.collection for u in report.uploaded} >= {"freki_chunks", "freki_chunks_documents"}
     assert not (tmp_path / "restored" / "qdrant").exists(), "the staging copy of the collections is gone"
     assert not (tmp_path / "restored" / RESTORE_MARKER).exists()
