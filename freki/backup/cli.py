@@ -20,7 +20,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     backup.add_argument("--tar", action="store_true", help="write one tar file instead of a directory")
     backup.add_argument("--api-key", default=os.environ.get("FREKI_API_KEY", ""), help="an admin-scope key")
     backup.add_argument("--timeout", type=float, default=3600.0)
-    restore = sub.add_parser("restore", help="restore a backup into an empty data dir, re-applying erasures")
+    restore = sub.add_parser("restore", help="restore a backup into an empty data dir (and a Qdrant server's "
+                             "collections), re-applying erasures")
     restore.add_argument("backup", type=Path, help="a backup directory or tar file")
     restore.add_argument("--config", help="settings of the Freki to restore (data_dir, gdpr.*)")
     restore.add_argument("--data-dir", help="overrides data_dir: must be empty or absent")
@@ -31,6 +32,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     restore.add_argument("--master-key-file", type=Path,
                          help="the master key the backup was taken with, if it was rotated since (its manifest "
                               "names the key's id); the restored key store is re-wrapped with gdpr.master_key_file")
+    restore.add_argument("--replace-collections", action="store_true",
+                         help="store.backend remote: delete the server's collections of the configured "
+                              "store.collection that hold points and restore in their place (default: refuse)")
     keys = sub.add_parser("keys", help="the key store's master key (Freki stopped)")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     rotate = keys_sub.add_parser("rotate", help="re-wrap every data key with a new master key")
@@ -83,7 +87,7 @@ def restore_command(args: argparse.Namespace) -> int:
     try:
         old_key = read_master_key(args.master_key_file) if args.master_key_file else None
         report = restore(args.backup, settings, erasure_logs=args.erasure_log, no_erasure_log=args.no_erasure_log,
-                         backup_master_key=old_key)
+                         backup_master_key=old_key, replace_collections=args.replace_collections)
     except (ServiceError, StoreError, OSError, ValueError) as exc:
         print(f"freki restore: {exc}", file=sys.stderr)
         return 1
@@ -92,6 +96,9 @@ def restore_command(args: argparse.Namespace) -> int:
           f"{report.manifest.counts.get('chunks', 0):,} chunks (backup of {report.manifest.created_at}) into "
           f"{settings.data_dir} in {report.seconds:.1f} s; erasure log: {done.entries} entries re-applied, "
           f"{done.keys_destroyed} keys destroyed, {done.points_deleted} points deleted")
+    for item in report.uploaded:
+        print(f"  {item.collection} on {settings.store.url}: {item.points:,} points, verified (sha256 "
+              f"{item.digest[:16]})")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""``freki restore``: a backup into an empty data dir, verified, with every erasure since re-applied.
+"""``freki restore``: a backup into an empty data dir (and a Qdrant server), verified, erasures re-applied.
 
 Order, so that nothing half-restored is ever served:
 
@@ -7,12 +7,17 @@ Order, so that nothing half-restored is ever served:
 2. the data dir must be empty (or absent), and a key store already at ``gdpr.keys_path`` is refused;
 3. ``.restore-incomplete`` is written into the data dir (Freki refuses to start while it is there), then the
    files are written, each checked again as it is written;
-4. the key store must match the collections: it unwraps with the master key the backup names (the
+4. each collection holds the points the manifest counted (``points:<collection>``), and the key store must
+   match the collections: it unwraps with the master key the backup names (the
    configured one, or ``backup_master_key`` for a backup taken before a rotation, after which the restored
    store is re-wrapped with the configured key), and every sealed record's key is in it (held or destroyed);
 5. the erasure log is re-applied (``freki.backup.reapply``) and merged into the target's erasure log;
 6. the marker is removed. Any failure before that empties the data dir again; a ``kill -9`` leaves the
    marker, so the half-restored dir is refused until it is emptied and the restore run again.
+
+For a Freki on a Qdrant server (``store.backend`` remote) the collections are copied to the server after step
+5 and verified there (``freki.backup.remote_target``); the marker names them, and running the same restore
+again after a kill starts over by itself.
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ import json
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from freki.backup import remote_target
 from freki.backup.files import fsync_path
 from freki.backup.manifest import BackupInvalid, Manifest
 from freki.backup.reapply import Reapplied, collections, reapply
@@ -52,35 +58,42 @@ class RestoreReport:
     manifest: Manifest
     reapplied: Reapplied
     seconds: float
+    uploaded: list[remote_target.Uploaded] = field(default_factory=list)  # a Qdrant server's collections
 
 
 def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Path] = (),
-            no_erasure_log: bool = False, backup_master_key: bytes | None = None) -> RestoreReport:
+            no_erasure_log: bool = False, backup_master_key: bytes | None = None,
+            replace_collections: bool = False) -> RestoreReport:
     """Restore ``backup`` into ``settings.data_dir`` (see the module docstring).
 
     Raises:
         BackupInvalid: the backup is incomplete, altered, newer or not a backup.
-        FailedPrecondition: the data dir is not empty, a key store is in the way, or no erasure log was given.
+        FailedPrecondition: the data dir is not empty, a key store is in the way, no erasure log was given, or
+            a server collection holds points (without ``replace_collections``).
         KeyStoreMismatch: the key store does not belong to the collections or the master key.
     """
     started = time.perf_counter()
-    if settings.store.backend != "edge":
-        raise FailedPrecondition("freki restore writes the embedded engine's files (store.backend 'edge'); to load a "
-                                 "Qdrant server, restore into a data dir, then freki migrate --to-url")
+    remote = settings.store.backend == "remote"
     data_dir = Path(settings.data_dir)
     keys_path = settings.gdpr.keys_path or data_dir / KEYS
+    owned = _unfinished_remote_restore(data_dir) if remote else set()
     _require_empty(data_dir, keys_path)
     given = _given_erasures(settings, erasure_logs, no_erasure_log)
     source = BackupSource(backup)
     source.verify()
+    targets = [remote_target.target_name(n, source.manifest, settings)
+               for n in remote_target.backup_collections(source.manifest)] if remote else []
+    if remote:
+        remote_target.check_targets(settings, targets, replace=replace_collections, owned=owned)
     configured_key = master_key(settings)
     opening_key = backup_master_key if backup_master_key is not None else configured_key
     _check_master_key(source.manifest, opening_key, configured_key)
     data_dir.mkdir(parents=True, exist_ok=True)
     marker = data_dir / RESTORE_MARKER
-    marker.touch()
+    marker.write_text(json.dumps({"remote_collections": targets}) if remote else "")
+    fsync_path(marker)
     fsync_path(data_dir)
-    written_keys = False
+    written_keys = uploading = False
     try:
         source.extract(data_dir)
         fault_point("restore.extracted")
@@ -96,14 +109,20 @@ def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Pat
         if settings.gdpr.erasure_log is not None:
             restored_log.unlink(missing_ok=True)  # the configured log is the one that counts
         keys = KeyStore(keys_path, master_key=opening_key)
+        uploaded: list[remote_target.Uploaded] = []
         try:
-            store_dir = Path(store_config(settings).data_dir or data_dir)
+            edge_dir = None if remote else store_config(settings).data_dir
+            store_dir = Path(edge_dir or data_dir / remote_target.STAGING)
+            remote_target.check_manifest_counts(store_dir, source.manifest)
             _check_keys(store_dir, keys)
             reapplied = reapply(entries, data_dir, store_dir, keys, after=source.manifest.created_at)
             if keys.master_key_id != master_key_id(configured_key):
                 keys.rotate(configured_key)  # the restored store opens with the configured key only
         finally:
             keys.close()
+        if remote:
+            uploading = True
+            uploaded = remote_target.upload(settings, data_dir, source.manifest)
         _merge_erasure_log(settings, data_dir, entries)
         marker.unlink()
         fsync_path(data_dir)
@@ -113,9 +132,24 @@ def restore(backup: Path, settings: FrekiSettings, *, erasure_logs: Sequence[Pat
                 shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
         if written_keys:
             keys_path.unlink(missing_ok=True)
-        marker.unlink()
+        if not uploading:  # once the server holds part of the restore, the marker keeps Freki off it
+            marker.unlink()
         raise
-    return RestoreReport(source.manifest, reapplied, time.perf_counter() - started)
+    return RestoreReport(source.manifest, reapplied, time.perf_counter() - started, uploaded)
+
+
+def _unfinished_remote_restore(data_dir: Path) -> set[str]:
+    """The server collections a killed restore into ``data_dir`` was writing; its data dir is emptied (it holds
+    only that restore's files), so the same restore can start over. Empty when there is none."""
+    try:
+        named = json.loads((data_dir / RESTORE_MARKER).read_text())["remote_collections"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    if not isinstance(named, list):
+        return set()
+    for item in data_dir.iterdir():
+        shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
+    return {str(n) for n in named}
 
 
 def _require_empty(data_dir: Path, keys_path: Path) -> None:

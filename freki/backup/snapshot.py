@@ -117,7 +117,7 @@ def _snapshot(engine: FrekiEngine, staging: Path) -> tuple[Manifest, float]:
             copy_sparse(engine.erasures.path, staging / ERASURE_LOG)
         counts = {"documents": engine.registry.count(None),
                   "chunks": sum(store.count([]) for store in engine.chunk_stores),
-                  "keys": len(engine.keys.ids())}
+                  "keys": len(engine.keys.ids()), **_points_per_collection(engine)}
         pause_ms = (time.perf_counter() - paused) * 1000
         fault_point("backup.copied")
     files = describe(staging, (p for p in staging.rglob("*") if p.is_file()))
@@ -130,6 +130,16 @@ def _snapshot(engine: FrekiEngine, staging: Path) -> tuple[Manifest, float]:
                                 "master_key_id": engine.keys.master_key_id},
                         write_pause_ms=round(pause_ms, 1))
     return manifest, pause_ms
+
+
+def _points_per_collection(engine: FrekiEngine) -> dict[str, int]:
+    """``points:<collection>``: every point the serving index's collections hold, hidden versions included (what
+    the copied files hold), so a restore can count what it extracted against it."""
+    index = engine.active
+    stores = [*index.chunk_stores, index.registry_store, index.links_store,
+              *([index.sources.store] if index.sources else [])]
+    raw = [getattr(store, "inner", store) for store in stores]
+    return {f"points:{store.collection}": int(store.count([])) for store in raw}
 
 
 def _copy_tree(source: Path, target: Path) -> None:

@@ -167,6 +167,11 @@ class RemoteStore(GuardedStore):
         with self._calling(f"look up collection {name!r}"):
             return bool(self._client.collection_exists(name))
 
+    def drop_collection(self, name: str) -> None:
+        """Delete collection ``name`` and its points (a restore replacing it; never used while serving)."""
+        with self._calling(f"delete collection {name!r}"):
+            self._client.delete_collection(name)
+
     def recorded(self, name: str) -> dict[str, object]:
         """What the server recorded of collection ``name``: model, dense size, sparse flag."""
         config = self._client.get_collection(name).config
