@@ -67,22 +67,30 @@ def backup_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(args: argparse.Namespace, command: str) -> FrekiSettings | None:
+    """The settings of ``--config`` with ``--data-dir`` over them; None (said on stderr) when invalid."""
+    from pydantic import ValidationError
+
+    from wolf_service.settings import SettingsError
+
+    try:
+        settings = FrekiSettings.load(args.config)
+    except (SettingsError, ValidationError) as exc:
+        print(f"freki {command}: {exc}", file=sys.stderr)
+        return None
+    return settings.model_copy(update={"data_dir": Path(args.data_dir)}) if args.data_dir else settings
+
+
 def restore_command(args: argparse.Namespace) -> int:
     """``freki restore``: exit 0 restored, 1 refused (nothing restored), 2 bad settings."""
-    from pydantic import ValidationError
 
     from freki.backup.restore import restore
     from freki.store.errors import StoreError
     from freki.store.master_key import read_master_key
     from wolf_service.errors import ServiceError
-    from wolf_service.settings import SettingsError
 
-    try:
-        settings = FrekiSettings.load(args.config)
-        if args.data_dir:
-            settings = settings.model_copy(update={"data_dir": Path(args.data_dir)})
-    except (SettingsError, ValidationError) as exc:
-        print(f"freki restore: {exc}", file=sys.stderr)
+    settings = _settings(args, "restore")
+    if settings is None:
         return 2
     try:
         old_key = read_master_key(args.master_key_file) if args.master_key_file else None
@@ -104,13 +112,11 @@ def restore_command(args: argparse.Namespace) -> int:
 
 def keys_command(args: argparse.Namespace) -> int:
     """``freki keys rotate|id``: exit 0 done, 1 refused (nothing changed), 2 bad settings."""
-    from pydantic import ValidationError
 
     from freki.backup.key_rotation import rotate_master_key
     from freki.store.errors import StoreError
     from freki.store.master_key import master_key_id, read_master_key
     from wolf_service.errors import ServiceError
-    from wolf_service.settings import SettingsError
 
     if args.keys_command == "id":
         try:
@@ -119,12 +125,8 @@ def keys_command(args: argparse.Namespace) -> int:
             print(f"freki keys id: {exc}", file=sys.stderr)
             return 1
         return 0
-    try:
-        settings = FrekiSettings.load(args.config)
-        if args.data_dir:
-            settings = settings.model_copy(update={"data_dir": Path(args.data_dir)})
-    except (SettingsError, ValidationError) as exc:
-        print(f"freki keys rotate: {exc}", file=sys.stderr)
+    settings = _settings(args, "keys rotate")
+    if settings is None:
         return 2
     try:
         report = rotate_master_key(settings, args.new_master_key_file, generate=args.generate)
