@@ -16,13 +16,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from typing import Any, Protocol, Self, TypeAlias, TypeVar
 
 import grpc
-from wolf.v1 import freki_pb2, freki_pb2_grpc, geri_pb2_grpc, settings_pb2_grpc
+from wolf.v1 import freki_pb2
 
+from odin_client.client.connection_core import ConnectionCore
 from odin_client.protocol.attempts import Attempts, RetryListener, policy_from
-from odin_client.protocol.channels import ChannelPool, UserViews, call_metadata
+from odin_client.protocol.channels import ChannelPool, call_metadata
 from odin_client.protocol.index_stream import IndexBatch, IndexStream, StreamMismatch, built, unusable
-from odin_client.protocol.retry import attempt_timeout, retryable
-from odin_client.protocol.specs import CallSpec, tenant_of
+from odin_client.protocol.retry import attempt_timeout
+from odin_client.protocol.specs import CallSpec
 from odin_client.settings import OdinSettings
 from odin_client.tools.driving import Confirm, audit_log
 from odin_client.tools.loop import ToolOutcome
@@ -67,7 +68,7 @@ def _open_channel(target: str, credentials: grpc.ChannelCredentials | None,
     return grpc.aio.secure_channel(target, credentials, options=options)
 
 
-class AsyncConnection(UserViews):
+class AsyncConnection(ConnectionCore[grpc.aio.Channel]):
     """Channels and retries shared by the calls of :class:`~odin_client.client.AsyncOdinClient`."""
 
     def __init__(self, settings: OdinSettings | None = None, *, clock: AsyncClock | None = None,
@@ -83,7 +84,6 @@ class AsyncConnection(UserViews):
         self._metadata = call_metadata(self.settings)
         self._tool_audit = audit_log(self.settings.tool_audit_log)
 
-
     async def __aenter__(self) -> Self:
         return self
 
@@ -96,33 +96,8 @@ class AsyncConnection(UserViews):
             await channel.close()
 
     @property
-    def open_targets(self) -> list[str]:
-        """Targets with an open channel, in the order they were opened."""
-        return self.channels.open_targets
-
-    @property
     def _closed(self) -> bool:
         return self.channels.closed
-
-    def _freki(self) -> freki_pb2_grpc.FrekiServiceStub:
-        return freki_pb2_grpc.FrekiServiceStub(self.channels.get(self.settings.freki_target))
-
-    def _geri(self) -> geri_pb2_grpc.GeriServiceStub:
-        return geri_pb2_grpc.GeriServiceStub(self.channels.get(self.settings.geri_target))
-
-    def _tenant(self, tenant_id: str | None) -> str:
-        return tenant_of(self.settings, tenant_id)
-
-    def _stub_method(self, spec: CallSpec[Any]) -> Any:
-        if spec.api == "settings":  # the service's SettingsService, on the same target
-            target = self.settings.freki_target if spec.service == "freki" else self.settings.geri_target
-            return getattr(settings_pb2_grpc.SettingsServiceStub(self.channels.get(target)), spec.method)
-        return getattr(self._freki() if spec.service == "freki" else self._geri(), spec.method)
-
-    def _attempts(self, spec: CallSpec[Any]) -> Attempts:
-        """A new call's attempts, its deadline starting now."""
-        return Attempts(self.policy, self.clock.monotonic, self.rng, self.on_retry, service=spec.service,
-                        method=spec.method, budget_s=spec.budget_s, retryable=retryable(spec.idempotent_read))
 
     @contextlib.contextmanager
     def _closing(self) -> Iterator[None]:

@@ -14,13 +14,14 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, Self, TypeAlias, TypeVar
 
 import grpc
-from wolf.v1 import freki_pb2, freki_pb2_grpc, geri_pb2_grpc, settings_pb2_grpc
+from wolf.v1 import freki_pb2
 
+from odin_client.client.connection_core import ConnectionCore
 from odin_client.protocol.attempts import Attempts, RetryListener, policy_from
-from odin_client.protocol.channels import ChannelPool, UserViews, call_metadata
+from odin_client.protocol.channels import ChannelPool, call_metadata
 from odin_client.protocol.index_stream import IndexBatch, IndexStream, StreamMismatch, built, unusable
-from odin_client.protocol.retry import Clock, SystemClock, attempt_timeout, retryable
-from odin_client.protocol.specs import CallSpec, tenant_of
+from odin_client.protocol.retry import Clock, SystemClock, attempt_timeout
+from odin_client.protocol.specs import CallSpec
 from odin_client.settings import OdinSettings
 from odin_client.tools.driving import Confirm, audit_log
 from odin_client.tools.loop import ToolOutcome
@@ -41,7 +42,7 @@ def _open_channel(target: str, credentials: grpc.ChannelCredentials | None,
     return grpc.secure_channel(target, credentials, options=options)
 
 
-class Connection(UserViews):
+class Connection(ConnectionCore[grpc.Channel]):
     """Channels and retries shared by the calls of :class:`~odin_client.client.OdinClient`."""
 
     def __init__(self, settings: OdinSettings | None = None, *, clock: Clock | None = None,
@@ -64,7 +65,6 @@ class Connection(UserViews):
         self._metadata = call_metadata(self.settings)
         self._tool_audit = audit_log(self.settings.tool_audit_log)
 
-
     def __enter__(self) -> Self:
         return self
 
@@ -75,31 +75,6 @@ class Connection(UserViews):
         """Close all channels. Further calls raise :class:`~odin_client.types.errors.ClientClosed`."""
         for channel in self.channels.retire():
             channel.close()
-
-    @property
-    def open_targets(self) -> list[str]:
-        """Targets with an open channel, in the order they were opened."""
-        return self.channels.open_targets
-
-    def _freki(self) -> freki_pb2_grpc.FrekiServiceStub:
-        return freki_pb2_grpc.FrekiServiceStub(self.channels.get(self.settings.freki_target))
-
-    def _geri(self) -> geri_pb2_grpc.GeriServiceStub:
-        return geri_pb2_grpc.GeriServiceStub(self.channels.get(self.settings.geri_target))
-
-    def _tenant(self, tenant_id: str | None) -> str:
-        return tenant_of(self.settings, tenant_id)
-
-    def _stub_method(self, spec: CallSpec[Any]) -> Any:
-        if spec.api == "settings":  # the service's SettingsService, on the same target
-            target = self.settings.freki_target if spec.service == "freki" else self.settings.geri_target
-            return getattr(settings_pb2_grpc.SettingsServiceStub(self.channels.get(target)), spec.method)
-        return getattr(self._freki() if spec.service == "freki" else self._geri(), spec.method)
-
-    def _attempts(self, spec: CallSpec[Any]) -> Attempts:
-        """A new call's attempts, its deadline starting now."""
-        return Attempts(self.policy, self.clock.monotonic, self.rng, self.on_retry, service=spec.service,
-                        method=spec.method, budget_s=spec.budget_s, retryable=retryable(spec.idempotent_read))
 
     @contextlib.contextmanager
     def _closing(self) -> Iterator[None]:

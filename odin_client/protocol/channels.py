@@ -8,17 +8,15 @@ retired channels, which ``grpc.aio`` awaits.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, TypeVar
 
 import grpc
 
-from odin_client.settings import MAX_USER_CHARS, OdinSettings
+from odin_client.settings import OdinSettings
 from odin_client.types.errors import ClientClosed, OdinError
-from wolf_service.identity import checked_user_id
 
 C = TypeVar("C")
 # (target, credentials or None for plaintext, channel options) -> a new channel
@@ -77,27 +75,6 @@ def call_metadata(settings: OdinSettings) -> tuple[tuple[str, str], ...]:
     if settings.user_id:
         sent += (("x-wolf-user", settings.user_id),)
     return sent
-
-
-class UserViews:
-    """``for_user`` for a connection that sends ``call_metadata(self.settings)`` as ``self._metadata``."""
-
-    settings: OdinSettings
-    _metadata: tuple[tuple[str, str], ...]
-
-    def for_user(self, user_id: str) -> Self:
-        """This client acting for the end user ``user_id``: every call sends ``x-wolf-user: <user_id>`` (in
-        place of the settings' ``user_id``), over the same channels, retries and tool audit log — so a gateway
-        serves many users over one client per API key. Close the client, not the view (they share channels).
-
-        Raises:
-            ValueError: ``user_id`` is not a valid user id (letters, digits and ``_ . @ : + = -``).
-        """
-        checked_user_id(user_id, MAX_USER_CHARS, setting="the user id limit")
-        view = copy.copy(self)
-        view.settings = self.settings.model_copy(update={"user_id": user_id})
-        view._metadata = call_metadata(view.settings)
-        return view
 
 
 class ChannelPool(Generic[C]):
