@@ -63,18 +63,27 @@ def make_client() -> Iterator[Callable[..., OdinClient]]:
             client.close()
 
 
-@pytest.fixture(scope="module")
-def real_freki(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[ServerHandle]:
-    """A real Freki on port 0 with the packaged embedding model and the embedded Qdrant engine (per module)."""
+@contextlib.contextmanager
+def real_freki_server(tmp_path_factory: pytest.TempPathFactory, embedder: Any,
+                      **settings: Any) -> Iterator[ServerHandle]:
+    """A real Freki on port 0 with the packaged embedding model and the embedded Qdrant engine; ``settings``
+    over the defaults."""
     from freki.api.server import build_server
     from freki.engine import FrekiEngine
     from freki.settings import FrekiSettings
 
-    settings = FrekiSettings(host="127.0.0.1", port=0, data_dir=tmp_path_factory.mktemp("freki"),
-                             shutdown_grace_s=1.0)
-    handle, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
+    built = FrekiSettings(host="127.0.0.1", port=0, data_dir=tmp_path_factory.mktemp("freki"),
+                          shutdown_grace_s=1.0, **settings)
+    handle, engine = build_server(built, engine=FrekiEngine(built, embedder=embedder))
     try:
         yield handle
     finally:
         handle.stop(1.0)
         engine.close()
+
+
+@pytest.fixture(scope="module")
+def real_freki(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[ServerHandle]:
+    """A real Freki (per module)."""
+    with real_freki_server(tmp_path_factory, embedder) as handle:
+        yield handle

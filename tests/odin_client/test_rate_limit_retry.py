@@ -16,6 +16,7 @@ from odin_client import OdinClient, OdinError, OdinSettings
 from odin_client.protocol.attempts import RetryNotice
 from odin_client.protocol.retry import RETRY_ALWAYS, RetryPolicy
 from odin_client.types.errors import RateLimited
+from tests.odin_client.conftest import real_freki_server
 from wolf_service.serving import ServerHandle
 
 LIMITED = grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -42,19 +43,9 @@ def test_the_policy_waits_the_servers_retry_after_within_its_bounds() -> None:
 @pytest.fixture(scope="module")
 def limited_freki(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[ServerHandle]:
     """A real Freki: one request per 2 s per tenant (burst 1), and 1 MiB messages at most."""
-    from freki.api.server import build_server
-    from freki.engine import FrekiEngine
-    from freki.settings import FrekiSettings
-
-    settings = FrekiSettings(host="127.0.0.1", port=0, data_dir=tmp_path_factory.mktemp("freki"),
-                             shutdown_grace_s=1.0, max_message_bytes=1024 * 1024,
-                             rate_limits={"per_tenant": {"requests_per_second": 0.5, "burst": 1}})
-    handle, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
-    try:
+    with real_freki_server(tmp_path_factory, embedder, max_message_bytes=1024 * 1024,
+                           rate_limits={"per_tenant": {"requests_per_second": 0.5, "burst": 1}}) as handle:
         yield handle
-    finally:
-        handle.stop(1.0)
-        engine.close()
 
 
 def client(handle: ServerHandle, tenant: str, notices: list[RetryNotice]) -> OdinClient:
