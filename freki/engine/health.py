@@ -45,13 +45,19 @@ class DiskPoller:
         self._thread.join()
 
 
+def disk_reason(disk: DiskState, *, detailed: bool = True) -> str:
+    """What the disk's level adds to the health reasons ("" at "ok"); its path and bytes only if ``detailed``."""
+    if disk.level not in ("refuse", "warn"):
+        return ""
+    what = disk.describe() if detailed else f"the data dir's disk is below the {disk.level} level"
+    return f"{'writes refused' if disk.level == 'refuse' else 'disk space low'}: {what}"
+
+
 def health(disk: DiskState, quarantined: int) -> tuple[str, tuple[str, ...]]:
     """("ok" | "degraded", reasons) from the disk's state and the number of quarantined chunks."""
     reasons = []
-    if disk.level == "refuse":
-        reasons.append(f"writes refused: {disk.describe()}")
-    elif disk.level == "warn":
-        reasons.append(f"disk space low: {disk.describe()}")
+    if reason := disk_reason(disk):
+        reasons.append(reason)
     if quarantined:
         reasons.append(f"{quarantined} chunk(s) failed their integrity check and are quarantined (not served); "
                        "see quarantined_chunks")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 from freki.engine import models
 from freki.engine.blue_green import MigrationStatus
+from freki.engine.health import disk_reason
 from freki.engine.index_set import IndexSet, embedding_config
 from freki.engine.models import ModelStatus
 from freki.ingest.registry import DocumentRegistry
@@ -91,9 +92,8 @@ def tenant_view(status: EngineStatus) -> EngineStatus:
                         error=_HIDDEN_ERROR if status.migration.error else "") if status.migration else None
     disk = replace(status.disk, path="", free_bytes=0, total_bytes=0, refuse_at=0, warn_at=0, populate_debt=0) \
         if status.disk else None
-    disk_reasons = {"refuse": "writes refused: the data dir's disk is below the refuse level",
-                    "warn": "disk space low: the data dir's disk is below the warn level"}
-    reasons = tuple(disk_reasons[status.disk.level] if status.disk and reason.startswith(("writes refused:",
-                                                                                         "disk space low:"))
-                    else reason for reason in status.health[1])
+    reasons = status.health[1]
+    if status.disk is not None and (detailed := disk_reason(status.disk)):
+        generic = disk_reason(status.disk, detailed=False)
+        reasons = tuple(generic if reason == detailed else reason for reason in reasons)
     return replace(status, migration=migration, disk=disk, health=(status.health[0], reasons))
