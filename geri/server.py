@@ -18,7 +18,7 @@ from wolf_service.logs import configure_logging
 from wolf_service.reload import SettingsSource
 from wolf_service.seed_wire import SEED_GERI_SERVICE, seed_handler
 from wolf_service.service_ops import ServiceOps
-from wolf_service.serving import ServerHandle, serve_until_signal
+from wolf_service.serving import ServerHandle, StopSignals, serve_until_signal
 
 log = logging.getLogger("geri.server")
 
@@ -51,7 +51,7 @@ def build_server(
         server.add_generic_rpc_handlers((seed_handler(SEED_GERI_SERVICE, "Generate", servicer.Generate),))
 
     operations.install_metrics(ops.metrics, router)
-    handle = ops.start_server(register, SERVICE_NAME, SEED_GERI_SERVICE)
+    handle = ops.start_server(register, SERVICE_NAME, SEED_GERI_SERVICE, serving=router.serving)
     # Health follows the backends: NOT_SERVING while none answers (probed in the background).
     router.watch(handle.set_serving)
     handle.closers.extend([router.close, sessions.close])
@@ -64,6 +64,7 @@ def build_server(
 
 def serve(settings: GeriSettings, reload_from: SettingsSource | None = None) -> None:
     """Run Geri until SIGTERM/SIGINT, then finish in-flight calls (``shutdown_grace_s``) and exit."""
-    configure_logging(settings.log)
-    handle = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
-    serve_until_signal(handle, grace=settings.shutdown_grace_s)
+    with StopSignals() as signals:
+        configure_logging(settings.log)
+        handle = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
+        serve_until_signal(handle, grace=settings.shutdown_grace_s, signals=signals)

@@ -103,10 +103,11 @@ class ServiceOps:
         return chain
 
     def start_server(self, register: Callable[[grpc.Server], None], service_name: str,
-                     *more_services: str) -> ServerHandle:
+                     *more_services: str, serving: bool = True) -> ServerHandle:
         """Start the service's gRPC server on ``settings.host:port`` with these interceptors and
         credentials (plus health, reflection and the settings API), then :meth:`attach` to it.
-        ``more_services``: further services ``register`` adds (the seed's package), for health and reflection."""
+        ``more_services``: further services ``register`` adds (the seed's package), for health and reflection;
+        ``serving``: the health status it starts with."""
 
         def register_all(server: grpc.Server) -> None:
             register(server)
@@ -120,6 +121,7 @@ class ServiceOps:
             max_message_bytes=self.settings.max_message_bytes,
             interceptors=self.interceptors(),
             credentials=self.credentials,
+            serving=serving,
         )
         self.attach(handle)
         return handle

@@ -75,6 +75,7 @@ def build_grpc_server(
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     credentials: grpc.ServerCredentials | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    serving: bool = True,
 ) -> ServerHandle:
     """Create, bind and start a server with health checking and reflection.
 
@@ -86,9 +87,10 @@ def build_grpc_server(
         interceptors: Server interceptors, outermost first.
         credentials: TLS credentials; None serves plaintext.
         max_message_bytes: Send/receive message size limit.
+        serving: The health status it starts with (False while a backend it needs is not known to answer).
 
     Returns:
-        A started server's handle, already reporting SERVING.
+        A started server's handle, reporting ``serving``.
     """
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"),
@@ -120,26 +122,53 @@ def build_grpc_server(
         raise StartupError(f"cannot listen on {address}: the port is in use or the address is not available")
     server.start()
     handle = ServerHandle(server=server, port=port, health=health_servicer, service_names=service_names)
-    handle.set_serving(True)
+    handle.set_serving(serving)
     return handle
 
 
-def serve_until_signal(
-    handle: ServerHandle, *, grace: float, on_stop: Callable[[], None] | None = None
-) -> None:
-    """Block until SIGTERM or SIGINT, then stop gracefully and run ``on_stop``."""
-    stop_requested = threading.Event()
+class StopSignals:
+    """SIGTERM and SIGINT caught from the moment this is created until ``restore``.
 
-    def _request_stop(signum: int, _frame: FrameType | None) -> None:
-        log.info("received %s, shutting down (grace %.1fs)", signal.Signals(signum).name, grace)
-        stop_requested.set()
+    Created before a server starts, so a stop asked for while it loads (a supervisor's SIGTERM during a
+    model load or a start-up repair) is kept and honoured as soon as the server is up, instead of being
+    lost to a handler installed too late or killing the process half-started.
+    """
 
-    previous = {sig: signal.signal(sig, _request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        stop_requested.wait()
-    finally:
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self._previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        self.requested.set()
+
+    def restore(self) -> None:
+        """Put back the handlers that were there before (once; later calls do nothing)."""
+        previous, self._previous = self._previous, {}
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+    def __enter__(self) -> StopSignals:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.restore()
+
+
+def serve_until_signal(
+    handle: ServerHandle,
+    *,
+    grace: float,
+    on_stop: Callable[[], None] | None = None,
+    signals: StopSignals | None = None,
+) -> None:
+    """Block until SIGTERM or SIGINT (also one caught by ``signals`` before), then stop and run ``on_stop``."""
+    signals = signals or StopSignals()
+    try:
+        signals.requested.wait()
+        log.info("stopping (grace %.1fs)", grace)
+    finally:
+        signals.restore()
         handle.stop(grace)
         if on_stop is not None:
             on_stop()

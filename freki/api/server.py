@@ -22,7 +22,7 @@ from wolf_service.logs import configure_logging
 from wolf_service.reload import SettingsSource
 from wolf_service.seed_wire import SEED_FREKI_SERVICE, seed_handler
 from wolf_service.service_ops import ServiceOps
-from wolf_service.serving import ServerHandle, serve_until_signal
+from wolf_service.serving import ServerHandle, StopSignals, serve_until_signal
 from wolf_service.startup import StartupError
 
 log = logging.getLogger("freki.server")
@@ -114,21 +114,23 @@ def watch_store_health(handle: ServerHandle, engine: FrekiEngine, servicer: Frek
 
 def serve(settings: FrekiSettings, reload_from: SettingsSource | None = None) -> None:
     """Run until SIGTERM/SIGINT, then stop gracefully and close the store. SIGHUP reloads settings."""
-    configure_logging(settings.log)
-    try:
-        handle, engine = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
-    except (StoreUnavailable, EmbeddingModelMismatch, KeyStoreMismatch, DiskFull) as exc:
-        # A data dir held by another Freki, a store that cannot be reached, a collection built with another
-        # embedding model, a full disk: the CLI says so in one line (wolf_service.startup), not with a traceback.
-        raise StartupError(str(exc)) from None
-    except StoreError as exc:  # the engine cannot read its own files (CorruptData, undecodable segments)
-        raise StartupError(damaged(exc, settings)) from None
-    except sqlite3.DatabaseError as exc:  # the key store
-        keys = settings.gdpr.keys_path or settings.data_dir / "keys.sqlite"
-        raise StartupError(f"the key store {keys} is unreadable ({exc}): restore it from a backup; without "
-                           "it the sealed text of every document is lost (docs/operations.md, \"Integrity\")") from None
-    # Once the grace period is over, work still running stops at its next check (parser workers are killed),
-    # so neither the watcher's file in progress nor a cancelled RPC holds the process up.
-    handle.closers.insert(0, engine.stop_work)
-    print(f"freki listening on {settings.host}:{handle.port}", flush=True)
-    serve_until_signal(handle, grace=settings.shutdown_grace_s, on_stop=engine.close)
+    with StopSignals() as signals:
+        configure_logging(settings.log)
+        try:
+            handle, engine = build_server(settings, reload_from=reload_from, sighup=reload_from is not None)
+        except (StoreUnavailable, EmbeddingModelMismatch, KeyStoreMismatch, DiskFull) as exc:
+            # A data dir held by another Freki, a store that cannot be reached, a collection built with another
+            # embedding model, a full disk: the CLI says so in one line (wolf_service.startup), not with a traceback.
+            raise StartupError(str(exc)) from None
+        except StoreError as exc:  # the engine cannot read its own files (CorruptData, undecodable segments)
+            raise StartupError(damaged(exc, settings)) from None
+        except sqlite3.DatabaseError as exc:  # the key store
+            keys = settings.gdpr.keys_path or settings.data_dir / "keys.sqlite"
+            raise StartupError(
+                f"the key store {keys} is unreadable ({exc}): restore it from a backup; without it the sealed "
+                "text of every document is lost (docs/operations.md, \"Integrity\")") from None
+        # Once the grace period is over, work still running stops at its next check (parser workers are
+        # killed), so neither the watcher's file in progress nor a cancelled RPC holds the process up.
+        handle.closers.insert(0, engine.stop_work)
+        print(f"freki listening on {settings.host}:{handle.port}", flush=True)
+        serve_until_signal(handle, grace=settings.shutdown_grace_s, on_stop=engine.close, signals=signals)

@@ -79,7 +79,11 @@ def test_geri_serve_without_its_backend_is_up_but_not_serving_and_stops_on_sigte
                     time.sleep(0.2)
             assert status == health_pb2.HealthCheckResponse.NOT_SERVING, log.read_text()
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0, log.read_text()
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"geri serve did not stop within 30 s of SIGTERM; its log:\n{log.read_text()}")
+        assert code == 0, log.read_text()
         assert "SIGTERM" in log.read_text()
     finally:
         if proc.poll() is None:
