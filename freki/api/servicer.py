@@ -165,7 +165,7 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         status_tenant = self._tenant(request.tenant_id)
         status = self.engine.status(status_tenant)
         if self.store_problem:
-            status = replace(status, health=("unavailable", (self.store_problem, *status.health[1])))
+            status = replace(status, store_problem=self.store_problem)
         groups = access.caller_access(context, self.settings).groups
         if groups is not None:  # counts of what the key may read, not of the hidden documents
             status = visible_counts(status, self.engine.registry, status_tenant, groups)

@@ -18,7 +18,7 @@ from freki.engine.blue_green import BlueGreen
 from freki.engine.config import build_embedder, disk_watermarks, master_key, sandbox_config
 from freki.engine.erasures import erasure_log
 from freki.engine.healing import Healer, Scrubber, ScrubReport, scrub
-from freki.engine.health import DiskPoller, health
+from freki.engine.health import DiskPoller
 from freki.engine.index_set import IndexSet, build_index, built_with, drop_index, embedding_config
 from freki.engine.owner_data import OwnerDataOperations
 from freki.engine.purging import Purger
@@ -156,8 +156,8 @@ class FrekiEngine(OwnerDataOperations):
         """Counts for one tenant (or all) and the configuration in force."""
         disk = self.disk.disk.read()
         return engine_status(self.active, self.settings, self.blue_green.status(), tenant, disk=disk,
-                             health=health(disk, len(self.quarantine.entries())),
-                             quarantined=tuple(self.quarantine.entries(tenant)))
+                             quarantined=tuple(self.quarantine.entries(tenant)),
+                             quarantined_count=len(self.quarantine.entries()))
 
     def scrub(self) -> ScrubReport:
         """Check every stored chunk against its checksum now (``integrity.scrub_interval_s`` runs it too)."""

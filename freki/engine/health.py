@@ -53,16 +53,19 @@ def disk_reason(disk: DiskState, *, detailed: bool = True) -> str:
     return f"{'writes refused' if disk.level == 'refuse' else 'disk space low'}: {what}"
 
 
-def health(disk: DiskState, quarantined: int) -> tuple[str, tuple[str, ...]]:
-    """("ok" | "degraded", reasons) from the disk's state and the number of quarantined chunks."""
-    reasons = []
-    if reason := disk_reason(disk):
+def health(disk: DiskState | None, quarantined: int, *, detailed: bool = True,
+           store_problem: str | None = None) -> tuple[str, tuple[str, ...]]:
+    """("ok" | "degraded" | "unavailable", reasons) from the store's reachability, the disk's state (its path
+    and bytes only if ``detailed``) and the number of quarantined chunks."""
+    reasons = [store_problem] if store_problem else []
+    if disk is not None and (reason := disk_reason(disk, detailed=detailed)):
         reasons.append(reason)
     if quarantined:
         reasons.append(f"{quarantined} chunk(s) failed their integrity check and are quarantined (not served); "
                        "see quarantined_chunks")
-    degraded = disk.level == "refuse" or quarantined > 0
-    return ("degraded" if degraded else "ok"), tuple(reasons)
+    degraded = (disk is not None and disk.level == "refuse") or quarantined > 0
+    level = "unavailable" if store_problem else "degraded" if degraded else "ok"
+    return level, tuple(reasons)
 
 
 def store_problem(data_dir: Path, count: Callable[[], int]) -> str | None:

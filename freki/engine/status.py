@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from freki.engine import models
 from freki.engine.blue_green import MigrationStatus
-from freki.engine.health import disk_reason
+from freki.engine.health import health
 from freki.engine.index_set import IndexSet, embedding_config
 from freki.engine.models import ModelStatus
 from freki.ingest.registry import DocumentRegistry
@@ -32,14 +32,21 @@ class EngineStatus:
     configured_model: str = ""
     migration: MigrationStatus | None = None
     disk: DiskState | None = None
-    # ("ok" | "degraded", reasons): freki.engine.health
-    health: tuple[str, tuple[str, ...]] = ("ok", ())
-    quarantined: tuple[QuarantinedChunk, ...] = ()
+    quarantined: tuple[QuarantinedChunk, ...] = ()  # the tenant's
+    # Quarantined chunks the health line counts: every tenant's for the operator, the tenant's own otherwise.
+    quarantined_count: int = 0
+    store_problem: str | None = None  # why the store cannot serve (freki.engine.health.StoreProbe)
+    detailed: bool = True  # the disk's path and bytes in the health reasons
+
+    @property
+    def health(self) -> tuple[str, tuple[str, ...]]:
+        """("ok" | "degraded" | "unavailable", reasons): freki.engine.health."""
+        return health(self.disk, self.quarantined_count, detailed=self.detailed, store_problem=self.store_problem)
 
 
 def engine_status(index: IndexSet, settings: FrekiSettings, migration: MigrationStatus | None, tenant: str | None,
-                  *, disk: DiskState | None = None, health: tuple[str, tuple[str, ...]] = ("ok", ()),
-                  quarantined: tuple[QuarantinedChunk, ...] = ()) -> EngineStatus:
+                  *, disk: DiskState | None = None, quarantined: tuple[QuarantinedChunk, ...] = (),
+                  quarantined_count: int = 0) -> EngineStatus:
     """The status of the serving ``index`` for one tenant (or all), with the disk and integrity health."""
     statuses = models.model_statuses(index.configured_layout, index.embedder, index.chunks, index.lanes,
                                      index.registry, tenant)
@@ -54,8 +61,8 @@ def engine_status(index: IndexSet, settings: FrekiSettings, migration: Migration
         migration=migration,
         models=tuple(statuses),
         disk=disk,
-        health=health,
         quarantined=quarantined,
+        quarantined_count=quarantined_count,
     )
 
 
@@ -77,8 +84,8 @@ def visible_counts(status: EngineStatus, registry: DocumentRegistry, tenant: str
             found = registry.get(tenant, chunk.document_id)
             readable[chunk.document_id] = found is not None and found.readable_by(groups)
     quarantined = tuple(c for c in status.quarantined if readable[c.document_id])
-    return replace(tenant_view(status), document_count=documents, chunk_count=chunk_total, models=models,
-                   quarantined=quarantined)
+    return replace(tenant_view(replace(status, quarantined=quarantined)), document_count=documents,
+                   chunk_count=chunk_total, models=models)
 
 
 def tenant_view(status: EngineStatus) -> EngineStatus:
@@ -86,14 +93,11 @@ def tenant_view(status: EngineStatus) -> EngineStatus:
 
     A migration walks every tenant's documents, so the caller sees its state and models but not its counts, and
     only that it failed, not its error, which may name any document (docs/decisions/0330). The data dir's free
-    and total bytes move with every tenant's writes, so the caller sees the disk's level only.
+    and total bytes move with every tenant's writes, so the caller sees the disk's level only. Health counts
+    the caller's own quarantined chunks: another tenant's damaged chunks neither show nor degrade it.
     """
     migration = replace(status.migration, documents_done=0, documents_total=0,
                         error=_HIDDEN_ERROR if status.migration.error else "") if status.migration else None
     disk = replace(status.disk, path="", free_bytes=0, total_bytes=0, refuse_at=0, warn_at=0, populate_debt=0) \
         if status.disk else None
-    reasons = status.health[1]
-    if status.disk is not None and (detailed := disk_reason(status.disk)):
-        generic = disk_reason(status.disk, detailed=False)
-        reasons = tuple(generic if reason == detailed else reason for reason in reasons)
-    return replace(status, migration=migration, disk=disk, health=(status.health[0], reasons))
+    return replace(status, migration=migration, disk=disk, detailed=False, quarantined_count=len(status.quarantined))
