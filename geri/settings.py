@@ -81,6 +81,10 @@ class SessionSettings(BaseModel):
     max_turns: int = Field(default=20, ge=2, description="Turns stored per session; the oldest go first.")
     history_tokens: int = Field(default=1024, ge=0, description="History tokens sent with a request, at most.")
     max_sessions: int = Field(default=10_000, ge=1, description="Sessions kept; the least recently used go first.")
+    max_sessions_per_tenant: int = Field(
+        default=2_500, ge=1,
+        description="Sessions kept per tenant; beyond it the tenant's own least recently used go first, so one "
+                    "tenant's many conversations never push out another tenant's.")
     max_turn_chars: int = Field(default=20_000, ge=1, description="A stored turn is cut to this many characters.")
 
     @model_validator(mode="after")

@@ -63,16 +63,21 @@ class SqliteSessionStore:
                     (tenant, user, session_id, new.owner_id, json.dumps([t.to_json() for t in new.turns]),
                      new.updated_at, new.expires_at),
                 )
-                self._evict()
+                self._evict(tenant)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             return new
 
-    def _evict(self) -> None:
-        """Drop expired sessions and the least recently used beyond ``max_sessions``."""
+    def _evict(self, tenant: str) -> None:
+        """Drop expired sessions, then ``tenant``'s least recently used beyond ``max_sessions_per_tenant``,
+        then the least recently used of all beyond ``max_sessions``."""
         self._db.execute("DELETE FROM sessions WHERE expires_at <= ?", (self._clock(),))
+        self._db.execute(
+            "DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE tenant=? "
+            "ORDER BY updated_at DESC LIMIT -1 OFFSET ?)", (tenant, self._settings.max_sessions_per_tenant),
+        )
         self._db.execute(
             "DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions ORDER BY updated_at DESC "
             "LIMIT -1 OFFSET ?)", (self._settings.max_sessions,),

@@ -26,7 +26,7 @@ class Clock:
 @pytest.fixture(params=["memory", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[SessionStore, Clock]]:
     clock = Clock()
-    settings = SessionSettings(ttl_s=60, max_turns=4, max_sessions=3, max_turn_chars=50)
+    settings = SessionSettings(ttl_s=60, max_turns=4, max_sessions=4, max_sessions_per_tenant=3, max_turn_chars=50)
     made: SessionStore = (MemorySessionStore(settings, clock) if request.param == "memory"
                           else SqliteSessionStore(tmp_path / "sessions.db", settings, clock))
     try:
@@ -79,11 +79,26 @@ def test_sessions_expire_and_renew_on_use(store: tuple[SessionStore, Clock]) -> 
 
 def test_least_recently_used_sessions_go_past_max_sessions(store: tuple[SessionStore, Clock]) -> None:
     sessions, clock = store
-    for i in range(4):
+    for i in range(5):
         clock.now += 1
-        sessions.append("t", f"s{i}", "", q(str(i)), user="")
-    assert sessions.get("t", "s0", user="") is None
-    assert all(sessions.get("t", f"s{i}", user="") is not None for i in (1, 2, 3))
+        sessions.append(f"t{i}", f"s{i}", "", q(str(i)), user="")
+    assert sessions.get("t0", "s0", user="") is None
+    assert all(sessions.get(f"t{i}", f"s{i}", user="") is not None for i in (1, 2, 3, 4))
+
+
+def test_a_tenant_past_its_bound_loses_its_own_oldest_session_not_another_tenants(
+        store: tuple[SessionStore, Clock]) -> None:
+    sessions, clock = store
+    sessions.append("quiet", "kept", "", q("mine"), user="")
+    for i in range(5):
+        clock.now += 1
+        sessions.append("noisy", f"s{i}", "", q(str(i)), user=f"u{i}")
+    assert sessions.get("quiet", "kept", user="") is not None
+    assert [i for i in range(5) if sessions.get("noisy", f"s{i}", user=f"u{i}") is not None] == [2, 3, 4]
+    sessions.delete("noisy", "s4", user="u4")  # a deleted session frees its place in the tenant's bound
+    clock.now += 1
+    sessions.append("noisy", "s5", "", q("5"), user="u5")
+    assert sessions.get("noisy", "s2", user="u2") is not None
 
 
 def test_long_turns_are_cut_and_tool_calls_round_trip(store: tuple[SessionStore, Clock]) -> None:
