@@ -24,7 +24,14 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    InputRequiredResult,
+    ListResourcesResult,
+    PaginatedRequestParams,
+    ToolAnnotations,
+)
 from mcp_types import Resource as McpResource
 from mcp_types import ResourceTemplate as McpResourceTemplate
 from mcp_types import Tool as McpTool
@@ -155,6 +162,17 @@ class WolfMcpServer(MCPServer[Any]):
             raise ToolError(str(exc)) from None
         try:
             return await super().call_tool(name, arguments, context)
+        finally:
+            call_user.reset(token)
+
+    async def _handle_list_resources(self, ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
+        """``resources/list`` for the user its ``_meta`` names, checked as for tool calls and resource reads."""
+        try:
+            token = call_user.set(self._user(Context(request_context=ctx, mcp_server=self)))
+        except UserIdError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        try:
+            return await super()._handle_list_resources(ctx, params)
         finally:
             call_user.reset(token)
 

@@ -3,7 +3,7 @@
 An MCP client names the user per request in either of two places:
 
 - the request's ``_meta`` object, key ``x-wolf-user`` (``session.call_tool(..., meta={"x-wolf-user": "agent-7"})``;
-  tool calls and resource reads), which the protocol carries on every transport;
+  tool calls, resource reads and resource lists), which the protocol carries on every transport;
 - over Streamable HTTP, the header ``X-Wolf-User`` on the HTTP request (what a proxy in front can set).
 
 Both at once must agree. The id is checked with the services' own rule against ``user_id_max_chars``. Over stdio

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 
 from tests.odin_client.mcp.conftest import ROOT, child_env, odin_mcp_args, secret
 from wolf_service.serving import ServerHandle
@@ -59,6 +59,9 @@ def test_an_agent_over_stdio_searches_and_asks_and_is_refused_what_its_key_may_n
             out["other_user"] = _error(await client.call_tool("search", {"query": "coolant"},
                                                               meta={"x-wolf-user": "mallory"}))
             out["after"] = _data(await client.call_tool("search", {"query": "coolant", "top_k": 1}))
+            with pytest.raises(MCPError) as listed_as_other:
+                await client.list_resources(meta={"x-wolf-user": "mallory"}, cache_mode="bypass")
+            out["list_other_user"] = str(listed_as_other.value)
         return out
 
     got = asyncio.run(session())
@@ -92,6 +95,7 @@ def test_an_agent_over_stdio_searches_and_asks_and_is_refused_what_its_key_may_n
         assert ask["reason"]
     assert got["after"]["passages"][0]["document_id"] == "specs/coolant.md"  # every error left the server serving
     assert "over stdio the user is Odin's user_id setting (desk-1)" in got["other_user"]
+    assert "over stdio the user is Odin's user_id setting (desk-1)" in got["list_other_user"]
     assert {r.user for r in caplog.records if r.name == "wolf_service.access"} == {"desk-1"}  # type: ignore[attr-defined]
 
 
