@@ -20,7 +20,7 @@ from freki.ingest.indexing import WriteGuard
 from freki.ingest.registry import DocumentRecord
 from freki.settings import FrekiSettings
 from wolf_service.errors import InvalidArgument, NotFound, PermissionDenied
-from wolf_service.identity import GROUP_PATTERN, Access, access_of, bearer_token, match_key
+from wolf_service.identity import GROUP_PATTERN, Access, access_of
 
 _GROUP = re.compile(GROUP_PATTERN)
 
@@ -28,15 +28,6 @@ _GROUP = re.compile(GROUP_PATTERN)
 def caller_access(context: grpc.ServicerContext, settings: FrekiSettings) -> Access:
     """The access of the key this call presented (unrestricted with keys off or a key without groups)."""
     return access_of(context, settings.security.api_keys)
-
-
-def is_operator(context: grpc.ServicerContext, settings: FrekiSettings) -> bool:
-    """Whether the call may see figures that span every tenant: API keys are off, or its key holds ``admin``."""
-    keys = settings.security.api_keys
-    if not keys:
-        return True
-    key = match_key(bearer_token(context), keys)
-    return key is not None and key.holds("admin")
 
 
 def requested_groups(request: freki_pb2.IndexDocumentRequest, settings: FrekiSettings) -> tuple[str, ...]:

@@ -166,10 +166,10 @@ class FrekiServicer(freki_pb2_grpc.FrekiServiceServicer):
         status = self.engine.status(status_tenant)
         if self.store_problem:
             status = replace(status, store_problem=self.store_problem)
-        groups = access.caller_access(context, self.settings).groups
-        if groups is not None:  # counts of what the key may read, not of the hidden documents
-            status = visible_counts(status, self.engine.registry, status_tenant, groups)
-        elif not access.is_operator(context, self.settings):
+        caller = access.caller_access(context, self.settings)
+        if caller.groups is not None:  # counts of what the key may read, not of the hidden documents
+            status = visible_counts(status, self.engine.registry, status_tenant, caller.groups)
+        elif not caller.operator:
             status = tenant_view(status)
         return freki_pb2.IndexStatus(
             document_count=status.document_count,
