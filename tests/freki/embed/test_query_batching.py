@@ -19,9 +19,12 @@ class SlowEncoder:
     def __init__(self, fail_on: str | None = None) -> None:
         self.batches: list[int] = []
         self.fail_on = fail_on
+        self.hold: threading.Event | None = None  # a pass holding "first" waits for it
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         self.batches.append(len(texts))
+        if self.hold is not None and "first" in texts:
+            self.hold.wait(10)
         time.sleep(0.05)
         if self.fail_on in texts:
             raise RuntimeError("model failed")
@@ -46,12 +49,22 @@ def run_concurrently(batcher: QueryBatcher, texts: list[str]) -> dict[str, objec
 
 
 def in_one_shared_pass(batcher: QueryBatcher, texts: list[str]) -> dict[str, object]:
-    """``texts`` encoded concurrently while a first call holds the model, so they queue up and share a pass."""
+    """``texts`` encoded concurrently while a first call holds the model (a SlowEncoder's): its pass is held
+    until every one of them has queued, so they share the next pass however loaded the box is."""
+    encoder: SlowEncoder = batcher._encode  # type: ignore[assignment]
+    encoder.hold = release = threading.Event()
     first = threading.Thread(target=batcher.encode, args=("first",))
     first.start()
-    time.sleep(0.01)
-    results = run_concurrently(batcher, texts)
+    results: dict[str, object] = {}
+    done = threading.Thread(target=lambda: results.update(run_concurrently(batcher, texts)))
+    done.start()
+    deadline = time.monotonic() + 10
+    while len(batcher._pending) < len(texts) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    release.set()
     first.join(10)
+    done.join(20)
+    encoder.hold = None
     return results
 
 
