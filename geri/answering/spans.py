@@ -107,15 +107,16 @@ def candidate_spans(sentence: str, question: str = "", *, max_words: int = MAX_S
     return [span for _, _, span in sorted(out)]
 
 
-def best_span(question: str, sentence: str, language: str = "en",
-              weights: Weights = WEIGHTS) -> tuple[str, float]:
-    """The span of ``sentence`` that most likely answers ``question`` and its score ("" when none)."""
+def scored_spans(question: str, sentence: str, language: str = "en",
+                 weights: Weights = WEIGHTS) -> list[tuple[str, float]]:
+    """Every candidate span of ``sentence`` (:func:`candidate_spans`) with its rule score, best first
+    (the shorter and earlier span first on a tie)."""
     asked = terms(question, language)
     stop = stop_words(language)
     words = sentence.split()
     asked_at = [i for i, w in enumerate(words) if terms(w, language) & asked]
     kind = expected_kind(question) if language == "en" else ""
-    best, best_score = "", float("-inf")
+    scored: list[tuple[str, float]] = []
     for span in candidate_spans(sentence, question, language=language):
         span_words = _words(span)
         first = len(sentence[: sentence.find(span)].split())
@@ -126,29 +127,42 @@ def best_span(question: str, sentence: str, language: str = "en",
         if kind:
             fit = _fits(kind, span)
             score += weights.kind * fit - (1.0 if kind == "name" and not fit else 0.0)
-        if score > best_score:
-            best, best_score = span, score
-    return best, best_score
+        scored.append((span, score))
+    order = sorted(range(len(scored)), key=lambda k: -scored[k][1])  # stable: candidates' order on a tie
+    return [scored[k] for k in order]
 
 
-def answer_sentence(question: str, sentences: Sequence[str], preferred: int, language: str = "en",
-                    weights: Weights = WEIGHTS) -> tuple[int, str]:
-    """(1-based number, span) of the sentence that best states the answer and the span that answers:
-    question coverage of the sentence and its best span's score together; ``preferred`` on a tie.
-    (``preferred``, "") when no sentence has a span."""
+def best_span(question: str, sentence: str, language: str = "en",
+              weights: Weights = WEIGHTS) -> tuple[str, float]:
+    """The span of ``sentence`` that most likely answers ``question`` and its score ("" when none)."""
+    scored = scored_spans(question, sentence, language, weights)
+    return scored[0] if scored else ("", float("-inf"))
+
+
+def ranked_sentences(question: str, sentences: Sequence[str], preferred: int, language: str = "en",
+                     weights: Weights = WEIGHTS) -> list[tuple[int, str, float]]:
+    """(1-based number, best span, score) of every sentence with a span, best first: question coverage of the
+    sentence and its best span's score together; ``preferred``, then the earlier sentence, on a tie."""
     wanted = question_terms(question, language)
     total = sum(wanted.values()) or 1.0
-    best = (float("-inf"), 0, preferred, "")
+    ranked: list[tuple[float, bool, int, str]] = []
     for number, sentence in enumerate(sentences, 1):
         span, score = best_span(question, sentence, language, weights)
         if not span:
             continue
         found = terms(sentence, language)
         coverage = sum(w for t, w in wanted.items() if t in found) / total
-        key = (weights.coverage * coverage + score, number == preferred, number, span)
-        if key[:2] > best[:2]:
-            best = key
-    return best[2], best[3]
+        ranked.append((weights.coverage * coverage + score, number == preferred, number, span))
+    ranked.sort(key=lambda key: (-key[0], not key[1], key[2]))
+    return [(number, span, score) for score, _, number, span in ranked]
+
+
+def answer_sentence(question: str, sentences: Sequence[str], preferred: int, language: str = "en",
+                    weights: Weights = WEIGHTS) -> tuple[int, str]:
+    """(1-based number, span) of the sentence that best states the answer and the span that answers
+    (:func:`ranked_sentences`); (``preferred``, "") when no sentence has a span."""
+    ranked = ranked_sentences(question, sentences, preferred, language, weights)
+    return (ranked[0][0], ranked[0][1]) if ranked else (preferred, "")
 
 
 def shorten(answer: geri_pb2.GroundedAnswer, sources: Sequence[NumberedSource], question: str

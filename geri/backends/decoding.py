@@ -230,14 +230,14 @@ def forward_last(model: Any, ids: list[int], cache: DynamicCache) -> torch.Tenso
     input_ids = torch.tensor([ids], dtype=torch.long)
     positions = torch.arange(past, past + len(ids), dtype=torch.long).unsqueeze(0)
     out = model(input_ids=input_ids, position_ids=positions, use_cache=True, logits_to_keep=1,
-                **{_cache_argument(model): cache})
+                **{cache_argument(model): cache})
     return out.logits[0, -1].float()
 
 
 _CACHE_ARGUMENT: dict[type, str] = {}
 
 
-def _cache_argument(model: Any) -> str:
+def cache_argument(model: Any) -> str:
     """The forward argument that takes the KV cache: ``cache`` in recent transformers, ``past_key_values`` before."""
     kind = type(model)
     if kind not in _CACHE_ARGUMENT:
