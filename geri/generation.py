@@ -23,7 +23,7 @@ from google.protobuf import timestamp_pb2
 from wolf.v1 import common_pb2
 
 from geri.attempts import AttemptResult, attempt
-from geri.backends.base import ChatMessage
+from geri.backends.base import ChatMessage, ContinuationScorer
 from geri.prompting import FittedPrompt, fit_to_window, trim_history
 from geri.routing import FALLBACK_ERRORS, Route, Router
 from geri.sessions import SessionStore, Turn
@@ -51,6 +51,8 @@ class StreamEvent:
     # final: the entries of the model list that failed or were skipped before the one that answered,
     # as (label, why).
     fallbacks: tuple[tuple[str, str], ...] = ()
+    # final: the backend that answered, when it can also score continuations (the embedded one).
+    scorer: ContinuationScorer | None = None
 
 
 class GenerationPipeline:
@@ -131,7 +133,8 @@ class GenerationPipeline:
                 if remember:
                     self._remember(req, result)
             yield StreamEvent("final", response=self._response(req, route, result, fitted, started, attempt_started),
-                              fallbacks=tuple(skipped))
+                              fallbacks=tuple(skipped),
+                              scorer=route.backend if isinstance(route.backend, ContinuationScorer) else None)
             return
         raise self._exhausted(failures)
 

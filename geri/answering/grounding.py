@@ -22,6 +22,7 @@ from typing import Any
 from wolf.v1 import geri_pb2
 
 from geri.answering.sources import NumberedSource
+from geri.answering.span_scoring import SpanScorer, model_span
 from geri.answering.spans import shorten
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
@@ -64,10 +65,12 @@ def _citation(marker: int, source: NumberedSource, sentence: int) -> geri_pb2.Ci
 
 
 def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_support: float,
-           question: str = "", short_answers: bool = False) -> geri_pb2.GroundedAnswer:
+           question: str = "", short_answers: bool = False, scorer: SpanScorer | None = None
+           ) -> geri_pb2.GroundedAnswer:
     """Apply the rules above to the model's validated answer JSON for ``sources``; with ``short_answers``
     (and the ``question``), the answer text becomes the phrase of the cited source that answers
-    (geri/answering/spans.py).
+    (geri/answering/spans.py), chosen among the rules' best by ``scorer``'s model when one is given
+    (geri/answering/span_scoring.py).
 
     A citation of a source not in ``sources`` (e.g. one dropped to fit the window) is left out.
     """
@@ -100,4 +103,9 @@ def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_su
     grounded = geri_pb2.GroundedAnswer(answered=True, text=text, summary=summary, key_details=details,
                                        confidence=round(max(0.0, confidence), 4), citations=citations,
                                        extractive=extractive)
-    return shorten(grounded, sources, question) if short_answers and question else grounded
+    if not short_answers or not question:
+        return grounded
+    if scorer is None:
+        return shorten(grounded, sources, question)
+    return shorten(grounded, sources, question,
+                   lambda asked, sentence, language: model_span(asked, sentence, scorer, language))

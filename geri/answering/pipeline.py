@@ -49,6 +49,7 @@ from geri.answering.requests import (
     gate_reason,
     side_generation,
 )
+from geri.backends.base import ContinuationScorer
 from geri.generation import GenerationPipeline
 from geri.routing import FALLBACK_ERRORS
 from geri.sessions import SessionStore, Turn
@@ -121,6 +122,7 @@ class AnswerPipeline:
         drafts = DraftText()
         final: common_pb2.WolfResponse | None = None
         backends: tuple[tuple[str, str], ...] = ()
+        scorer: ContinuationScorer | None = None
         for event in self._generation.run(inner, cancel, remember=False, drafts=stream, user=user):
             if event.kind == "draft":
                 delta = drafts.feed(event.text)
@@ -129,14 +131,15 @@ class AnswerPipeline:
             elif event.kind == "draft_reset":
                 drafts.reset()
             elif event.kind == "final":
-                final, backends = event.response, event.fallbacks
+                final, backends, scorer = event.response, event.fallbacks, event.scorer
         llm = final.llm_response if final is not None else None
         if final is None or llm is None or llm.finish_reason == "cancelled" or cancel.is_set():
             raise Cancelled(f"the answer to request {req.request_id} was cancelled")
         # Sources dropped to fit the window are the last ones (best first): the model did not see them.
         shown = numbered[: len(numbered) - len(final.metadata.dropped_document_ids)]
         grounded = ground(json.loads(llm.json), shown, min_support=policy.min_support, question=outer.prompt,
-                          short_answers=self._settings.answering.short_answers)
+                          short_answers=self._settings.answering.short_answers,
+                          scorer=scorer if self._settings.answering.span_scorer == "model" else None)
         grounded.sources_used = len(shown)
         if stream:
             tail, grounded.revised = drafts.finish(grounded.text)

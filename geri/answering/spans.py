@@ -18,7 +18,7 @@ answer is always a substring of what it cites.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from wolf.v1 import geri_pb2
@@ -165,10 +165,16 @@ def answer_sentence(question: str, sentences: Sequence[str], preferred: int, lan
     return (ranked[0][0], ranked[0][1]) if ranked else (preferred, "")
 
 
-def shorten(answer: geri_pb2.GroundedAnswer, sources: Sequence[NumberedSource], question: str
-            ) -> geri_pb2.GroundedAnswer:
+SpanChooser = Callable[[str, str, str], str]
+"""(question, sentence, language) → the span of the sentence that answers; "" to keep the rules' span."""
+
+
+def shorten(answer: geri_pb2.GroundedAnswer, sources: Sequence[NumberedSource], question: str,
+            choose_span: SpanChooser | None = None) -> geri_pb2.GroundedAnswer:
     """``answer`` with its text made the short span of its first citation's source that answers
-    ``question``; that citation now quotes the sentence holding the span. Unchanged when nothing fits."""
+    ``question``; that citation now quotes the sentence holding the span. Unchanged when nothing fits.
+    The rules choose the sentence; ``choose_span`` (e.g. geri/answering/span_scoring.py), when given, the
+    span within it."""
     if not answer.answered or not answer.citations:
         return answer
     first = answer.citations[0]
@@ -179,6 +185,8 @@ def shorten(answer: geri_pb2.GroundedAnswer, sources: Sequence[NumberedSource], 
     number, span = answer_sentence(question, source.sentences, first.sentence_number, language)
     if not span:
         return answer
+    if choose_span is not None:
+        span = choose_span(question, source.sentences[number - 1], language) or span
     shortened = geri_pb2.GroundedAnswer()
     shortened.CopyFrom(answer)
     shortened.citations[0].sentence_number = number

@@ -198,3 +198,17 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release connections and threads."""
         ...
+
+
+@runtime_checkable
+class ContinuationScorer(Protocol):
+    """A backend that can say how likely its model finds given continuations of a prompt (no generation):
+    the embedded one; a remote server cannot score arbitrary continuations cheaply."""
+
+    def score_continuations(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+        """The log-probability of each token of each continuation right after the plain-text ``prompt``.
+
+        Raises:
+            InvalidArgument: the prompt and the longest continuation do not fit the model's window.
+        """
+        ...

@@ -234,16 +234,16 @@ def forward_last(model: Any, ids: list[int], cache: DynamicCache) -> torch.Tenso
     return out.logits[0, -1].float()
 
 
-_CACHE_ARGUMENT: dict[type, str] = {}
+_CACHE_ARGUMENTS: dict[type, str] = {}
 
 
 def cache_argument(model: Any) -> str:
     """The forward argument that takes the KV cache: ``cache`` in recent transformers, ``past_key_values`` before."""
     kind = type(model)
-    if kind not in _CACHE_ARGUMENT:
+    if kind not in _CACHE_ARGUMENTS:
         accepted = inspect.signature(getattr(model, "forward", model)).parameters
-        _CACHE_ARGUMENT[kind] = "cache" if "cache" in accepted else "past_key_values"
-    return _CACHE_ARGUMENT[kind]
+        _CACHE_ARGUMENTS[kind] = "cache" if "cache" in accepted else "past_key_values"
+    return _CACHE_ARGUMENTS[kind]
 
 
 def _generator(params: GenerationParams) -> torch.Generator | None:

@@ -27,9 +27,10 @@ from geri.backends.base import (
 )
 from geri.backends.decoding import PromptCache
 from geri.backends.loaded_model import LoadedModel, forget_model, load_model
+from geri.backends.scoring import continuation_log_probs
 from geri.backends.stop_strings import StopScanner
 from geri.settings import GeriSettings
-from wolf_service.errors import FailedPrecondition
+from wolf_service.errors import FailedPrecondition, InvalidArgument
 
 log = logging.getLogger("geri.embedded")
 
@@ -232,6 +233,25 @@ class EmbeddedBackend:
         if stop_hit.is_set() or hit_eos or completion_tokens < params.max_tokens:
             return "stop"
         return "length"
+
+    def score_continuations(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+        """Log-probabilities of each continuation's tokens after ``prompt`` (plain text, no chat template); one
+        forward over the prompt, the continuations batched on its KV cache; waits for a running generation.
+
+        Raises:
+            InvalidArgument: the prompt is empty, or it and the longest continuation exceed the window.
+        """
+        loaded = self._loaded()
+        prefix = loaded.tokenizer.encode(prompt, add_special_tokens=False)
+        tails = [loaded.tokenizer.encode(c, add_special_tokens=False) if c else [] for c in continuations]
+        window = min(self._settings.num_ctx, loaded.max_positions)
+        if not prefix or len(prefix) + max(map(len, tails), default=0) > window:
+            raise InvalidArgument(f"a scoring prompt of {len(prefix)} tokens and continuations of up to "
+                                  f"{max(map(len, tails), default=0)} must be non-empty and fit the window "
+                                  f"({window} tokens, GERI_NUM_CTX)")
+        pad = loaded.tokenizer.eos_token_id if loaded.tokenizer.eos_token_id is not None else 0
+        with self._generate_lock:
+            return continuation_log_probs(loaded.model, prefix, tails, pad_id=pad)
 
     def probe(self) -> None:
         """In-process: alive once the weights load."""

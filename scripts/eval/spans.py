@@ -3,8 +3,8 @@
 Offline, over the answerable squad-answers questions of one split *with their gold paragraph* (no retrieval,
 no generation): the rules of geri/answering/spans.py choose the sentence and rank its candidate spans; the
 model (SmolLM2 as Geri loads it, geri/backends/loaded_model.py) then scores the top-N candidates' tokens after
-a prompt "context + question + Answer:" (one forward over the prompt, the candidates batched on its KV cache:
-scripts/eval/span_scores.py), and without the question for PMI. ``collect`` writes each question's
+a prompt "context + question + Answer:" (geri/backends/scoring.py: one forward over the prompt, the
+candidates batched on its KV cache), and without the question for PMI. ``collect`` writes each question's
 candidates and scores to a JSONL; ``evaluate`` computes SQuAD EM/F1 of each way of choosing from it:
 
     .venv/bin/python -m scripts.eval.spans collect --split dev --out spans-dev.jsonl
@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from geri.answering.sources import split_sentences
+from geri.answering.span_scoring import model_prompt
 from geri.answering.spans import ranked_sentences, scored_spans
-from scripts.eval.span_scores import continuation_log_probs
 from scripts.evalsets.squad_answers import f1, load, normalize, split_of
 
 PROMPTS: dict[str, Callable[[str, str], str]] = {
     # raw text: the context, the question, "Answer:"; the candidate follows after a space
-    "raw": lambda context, question: f"{context}\nQuestion: {question}\nAnswer:",
+    "raw": lambda context, question: model_prompt(question, context),
     "raw0": lambda context, question: f"{context}\nAnswer:",
 }
 CHAT = "Answer with a short phrase copied from the text.\n\nText: {context}\n\nQuestion: {question}"
@@ -44,6 +44,7 @@ def _chat_ids(loaded: Any, context: str, question: str) -> list[int]:
 
 
 def _score(loaded: Any, prefix: list[int], spans: list[str], space: bool) -> list[list[float]]:
+    from geri.backends.scoring import continuation_log_probs
     tok = loaded.tokenizer
     ids = [tok.encode((" " if space else "") + s, add_special_tokens=False) for s in spans]
     return continuation_log_probs(loaded.model, prefix, ids, pad_id=tok.eos_token_id or 0)

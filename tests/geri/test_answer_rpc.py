@@ -21,6 +21,7 @@ from geri.answering.schema import answer_schema, system_prompt
 from geri.answering.sources import number_sources, split_sentences
 from geri.backends.embedded import EmbeddedBackend
 from geri.prompting import ContextDocument, build_messages
+from wolf_service.errors import InvalidArgument
 
 pytestmark = pytest.mark.integration
 
@@ -222,3 +223,30 @@ def test_a_cancelled_stream_stops_the_model_and_stores_nothing(stub, embedded_ba
     with pytest.raises(grpc.RpcError) as missing:
         stub.GetSession(geri_pb2.SessionRequest(request_id="s", session_id="conv-cancel"))
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+RHINE = common_pb2.RetrievedDocument(
+    document_id="rhine", chunk_id="rhine#0", relevance_score=0.8,
+    content="The Rhine is a European river. The biggest city on the river Rhine is Cologne, Germany with a "
+            "population of more than 1,050,000 people.")
+
+
+def test_the_answering_model_picks_the_short_answer_among_the_span_rules_best(stub) -> None:  # type: ignore[no-untyped-def]
+    # answering.span_scorer "model" (the default): the span rules alone answer "biggest" (test_span_scoring.py).
+    reply = stub.Answer(ask("What is the largest city the Rhine runs through?", docs=(RHINE,)), timeout=600)
+    cited = reply.answer.citations[0]
+    assert reply.answer.answered and reply.llm_response.backend == "embedded"
+    assert (cited.document_id, cited.sentence_number) == ("rhine", 2)
+    assert reply.answer.text == "Cologne [1]" and cited.quote == split_sentences(RHINE.content)[1]
+
+
+def test_the_embedded_backend_scores_each_continuation_alone_as_in_a_batch(embedded_backend: EmbeddedBackend) -> None:
+    prompt = f"{split_sentences(RHINE.content)[1]}\nQuestion: What is the largest city the Rhine runs through?\nAnswer:"
+    both = embedded_backend.score_continuations(prompt, [" Cologne", " the river Rhine", ""])
+    alone = [embedded_backend.score_continuations(prompt, [c])[0] for c in (" Cologne", " the river Rhine")]
+    assert [len(s) for s in both] == [len(s) for s in alone] + [0] and all(x <= 0 for s in both for x in s)
+    assert all(abs(a - b) < 0.1 for s, t in zip(both, alone, strict=False) for a, b in zip(s, t, strict=True))
+    assert sum(both[0]) > sum(both[1])  # the answer is likelier than words the question already says
+    window = embedded_backend.context_window(embedded_backend.default_model)
+    with pytest.raises(InvalidArgument, match=f"window \\({window} tokens"):
+        embedded_backend.score_continuations("wolf " * window, [" Cologne"])

@@ -1,5 +1,4 @@
-"""How likely a causal LM finds each of several continuations of one prompt (no generation), for
-scripts/eval/spans.py.
+"""How likely a causal LM finds each of several continuations of one prompt (no generation).
 
 The prompt runs once; its KV cache is repeated for the continuations, which run as one batch, right-padded
 (causal attention means padding after a continuation's last token never changes its log-probabilities).

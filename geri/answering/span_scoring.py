@@ -1,0 +1,67 @@
+"""Short answers chosen by the model's own likelihood among the span rules' best candidates.
+
+Given the sentence the rules chose (geri/answering/spans.py), the rules' ``MODEL_CANDIDATES`` best spans are
+each scored by the model as the continuation of "sentence + question + Answer:", and the span whose tokens
+it finds most likely in total wins. Only a backend that can score continuations cheaply does this (the
+embedded one: one forward over the prompt, the candidates batched on its KV cache); otherwise, when the
+scorer fails, or for a language other than English (the prompt is English), the rules' own best span stays.
+Chosen on the dev split of squad-answers (docs/decisions/0390-model-scored-short-answers.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+from geri.answering.spans import scored_spans
+from wolf_service.errors import ServiceError
+
+log = logging.getLogger("geri.answering")
+
+MODEL_CANDIDATES = 5
+# Longer text is cut from the prompt: the sentence as the model was shown it, a question of normal length.
+MAX_SENTENCE_CHARS = 600
+MAX_QUESTION_CHARS = 600
+MAX_CANDIDATE_CHARS = 200
+
+
+class SpanScorer(Protocol):
+    """What scores the candidates (geri.backends.base.ContinuationScorer)."""
+
+    def score_continuations(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+        """The log-probability of each token of each continuation after ``prompt``."""
+        ...
+
+
+def model_prompt(question: str, sentence: str) -> str:
+    """The plain-text prompt a candidate span continues (after a space)."""
+    return f"{sentence[:MAX_SENTENCE_CHARS]}\nQuestion: {question[:MAX_QUESTION_CHARS]}\nAnswer:"
+
+
+def most_likely(candidates: Sequence[str], log_probs: Sequence[Sequence[float]]) -> str:
+    """The candidate with the highest total log-probability (the earlier one on a tie; unscored ones never)."""
+    best, best_total = "", -math.inf
+    for candidate, scores in zip(candidates, log_probs, strict=True):
+        total = sum(scores) if scores else -math.inf
+        if total > best_total:
+            best, best_total = candidate, total
+    return best
+
+
+def model_span(question: str, sentence: str, scorer: SpanScorer, language: str = "en",
+               candidates: int = MODEL_CANDIDATES) -> str:
+    """The span of ``sentence`` answering ``question``: the rules' best ``candidates`` spans, the one the model
+    finds most likely; the rules' best when the model cannot tell (see the module docstring). "" when the
+    sentence has no span."""
+    ranked = [span for span, _ in scored_spans(question, sentence, language)[:candidates]]
+    fitting = [span for span in ranked if len(span) <= MAX_CANDIDATE_CHARS]
+    if language != "en" or len(fitting) < 2:
+        return ranked[0] if ranked else ""
+    try:
+        log_probs = scorer.score_continuations(model_prompt(question, sentence), [f" {s}" for s in fitting])
+    except (ServiceError, RuntimeError, ValueError) as exc:  # the rules' answer is still a good one
+        log.warning("scoring the short answer's candidates failed (%s): the span rules choose", exc)
+        return ranked[0]
+    return most_likely(fitting, log_probs) or ranked[0]

@@ -1,0 +1,83 @@
+"""The model's choice among the span rules' best candidates (geri/answering/span_scoring.py), with a scorer
+stand-in at the backend seam; tests/geri/test_answer_rpc.py runs it with the real embedded model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from wolf.v1 import common_pb2
+
+from geri.answering.grounding import ground
+from geri.answering.sources import number_sources
+from geri.answering.span_scoring import MODEL_CANDIDATES, model_prompt, model_span, most_likely
+from geri.answering.spans import best_span, scored_spans
+from wolf_service.errors import Unavailable
+
+SENTENCE = "The biggest city on the river Rhine is Cologne, Germany with a population of more than 1,050,000 people."
+QUESTION = "What is the largest city the Rhine runs through?"
+
+
+class Favouring:
+    """Scores every continuation -5 per token, except ``liked`` (-1); records what it was asked."""
+
+    def __init__(self, liked: str, error: Exception | None = None) -> None:
+        self.liked, self.error = liked, error
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def score_continuations(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+        self.calls.append((prompt, list(continuations)))
+        if self.error is not None:
+            raise self.error
+        return [[-1.0] if c.strip() == self.liked else [-5.0] * len(c.split()) for c in continuations]
+
+
+def test_the_most_likely_candidate_has_the_highest_total_log_probability() -> None:
+    assert most_likely(["a", "b c", "d"], [[-2.0], [-0.5, -0.6], [-1.0]]) == "d"
+    assert most_likely(["a", "b"], [[-1.0], [-1.0]]) == "a"  # the rules' order on a tie
+    assert most_likely(["a", "b"], [[], [-9.0]]) == "b"  # an unscored candidate never wins
+    assert most_likely([], []) == ""
+
+
+def test_the_model_chooses_among_the_rules_best_five_after_sentence_question_answer() -> None:
+    rules_first = best_span(QUESTION, SENTENCE)[0]
+    assert rules_first == "biggest"  # the rules' own choice is wrong here
+    scorer = Favouring("Cologne")
+    assert model_span(QUESTION, SENTENCE, scorer) == "Cologne"
+    (prompt, continuations), = scorer.calls
+    assert prompt == f"{SENTENCE}\nQuestion: {QUESTION}\nAnswer:" == model_prompt(QUESTION, SENTENCE)
+    assert continuations == [f" {span}" for span, _ in scored_spans(QUESTION, SENTENCE)[:MODEL_CANDIDATES]]
+
+
+def test_a_span_outside_the_rules_best_five_is_never_chosen() -> None:
+    assert model_span(QUESTION, SENTENCE, Favouring("more than 1,050,000 people")) == "biggest"
+
+
+def test_the_rules_choose_when_the_scorer_fails_the_language_is_not_english_or_there_is_no_choice() -> None:
+    failing = Favouring("Cologne", Unavailable("model gone"))
+    assert model_span(QUESTION, SENTENCE, failing) == "biggest" and len(failing.calls) == 1
+    german = Favouring("Köln")
+    satz = "Die größte Stadt am Rhein ist Köln mit mehr als einer Million Einwohnern."
+    assert model_span("Welche ist die größte Stadt am Rhein?", satz, german, language="de") == best_span(
+        "Welche ist die größte Stadt am Rhein?", satz, "de")[0]
+    assert german.calls == []
+    lone = Favouring("x")
+    assert model_span("What is the Rhine?", "The Rhine.", lone) == "" and lone.calls == []
+
+
+def test_overlong_text_is_cut_from_the_prompt() -> None:
+    prompt = model_prompt("why? " * 500, "word " * 500)
+    assert len(prompt) < 1300 and prompt.endswith("\nAnswer:")
+
+
+def test_ground_with_a_scorer_answers_with_its_span_and_quotes_the_rules_sentence() -> None:
+    doc = common_pb2.RetrievedDocument(document_id="rhine", chunk_id="rhine#0", relevance_score=0.8,
+                                       content=f"The Rhine is a European river. {SENTENCE}")
+    sources, _ = number_sources([doc])
+    payload = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "The Rhine.",
+               "summary": "s", "key_details": [], "confidence": 0.9}
+    rules = ground(payload, sources, min_support=0.5, question=QUESTION, short_answers=True)
+    model = ground(payload, sources, min_support=0.5, question=QUESTION, short_answers=True,
+                   scorer=Favouring("Cologne"))
+    assert rules.text == "biggest [1]" and model.text == "Cologne [1]"
+    assert model.citations[0].sentence_number == rules.citations[0].sentence_number == 2
+    assert model.citations[0].quote == SENTENCE
