@@ -151,7 +151,7 @@ class AnsweringSettings(BaseModel):
                                   description="AnswerRequest.queries_used entries accepted, at most.")
     short_answers: bool = Field(default=True, description=(
         "The answer text is the phrase of the cited source that answers (a span of the quoted sentence)."))
-    # docs/decisions/0390-model-scored-short-answers.md: the model's likelihood picks better spans than the rules.
+    # docs/decisions/0390-model-scored-short-answers.md.
     span_scorer: Literal["model", "rules"] = Field(default="model", description=(
         "Who picks the short answer's span in the chosen sentence: the answering model's likelihood among the "
         "rules' best five (embedded backend only; others keep the rules), or the span rules alone."))

@@ -6,7 +6,14 @@ from wolf.v1 import common_pb2
 
 from geri.answering.grounding import ground
 from geri.answering.sources import number_sources
-from geri.answering.spans import answer_sentence, best_span, candidate_spans, expected_kind
+from geri.answering.spans import (
+    answer_sentence,
+    best_span,
+    candidate_spans,
+    expected_kind,
+    ranked_sentences,
+    scored_spans,
+)
 
 SENTENCE = "Albert Einstein was born in 1879 in Ulm, in the Kingdom of Württemberg."
 QUESTION = "When was Einstein born?"
@@ -56,3 +63,14 @@ def test_ground_with_short_answers_gives_the_span_and_quotes_its_sentence() -> N
     assert short.citations[0].quote.find("Finsteraarhorn") >= 0  # the answer is copied from what it cites
     long = ground(payload, sources, min_support=0.5, question=question)
     assert long.citations[0].sentence_number == 1 and "Finsteraarhorn" not in long.text
+
+
+def test_the_ranked_candidates_start_with_the_rules_choice() -> None:
+    scored = scored_spans(QUESTION, SENTENCE)
+    assert [span for span, _ in scored] == sorted(candidate_spans(SENTENCE, QUESTION),
+                                                  key=lambda s: -dict(scored)[s])
+    assert scored[0] == best_span(QUESTION, SENTENCE) and scored[0][0] == "1879"
+    sentences = ["The Rhine is a European river.", "The tallest mountain of the basin is the Finsteraarhorn."]
+    ranked = ranked_sentences("What is the tallest mountain of the Rhine basin?", sentences, preferred=1)
+    assert [number for number, _, _ in ranked] == [2, 1]
+    assert ranked[0][:2] == answer_sentence("What is the tallest mountain of the Rhine basin?", sentences, 1)
