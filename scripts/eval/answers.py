@@ -4,9 +4,9 @@ Data: ../shared/eval/squad-answers (244 SQuAD paragraphs indexed; 300 answerable
 paragraph is indexed, 150 unanswerable ones about articles that are not). Metrics:
 
 * schema-valid rate: answers Geri returned as JSON valid for the answer schema (Odin parses every one);
-* answer EM / F1 (SQuAD normalisation) on answerable questions that were answered, of the short answer
-  Geri's rules make from the cited source (geri/answering/spans.py; "F1 as returned": the text ``ask``
-  returned, the same once Odin calls Geri's Answer RPC);
+* answer EM / F1 (SQuAD normalisation) on answerable questions that were answered, of the answer text Geri
+  returned without its ``[n]`` markers; "rules EM / F1": the short answer the span rules alone make from the
+  same citation (geri/answering/spans.py), i.e. ``answering.span_scorer: rules``, paired on the same answers;
 * citation precision: share of citations naming the gold paragraph;
 * abstention rate on unanswerable questions, false abstention rate on answerable ones;
 * p50 / p90 seconds per answer (client wall time).
@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import tempfile
@@ -54,6 +55,7 @@ from scripts.evalsets.answer_records import evidence_of, gate_answers, model_ans
 from scripts.evalsets.harness import data_dir_for, eval_settings, freki_server, index_corpus, running_freki
 from scripts.evalsets.squad_answers import f1, load, normalize, split_of
 
+_MARKER = re.compile(r"\s*\[\d+\]")
 LLAMA = Path(os.environ.get("LLAMA_SERVER", REPO / ".tools" / "llama-server" / "llama-server"))
 
 
@@ -151,6 +153,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 else:
                     gen = answer.generation
                     short, short_quote = short_of(q["question"], answer)
+                    phrase = _MARKER.sub("", answer.text).strip()
                     record.update(
                         short=short, short_quote=short_quote,
                         short_f1=max((f1(short, a) for a in q["answers"]), default=0.0) if answer.answered else 0.0,
@@ -163,8 +166,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         sources=[(s.document_id, round(s.score, 4)) for s in answer.sources[:5]],
                         extractive=answer.extractive, model_answer=model_answer(gen),
                         generated=gen is not None, backend=gen.backend if gen else "",
-                        f1=max((f1(answer.text, a) for a in q["answers"]), default=0.0) if answer.answered else 0.0,
-                        em=float(any(normalize(answer.text) == normalize(a) for a in q["answers"])),
+                        f1=max((f1(phrase, a) for a in q["answers"]), default=0.0) if answer.answered else 0.0,
+                        em=float(any(normalize(phrase) == normalize(a) for a in q["answers"])),
                         **evidence_of(q["question"], answer.sources, odin.answer_max_sources),
                     )
                 record["seconds"] = time.perf_counter() - started
@@ -250,11 +253,12 @@ def print_table(args: argparse.Namespace, records: list[dict[str, Any]]) -> None
     # Geri's gate, applied to what each question retrieved (the same decision Geri makes on the same sources).
     m = report(records, Gate(args.min_score, args.min_evidence))
     print(f"\ngate: answer_min_score {args.min_score}, min_evidence {args.min_evidence}")
-    print("| backend | corpus | questions | errors | schema-valid | EM | F1 | F1 as returned | citation precision | "
+    print("| backend | corpus | questions | errors | schema-valid | EM | F1 | rules EM / F1 | citation precision | "
           "abstention (unanswerable) | false abstention | p50 s | p90 s |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {args.backend} | {args.grow}x {args.distractors if args.grow > 1 else ''} | {m['questions']} | "
-          f"{m['errors']} | {m['schema_valid']:.3f} | {m['short_em']:.3f} | {m['short_f1']:.3f} | {m['f1']:.3f} | "
+          f"{m['errors']} | {m['schema_valid']:.3f} | {m['em']:.3f} | {m['f1']:.3f} | "
+          f"{m['short_em']:.3f} / {m['short_f1']:.3f} | "
           f"{m['citation_precision']:.3f} | {m['abstention']:.3f} | {m['false_abstention']:.3f} | "
           f"{m['p50_s']:.1f} | {m['p90_s']:.1f} |")
 
