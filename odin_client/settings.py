@@ -83,6 +83,14 @@ class OdinSettings(FileSettings):
     tool_audit_log: Path | None = Field(
         default_factory=lambda: default_state_dir() / "odin-tools.jsonl",
         description="JSON-lines audit of tool calls (on by default; None = off)")
+    tool_idempotency_log: Path | None = Field(
+        default=None, description="SQLite file where confirmed tool calls are claimed, shared by every process "
+                                  "resuming the same conversations (None: this process only); needs "
+                                  "tool_idempotency_secret")
+    tool_idempotency_secret: SecretStr | None = Field(
+        default=None, min_length=32,
+        description="Signs pending calls' idempotency keys; the same in every process that resumes another's "
+                    "pending calls (None: random per process)")
     user_id: str | None = Field(
         default=None, pattern=rf"^[A-Za-z0-9_.@:+=\-]{{1,{MAX_USER_CHARS}}}$",
         description="The end user calls are made for, sent as 'x-wolf-user' (audit, sessions, tool handlers)")
@@ -93,6 +101,13 @@ class OdinSettings(FileSettings):
     tls_client_cert: Path | None = Field(default=None, description="PEM client certificate for mTLS")
     tls_client_key: Path | None = Field(default=None, description="PEM client private key for mTLS")
     tls_server_name: str | None = Field(default=None, description="Name expected in the server certificate")
+
+    @model_validator(mode="after")
+    def _shared_log_needs_a_shared_secret(self) -> OdinSettings:
+        if self.tool_idempotency_log is not None and self.tool_idempotency_secret is None:
+            raise ValueError("tool_idempotency_log is shared between processes, so tool_idempotency_secret must "
+                             "be set too (the same in each; ODIN_TOOL_IDEMPOTENCY_SECRET)")
+        return self
 
     @model_validator(mode="after")
     def _check_tls_pair(self) -> OdinSettings:

@@ -1,5 +1,5 @@
-"""What a client needs to run the tool loop (:mod:`odin_client.tools.loop`): its options from the settings, the
-audit record of each decision, and the ``confirm`` callback's type.
+"""What a client needs to run the tool loop (:mod:`odin_client.tools.loop`): its options from the settings (the
+log of confirmed calls among them), the audit record of each decision, and the ``confirm`` callback's type.
 
 ``confirm`` is the caller's say on tools marked ``confirm`` (called with the call, returns a bool; none
 given means every such call is declined). Each decision is appended to ``audit`` when one is given.
@@ -7,10 +7,14 @@ given means every such call is declined). Each decision is appended to ``audit``
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from odin_client.settings import OdinSettings
+from odin_client.tools.confirmations import SHARED_LOG, IdempotencyLog
+from odin_client.tools.idempotency_store import SqliteIdempotencyLog
 from odin_client.tools.loop import AuditCall, ToolLoopOptions, audit_details
 from odin_client.types.results import ToolCallRequest
 from wolf_service.audit_log import AuditLog
@@ -56,5 +60,25 @@ def loop_options(settings: OdinSettings, *, max_steps: int | None, first_tool_ch
                  **options: Any) -> ToolLoopOptions:
     """The loop's options from a client's settings and a call's keyword arguments."""
     options.setdefault("user_id", settings.user_id or "")
+    options.setdefault("idempotency", idempotency_log(settings))
     return ToolLoopOptions(max_steps=max_steps or settings.tool_max_steps, first_tool_choice=first_tool_choice,
                            **options)
+
+
+_LOGS: dict[tuple[Path | None, bytes], IdempotencyLog] = {}
+_LOGS_LOCK = threading.Lock()
+
+
+def idempotency_log(settings: OdinSettings) -> IdempotencyLog:
+    """The log of confirmed calls for ``settings``: this process's (``SHARED_LOG``) unless a secret or a
+    shared file is set; one per (file, secret) in a process."""
+    if settings.tool_idempotency_secret is None:
+        return SHARED_LOG
+    secret = settings.tool_idempotency_secret.get_secret_value().encode("utf-8")
+    where = settings.tool_idempotency_log
+    with _LOGS_LOCK:
+        log = _LOGS.get((where, secret))
+        if log is None:
+            log = _LOGS[(where, secret)] = (SqliteIdempotencyLog(where, secret) if where is not None
+                                             else IdempotencyLog(secret=secret))
+        return log

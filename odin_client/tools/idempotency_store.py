@@ -1,0 +1,67 @@
+"""Confirmed tool calls claimed in one SQLite file, so every process resuming the same conversations runs a
+confirmed call once (a double click or a retried request may reach another worker or replica).
+
+Same contract as :class:`~odin_client.tools.confirmations.IdempotencyLog`; the claim is one ``BEGIN
+IMMEDIATE`` transaction, so two processes claiming one key at once cannot both win. A claim whose run never
+recorded its result (the process stopped mid-run) is not run again: the call may have had its effect, and
+"once" means at most once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from odin_client.tools.confirmations import RUNNING, IdempotencyLog
+
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS confirmed_calls ("
+           "key TEXT PRIMARY KEY, result TEXT, claimed_at REAL NOT NULL)")
+_INDEX = "CREATE INDEX IF NOT EXISTS confirmed_calls_claimed ON confirmed_calls (claimed_at)"
+
+
+class SqliteIdempotencyLog(IdempotencyLog):
+    """Keys and results of confirmed calls in ``path``, the newest ``max_entries`` kept.
+
+    Args:
+        path: The SQLite file every sharing process names (created with its folder).
+        secret: Signs the keys; the same for every sharing process (pending calls made by one are resumed
+            by another).
+    """
+
+    def __init__(self, path: Path, secret: bytes, max_entries: int = 10_000) -> None:
+        super().__init__(max_entries, secret)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(_SCHEMA)
+        self._db.execute(_INDEX)
+        self._db_lock = threading.Lock()
+
+    def claim(self, key: str) -> str | None:
+        with self._db_lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute("SELECT result FROM confirmed_calls WHERE key=?", (key,)).fetchone()
+                if row is None:
+                    self._db.execute("INSERT INTO confirmed_calls (key, result, claimed_at) VALUES (?, NULL, ?)",
+                                     (key, time.time()))
+                    self._db.execute("DELETE FROM confirmed_calls WHERE key IN (SELECT key FROM confirmed_calls "
+                                     "ORDER BY claimed_at DESC LIMIT -1 OFFSET ?)", (self._max,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        if row is None:
+            return None
+        return RUNNING if row[0] is None else str(row[0])
+
+    def finish(self, key: str, result: str) -> None:
+        with self._db_lock:
+            self._db.execute("UPDATE confirmed_calls SET result=? WHERE key=?", (result, key))
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._db_lock:
+            self._db.close()
