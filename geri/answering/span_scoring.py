@@ -1,17 +1,23 @@
 """Short answers chosen by the model's own likelihood among the span rules' best candidates.
 
 Given the sentence the rules chose (geri/answering/spans.py), the rules' ``MODEL_CANDIDATES`` best spans are
-each scored by the model as the continuation of "sentence + question + Answer:", and the span whose tokens
-it finds most likely in total wins. Only a backend that can score continuations cheaply does this (the
-embedded one: one forward over the prompt, the candidates batched on its KV cache); otherwise, when the
-scorer fails, or for a language other than English (the prompt is English), the rules' own best span stays.
-Chosen on the dev split of squad-answers (docs/decisions/0390-model-scored-short-answers.md).
+each scored by the model as the continuation of "sentence + question + Answer:". The model's total
+log-probabilities, softened by ``TEMPERATURE``, weigh the candidates, and the answer is the candidate that
+overlaps that weighted field most (minimum-Bayes-risk choice under word-overlap F1): where the model hesitates
+between "Suleiman" and "Suleiman the Magnificent", the answer both share wins.
+
+Only a backend that can score continuations cheaply does this (the embedded one: one forward over the prompt,
+the candidates batched on its KV cache); otherwise, when the scorer fails, or for a language other than
+English (the prompt is English), the rules' own best span stays. Chosen on the dev split of squad-answers
+(docs/decisions/0390-model-scored-short-answers.md).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import string
+from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -21,10 +27,12 @@ from wolf_service.errors import ServiceError
 log = logging.getLogger("geri.answering")
 
 MODEL_CANDIDATES = 5
+TEMPERATURE = 4.0
 # Longer text is cut from the prompt: the sentence as the model was shown it, a question of normal length.
 MAX_SENTENCE_CHARS = 600
 MAX_QUESTION_CHARS = 600
 MAX_CANDIDATE_CHARS = 200
+_PUNCTUATION = string.punctuation + "“”‘’«»"
 
 
 class SpanScorer(Protocol):
@@ -40,13 +48,35 @@ def model_prompt(question: str, sentence: str) -> str:
     return f"{sentence[:MAX_SENTENCE_CHARS]}\nQuestion: {question[:MAX_QUESTION_CHARS]}\nAnswer:"
 
 
-def most_likely(candidates: Sequence[str], log_probs: Sequence[Sequence[float]]) -> str:
-    """The candidate with the highest total log-probability (the earlier one on a tie; unscored ones never)."""
-    best, best_total = "", -math.inf
-    for candidate, scores in zip(candidates, log_probs, strict=True):
-        total = sum(scores) if scores else -math.inf
-        if total > best_total:
-            best, best_total = candidate, total
+def _words(text: str) -> list[str]:
+    return [w for w in (t.strip(_PUNCTUATION).lower() for t in text.split()) if w]
+
+
+def overlap(a: str, b: str) -> float:
+    """Word-overlap F1 of two spans (lower case, punctuation stripped; 0 when either has no word)."""
+    left, right = _words(a), _words(b)
+    common = sum((Counter(left) & Counter(right)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(left), common / len(right)
+    return 2 * precision * recall / (precision + recall)
+
+
+def consensus(candidates: Sequence[str], log_probs: Sequence[Sequence[float]],
+              temperature: float = TEMPERATURE) -> str:
+    """The scored candidate with the highest expected overlap with the others, each weighted by
+    ``exp(total log-probability / temperature)`` (the earlier one on a tie; unscored ones never). ""
+    when none was scored."""
+    scored = [(c, sum(lp)) for c, lp in zip(candidates, log_probs, strict=True) if lp]
+    if not scored:
+        return ""
+    top = max(total for _, total in scored)
+    weights = [math.exp((total - top) / temperature) for _, total in scored]
+    best, best_gain = "", -math.inf
+    for candidate, _ in scored:
+        gain = sum(w * overlap(candidate, other) for w, (other, _) in zip(weights, scored, strict=True))
+        if gain > best_gain:
+            best, best_gain = candidate, gain
     return best
 
 
@@ -64,4 +94,4 @@ def model_span(question: str, sentence: str, scorer: SpanScorer, language: str =
     except (ServiceError, RuntimeError, ValueError) as exc:  # the rules' answer is still a good one
         log.warning("scoring the short answer's candidates failed (%s): the span rules choose", exc)
         return ranked[0]
-    return most_likely(fitting, log_probs) or ranked[0]
+    return consensus(fitting, log_probs) or ranked[0]
