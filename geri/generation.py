@@ -65,9 +65,11 @@ class GenerationPipeline:
 
     def first_scorer(self, model: str) -> ContinuationScorer | None:
         """The backend the model list tries first for ``model`` when it can score continuations (the embedded
-        one), else None."""
+        one) and its circuit breaker is closed, else None."""
         candidates = self._router.candidates(model)
-        backend = candidates[0][0].backend if candidates else None
+        if not candidates or candidates[0][0].breaker.state != "closed":
+            return None
+        backend = candidates[0][0].backend
         return backend if isinstance(backend, ContinuationScorer) else None
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
