@@ -5,8 +5,9 @@ UPR (Sachan et al. 2022) ranks a passage by log P(question | passage) under a ca
 Freki's top ``--top-k`` sources per question of ``../shared/eval/squad-answers`` exactly as
 ``scripts/eval/answers.py --retrieval-only`` does (same corpus growth, cache and gate evidence), then scores
 the question's tokens after each source's prompt with SmolLM2 (``EmbeddedBackend.score_continuations``),
-and once after an empty passage (the question's prior, for PMI). Records are JSON lines, so ``evaluate``
-reruns offline:
+and once after an empty passage (the question's prior, for PMI); it also times Geri's own reranker
+(geri/answering/source_rerank.py, ``answering.rerank_margin``) on the same sources. Records are JSON lines,
+so ``evaluate`` reruns offline:
 
 * reranking: top-1 = gold paragraph on answerable questions, Freki's order, the LM's order, and mixes;
 * gate: abstention on unanswerable / false abstention on answerable questions, Geri's gate (0191) alone
@@ -32,6 +33,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from geri.answering.evidence import Gate
+from geri.answering.source_rerank import rerank_sources
 from geri.settings import GeriSettings
 from odin_client import OdinClient, OdinSettings
 from scripts.evalsets.answer_records import evidence_of, gate_answers
@@ -61,7 +63,8 @@ def collect(args: argparse.Namespace) -> None:
             OdinSettings(freki_target=freki, geri_target="127.0.0.1:1", answer_min_score=0.0)) as client, \
             args.out.open("w", encoding="utf-8") as out:
         for i, q in enumerate(questions, 1):
-            found = client.retrieve(q["question"], top_k=args.top_k).sources
+            retrieval = client.retrieve(q["question"], top_k=args.top_k)
+            found = retrieval.sources
             record: dict[str, Any] = {
                 "id": q["_id"], "answerable": q["answerable"], "gold": q["gold_doc"], "question": q["question"],
                 "docs": [s.document_id for s in found], "best_score": max((s.score for s in found), default=0.0),
@@ -72,6 +75,10 @@ def collect(args: argparse.Namespace) -> None:
             record["ll"] = [backend.score_continuations(PROMPT.format(passage=s.content.strip()), tail)[0]
                             for s in found]
             record["ms"] = (time.perf_counter() - started) * 1000
+            started = time.perf_counter()  # Geri's own reranker (answering.source_reranker) on these sources
+            ranked = sorted(retrieval.context.documents, key=lambda d: -d.relevance_score)
+            rerank_sources(q["question"], ranked, backend, _ANSWERING.rerank_margin)
+            record["rerank_ms"] = (time.perf_counter() - started) * 1000
             out.write(json.dumps(record) + "\n")
             out.flush()
             if i % 25 == 0:
@@ -192,6 +199,10 @@ def evaluate(args: argparse.Namespace) -> None:
         ms = [r["ms"] for r in rs]
         print(f"{name}: scoring ms per question p50 {statistics.median(ms):.0f}, "
               f"p90 {statistics.quantiles(ms, n=10)[-1]:.0f} ({len(rs)} questions)")
+        if all("rerank_ms" in r for r in rs):
+            ms = [r["rerank_ms"] for r in rs]
+            print(f"{name}: Geri's reranker ms per question p50 {statistics.median(ms):.0f}, mean "
+                  f"{statistics.mean(ms):.0f}, p90 {statistics.quantiles(ms, n=10)[-1]:.0f}")
 
 
 def main() -> None:
