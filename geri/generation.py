@@ -63,6 +63,15 @@ class GenerationPipeline:
         self._router = router
         self._sessions = sessions
 
+    def first_scorer(self, model: str) -> ContinuationScorer | None:
+        """The backend the model list tries first for ``model`` when it can score continuations (the embedded
+        one) and its circuit breaker is closed, else None."""
+        candidates = self._router.candidates(model)
+        if not candidates or candidates[0][0].breaker.state != "closed":
+            return None
+        backend = candidates[0][0].backend
+        return backend if isinstance(backend, ContinuationScorer) else None
+
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
             drafts: bool = False, user: str = "") -> Generator[StreamEvent, None, None]:
         """Generate the answer to ``request``.

@@ -155,6 +155,12 @@ class AnsweringSettings(BaseModel):
     span_scorer: Literal["model", "rules"] = Field(default="model", description=(
         "Who picks the short answer's span in the chosen sentence: the answering model's likelihood among the "
         "rules' best five (embedded backend only; others keep the rules), or the span rules alone."))
+    # docs/decisions/0395-question-likelihood-reranking.md.
+    source_reranker: Literal["model", "off"] = Field(default="model", description=(
+        "Reorder the sources within rerank_margin of the best by how likely the answering model finds the question "
+        "after each (embedded backend, English sources only), before they are numbered; off keeps Freki's order."))
+    rerank_margin: float = Field(default=0.07, ge=0, le=1, description=(
+        "How far below the best retrieval score a source may be and still be moved first by source_reranker."))
 
 
 class GeriSettings(FileSettings):

@@ -49,7 +49,7 @@ from geri.answering.requests import (
     gate_reason,
     side_generation,
 )
-from geri.backends.base import ContinuationScorer
+from geri.answering.source_rerank import rerank_sources
 from geri.generation import GenerationPipeline
 from geri.routing import FALLBACK_ERRORS
 from geri.sessions import SessionStore, Turn
@@ -106,6 +106,11 @@ class AnswerPipeline:
             yield AnswerStep("final", response=report.complete(geri_pb2.AnswerResponse(
                 request_id=req.request_id, answer=grounded, metadata=_metadata(started)), request, shown=()))
             return
+        answering = self._settings.answering
+        scorer = self._generation.first_scorer(outer.generation.model.strip()) \
+            if answering.source_reranker == "model" else None
+        if scorer is not None:  # before numbering: the model cites its first source most often
+            sources = rerank_sources(outer.prompt, sources, scorer, answering.rerank_margin)
         numbered, inner = answer_generation(outer, sources, policy)
         key = self._cache_key(req, outer, policy, sources) if self._cache.enabled else ""
         if key and (cached := self._cache.get(req.tenant, outer.context.index_epoch, key)) is not None:
@@ -122,7 +127,6 @@ class AnswerPipeline:
         drafts = DraftText()
         final: common_pb2.WolfResponse | None = None
         backends: tuple[tuple[str, str], ...] = ()
-        scorer: ContinuationScorer | None = None
         for event in self._generation.run(inner, cancel, remember=False, drafts=stream, user=user):
             if event.kind == "draft":
                 delta = drafts.feed(event.text)

@@ -18,6 +18,7 @@ from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
 from geri.answering.grounding import support
 from geri.answering.schema import answer_schema, system_prompt
+from geri.answering.source_rerank import rerank_sources
 from geri.answering.sources import number_sources, split_sentences
 from geri.backends.embedded import EmbeddedBackend
 from geri.prompting import ContextDocument, build_messages
@@ -254,3 +255,17 @@ def test_the_embedded_backend_scores_each_continuation_alone_as_in_a_batch(embed
     window = embedded_backend.context_window(embedded_backend.default_model)
     with pytest.raises(InvalidArgument, match=f"window \\({window} tokens"):
         embedded_backend.score_continuations("wolf " * window, [" Cologne"])
+
+
+def test_the_source_after_which_the_model_finds_the_question_likeliest_is_numbered_first(  # type: ignore[no-untyped-def]
+        stub, embedded_backend: EmbeddedBackend) -> None:
+    # answering.source_reranker "model" (the default): Freki ranked the source that does not answer first.
+    alps = common_pb2.RetrievedDocument(
+        document_id="alps", chunk_id="alps#0", relevance_score=0.84,
+        content="The Rhine is a European river. Its source is in the Swiss Alps and it flows into the North Sea.")
+    question = "What is the largest city the Rhine runs through?"
+    assert [d.document_id for d in rerank_sources(question, [alps, RHINE], embedded_backend, 0.07)] == ["rhine",
+                                                                                                         "alps"]
+    reply = stub.Answer(ask(question, docs=(alps, RHINE)), timeout=600)
+    assert reply.answer.answered and reply.answer.citations[0].document_id == "rhine"
+    assert reply.answer.text == "Cologne [1]"

@@ -20,9 +20,13 @@ from wolf_service.errors import FailedPrecondition
 class ScriptedGeneration:
     """Records each inner request; answers with the next scripted JSON (or raises it)."""
 
-    def __init__(self, *replies: dict[str, Any] | Exception) -> None:
+    def __init__(self, *replies: dict[str, Any] | Exception, scorer: Any = None) -> None:
         self.replies = list(replies)
         self.requests: list[common_pb2.WolfRequest] = []
+        self.scorer = scorer
+
+    def first_scorer(self, model: str) -> Any:
+        return self.scorer
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
             drafts: bool = False, user: str = "") -> Iterator[StreamEvent]:
@@ -135,3 +139,33 @@ def test_a_source_that_does_not_say_what_is_asked_abstains_without_asking_the_mo
     assert not answer.answered and "min_evidence" in answer.reason and "quebec" in answer.reason
     assert generation.requests == []
 
+
+
+class QuestionAfter:
+    """Scores the question -1 per token after a prompt holding ``liked``, else -5; records the prompts."""
+
+    def __init__(self, liked: str) -> None:
+        self.liked, self.prompts = liked, []  # type: ignore[var-annotated]
+
+    def score_continuations(self, prompt: str, continuations: list[str]) -> list[list[float]]:
+        self.prompts.append(prompt)
+        return [[-1.0 if self.liked in prompt else -5.0] * len(c.split()) for c in continuations]
+
+
+def test_sources_near_the_best_are_numbered_in_the_order_the_backend_scores_the_question_after_them() -> None:
+    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "9427",
+             "summary": "s", "key_details": [], "confidence": 0.7}
+    docs = [common_pb2.RetrievedDocument(document_id=name, content=text, relevance_score=score)
+            for name, text, score in (("faq", "The relay FAQ lists questions.", 0.9),
+                                      ("relay", "The relay listens on port 9427.", 0.88),
+                                      ("far", "The relay listens on port 1.", 0.5))]
+    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+        request_id="a", prompt="Which port does the relay listen on?", context=common_pb2.RAGContext(documents=docs)))
+    for reranker, first in (("model", "relay"), ("off", "faq")):
+        generation = ScriptedGeneration(reply, scorer=QuestionAfter("port 9427"))
+        answers, _ = pipeline(generation, short_answers=False, source_reranker=reranker)
+        final = list(answers.answer(request, threading.Event()))[-1].response
+        assert [d.document_id for d in generation.requests[0].context.documents] == [first, "faq" if first ==
+                                                                                     "relay" else "relay", "far"]
+        assert final.answer.citations[0].document_id == first  # type: ignore[union-attr]
+        assert len(generation.scorer.prompts) == (2 if reranker == "model" else 0)  # "far" is beyond the margin

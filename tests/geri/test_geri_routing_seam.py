@@ -266,3 +266,26 @@ def test_a_reply_that_used_every_token_is_cut_off_even_when_the_server_says_stop
             stub.Generate(request, timeout=10)
     assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "was cut off at max_tokens=3" in info.value.details() and len(cut.calls) == 1
+
+
+class ScoringReplay(ReplayBackend):
+    """A replaying backend that can also score continuations (as the embedded one does)."""
+
+    def score_continuations(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+        return [[-1.0] for _ in continuations]
+
+
+def test_the_answer_reranker_scores_with_the_first_entry_only_when_it_can_score_and_its_breaker_is_closed() -> None:
+    from geri.generation import GenerationPipeline
+    from geri.sessions import MemorySessionStore
+
+    settings = geri_settings()
+    scoring, plain = ScoringReplay("s", [["ok"]]), ReplayBackend("p", [["ok"]])
+    router = router_of(scoring, plain, threshold=1)
+    pipeline = GenerationPipeline(settings, router, MemorySessionStore(settings.sessions))
+    assert pipeline.first_scorer("") is scoring
+    assert pipeline.first_scorer("p") is None  # the named entry cannot score
+    router.routes[0].breaker.failure()
+    assert pipeline.first_scorer("") is None
+    only_plain = GenerationPipeline(settings, router_of(plain), MemorySessionStore(settings.sessions))
+    assert only_plain.first_scorer("") is None

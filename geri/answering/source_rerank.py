@@ -1,0 +1,62 @@
+"""Sources reordered by how likely the answering model finds the question given each one (UPR).
+
+The model cites its first source, so which retrieved passage comes first decides most answers. Among the
+sources whose retrieval score is within ``margin`` of the best, the one after which the model finds the
+question's tokens likeliest on average comes first: ``"Passage: {p}\\nPlease write a question based on this
+passage.\\nQuestion:"`` + the question (Sachan et al. 2022, "Improving Passage Retrieval with Zero-Shot
+Question Generation"). Sources further below keep the retriever's order; so does everything when the backend
+cannot score continuations, when a source is not English (the prompt is English), or when scoring fails.
+Chosen on the dev split of squad-answers (docs/decisions/0395-question-likelihood-reranking.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+
+from wolf.v1 import common_pb2
+
+from geri.answering.span_scoring import SpanScorer
+from wolf_service.errors import ServiceError
+
+log = logging.getLogger("geri.answering")
+
+PROMPT = "Passage: {passage}\nPlease write a question based on this passage.\nQuestion:"
+# Longer text is cut from the prompt: a retrieved chunk as the model was shown it, a question of normal length.
+MAX_PASSAGE_CHARS = 3000
+MAX_QUESTION_CHARS = 600
+
+
+def question_prompt(passage: str) -> str:
+    """The plain-text prompt the question continues (after a space)."""
+    return PROMPT.format(passage=" ".join(passage.split())[:MAX_PASSAGE_CHARS])
+
+
+def _mean(scores: Sequence[float]) -> float:
+    return sum(scores) / len(scores) if scores else -math.inf
+
+
+def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument], scorer: SpanScorer,
+                   margin: float) -> list[common_pb2.RetrievedDocument]:
+    """``sources`` (best first) with those within ``margin`` of the best score ordered by the mean
+    log-probability of ``question`` after each (the retriever's order on a tie), the rest after them as given.
+
+    Args:
+        question: What the user asked.
+        sources: The retrieved sources, best first.
+        scorer: The answering backend's continuation scorer.
+        margin: How far below the best retrieval score a source may be and still be moved first.
+    """
+    docs = list(sources)
+    near = [d for d in docs if d.relevance_score >= docs[0].relevance_score - margin] if docs else []
+    asked = " ".join(question.split())[:MAX_QUESTION_CHARS]
+    if len(near) < 2 or not asked or any((d.metadata.get("language") or "en") != "en" for d in near):
+        return docs
+    try:
+        likelihood = [_mean(scorer.score_continuations(question_prompt(d.content), [f" {asked}"])[0]) for d in near]
+    except (ServiceError, RuntimeError, ValueError) as exc:  # the retriever's order is still a good one
+        log.warning("scoring the sources by question likelihood failed (%s): the retriever's order stays", exc)
+        return docs
+    order = sorted(range(len(near)), key=lambda i: -likelihood[i])  # stable: ties keep the retriever's order
+    return [near[i] for i in order] + docs[len(near):]
