@@ -106,12 +106,7 @@ class AnswerPipeline:
             yield AnswerStep("final", response=report.complete(geri_pb2.AnswerResponse(
                 request_id=req.request_id, answer=grounded, metadata=_metadata(started)), request, shown=()))
             return
-        answering = self._settings.answering
-        scorer = self._generation.first_scorer(outer.generation.model.strip()) \
-            if answering.source_reranker == "model" else None
-        if scorer is not None:  # before numbering: the model cites its first source most often
-            sources = rerank_sources(outer.prompt, sources, scorer, answering.rerank_margin)
-        numbered, inner = answer_generation(outer, sources, policy)
+        # Keyed on Freki's order: the rerank below follows from what the key holds, so a hit skips it.
         key = self._cache_key(req, outer, policy, sources) if self._cache.enabled else ""
         if key and (cached := self._cache.get(req.tenant, outer.context.index_epoch, key)) is not None:
             check_owner(self._session(req), req.owner_id)
@@ -124,6 +119,12 @@ class AnswerPipeline:
                 cache_hit=True), request, shown=cached.shown, ran=fallbacks)
             yield AnswerStep("final", response=hit)
             return
+        answering = self._settings.answering
+        scorer = self._generation.first_scorer(outer.generation.model.strip()) \
+            if answering.source_reranker == "model" else None
+        if scorer is not None:  # before numbering: the model cites its first source most often
+            sources = rerank_sources(outer.prompt, sources, scorer, answering.rerank_margin)
+        numbered, inner = answer_generation(outer, sources, policy)
         drafts = DraftText()
         final: common_pb2.WolfResponse | None = None
         backends: tuple[tuple[str, str], ...] = ()
