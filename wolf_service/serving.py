@@ -139,7 +139,15 @@ class StopSignals:
         self._previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        log.info("received %s, shutting down", signal.Signals(signum).name)
+        name = signal.Signals(signum).name
+        if self.requested.is_set():
+            # A second stop is the operator insisting (a start stuck loading, a grace too long): it gets what
+            # the signal did before, at once (SIGINT raises KeyboardInterrupt, SIGTERM ends the process).
+            log.warning("received %s again: stopping now, without waiting", name)
+            self.restore()
+            signal.raise_signal(signum)
+            return
+        log.info("received %s, shutting down (send it again to stop at once)", name)
         self.requested.set()
 
     def restore(self) -> None:
