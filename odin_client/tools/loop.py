@@ -247,7 +247,9 @@ def _confirmed_call(waiting: PendingCall, registry: ToolRegistry, opts: ToolLoop
     outcome, result = decision.outcome, _refusal(decision.reason)
     if not hmac.compare_digest(waiting.idempotency_key, opts.idempotency.key(call, opts.tenant_id or "",
                                                                            opts.session_id)):
-        outcome, result = "invalid", _refusal("the confirmed call does not match its idempotency key")
+        outcome, result = "invalid", _refusal(
+            "the confirmed call does not match its idempotency key: its arguments were changed, or the process "
+            "that made it signs with another tool_idempotency_secret (every process must share one)")
     elif waiting.id not in opts.confirmed:
         outcome, result = "declined", _refusal("the user did not allow this call")
     elif outcome in ("ok", "needs_confirmation"):

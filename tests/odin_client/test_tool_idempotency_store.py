@@ -129,3 +129,15 @@ def test_a_result_the_log_cannot_record_still_reaches_the_caller(tmp_path: Path)
     finally:
         writer.execute("ROLLBACK")
     assert log.claim("k") == RUNNING  # at most once: the claim stands
+
+
+def test_a_call_resumed_under_another_secret_is_refused_naming_the_secret(tmp_path: Path) -> None:
+    registry, runs = booking_registry()
+    geri = ScriptedGeri(gen("Checking.", (call("book_viewing", "c2"),)))
+    first = run(geri, registry, SqliteIdempotencyLog(tmp_path / "calls.sqlite", SECRET.encode()))
+    pending = PendingConfirmation.from_dict(first.to_dict()["requires_confirmation"])
+    other = SqliteIdempotencyLog(tmp_path / "calls.sqlite", b"another secret of 32 characters or more")
+    geri.replies = [gen("Not booked.")]
+    turn = run(geri, registry, other, resume=pending, confirmed=("c2",))
+    assert runs == [] and turn.calls[0].outcome == "invalid"
+    assert "tool_idempotency_secret" in turn.calls[0].result
