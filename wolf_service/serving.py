@@ -145,6 +145,8 @@ class StopSignals:
             # the signal did before, at once (SIGINT raises KeyboardInterrupt, SIGTERM ends the process).
             log.warning("received %s again: stopping now, without waiting", name)
             self.restore()
+            if signal.getsignal(signum) in (signal.SIG_IGN, None):  # e.g. SIGINT in a background job
+                signal.signal(signum, signal.SIG_DFL)
             signal.raise_signal(signum)
             return
         log.info("received %s, shutting down (send it again to stop at once)", name)
@@ -170,14 +172,19 @@ def serve_until_signal(
     on_stop: Callable[[], None] | None = None,
     signals: StopSignals | None = None,
 ) -> None:
-    """Block until SIGTERM or SIGINT (also one caught by ``signals`` before), then stop and run ``on_stop``."""
+    """Block until SIGTERM or SIGINT (also one caught by ``signals`` before), then stop and run ``on_stop``.
+    A second signal during the grace stops at once (:class:`StopSignals`)."""
+    own = signals is None
     signals = signals or StopSignals()
     try:
         signals.requested.wait()
-        log.info("stopping (grace %.1fs)", grace)
+        log.info("stopping (grace %.1fs; a second signal stops at once)", grace)
     finally:
-        signals.restore()
-        handle.stop(grace)
-        if on_stop is not None:
-            on_stop()
+        try:
+            handle.stop(grace)
+            if on_stop is not None:
+                on_stop()
+        finally:
+            if own:
+                signals.restore()
         log.info("server on port %d stopped", handle.port)

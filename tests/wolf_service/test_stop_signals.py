@@ -50,8 +50,10 @@ def test_restoring_twice_keeps_the_handlers_that_were_there_first() -> None:
 
 
 STUCK_START = textwrap.dedent("""
-    import time
+    import signal, sys, time
     from wolf_service.serving import StopSignals
+    if sys.argv[1] == "ignored":  # a background job of a shell starts with SIGINT ignored
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     with StopSignals() as signals:
         print("loading", flush=True)
         while not signals.requested.is_set():  # the first stop is kept for when the server is up
@@ -62,11 +64,12 @@ STUCK_START = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_second_stop_while_the_server_starts_stops_it_at_once(sig: signal.Signals) -> None:
+@pytest.mark.parametrize(("sig", "before"), [(signal.SIGTERM, "default"), (signal.SIGINT, "default"),
+                                             (signal.SIGINT, "ignored")])
+def test_a_second_stop_while_the_server_starts_stops_it_at_once(sig: signal.Signals, before: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "protos")])}
-    child = subprocess.Popen([sys.executable, "-c", STUCK_START], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env)
+    child = subprocess.Popen([sys.executable, "-c", STUCK_START, before], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "loading"
