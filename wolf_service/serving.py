@@ -139,7 +139,17 @@ class StopSignals:
         self._previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        log.info("received %s, shutting down", signal.Signals(signum).name)
+        name = signal.Signals(signum).name
+        if self.requested.is_set():
+            # A second stop is the operator insisting (a start stuck loading, a grace too long): it gets what
+            # the signal did before, at once (SIGINT raises KeyboardInterrupt, SIGTERM ends the process).
+            log.warning("received %s again: stopping now, without waiting", name)
+            self.restore()
+            if signal.getsignal(signum) in (signal.SIG_IGN, None):  # e.g. SIGINT in a background job
+                signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+            return
+        log.info("received %s, shutting down (send it again to stop at once)", name)
         self.requested.set()
 
     def restore(self) -> None:
@@ -162,14 +172,19 @@ def serve_until_signal(
     on_stop: Callable[[], None] | None = None,
     signals: StopSignals | None = None,
 ) -> None:
-    """Block until SIGTERM or SIGINT (also one caught by ``signals`` before), then stop and run ``on_stop``."""
+    """Block until SIGTERM or SIGINT (also one caught by ``signals`` before), then stop and run ``on_stop``.
+    A second signal during the grace stops at once (:class:`StopSignals`)."""
+    own = signals is None
     signals = signals or StopSignals()
     try:
         signals.requested.wait()
-        log.info("stopping (grace %.1fs)", grace)
+        log.info("stopping (grace %.1fs; a second signal stops at once)", grace)
     finally:
-        signals.restore()
-        handle.stop(grace)
-        if on_stop is not None:
-            on_stop()
+        try:
+            handle.stop(grace)
+            if on_stop is not None:
+                on_stop()
+        finally:
+            if own:
+                signals.restore()
         log.info("server on port %d stopped", handle.port)

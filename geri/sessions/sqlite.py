@@ -58,29 +58,31 @@ class SqliteSessionStore:
             try:
                 new = extended(self._row(tenant, session_id, user), tenant, session_id, owner_id, turns,
                                self._settings, self._clock(), user)
-                self._db.execute(
+                written = self._db.execute(
                     f"INSERT OR REPLACE INTO sessions ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (tenant, user, session_id, new.owner_id, json.dumps([t.to_json() for t in new.turns]),
                      new.updated_at, new.expires_at),
-                )
-                self._evict(tenant)
+                ).lastrowid
+                self._evict(tenant, written)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             return new
 
-    def _evict(self, tenant: str) -> None:
+    def _evict(self, tenant: str, written: int | None) -> None:
         """Drop expired sessions, then ``tenant``'s least recently used beyond ``max_sessions_per_tenant``,
-        then the least recently used of all beyond ``max_sessions``."""
+        then the least recently used of all beyond ``max_sessions``. The session just ``written`` is always
+        kept: writes within one clock tick, or a clock set back, must not evict it."""
         self._db.execute("DELETE FROM sessions WHERE expires_at <= ?", (self._clock(),))
         self._db.execute(
-            "DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE tenant=? "
-            "ORDER BY updated_at DESC LIMIT -1 OFFSET ?)", (tenant, self._settings.max_sessions_per_tenant),
+            "DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE tenant=? AND rowid IS NOT ? "
+            "ORDER BY updated_at DESC, rowid DESC LIMIT -1 OFFSET ?)",
+            (tenant, written, self._settings.max_sessions_per_tenant - 1),
         )
         self._db.execute(
-            "DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions ORDER BY updated_at DESC "
-            "LIMIT -1 OFFSET ?)", (self._settings.max_sessions,),
+            "DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE rowid IS NOT ? "
+            "ORDER BY updated_at DESC, rowid DESC LIMIT -1 OFFSET ?)", (written, self._settings.max_sessions - 1),
         )
 
     def _erase(self, where: str, args: tuple[str, ...]) -> int:

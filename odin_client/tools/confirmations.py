@@ -27,9 +27,14 @@ from typing import Any
 
 from wolf.v1 import common_pb2
 
+from odin_client.types.errors import OdinError
 from odin_client.types.results import ToolCallRequest
 
 RUNNING = json.dumps({"error": "this confirmed call is already running (sent twice); it runs once"})
+
+
+class IdempotencyLogUnavailable(OdinError):
+    """The log of confirmed calls cannot be read or written (its message names the file and the setting)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,11 @@ class IdempotencyLog:
 
     def claim(self, key: str) -> str | None:
         """None when this caller may run the call now (the key is claimed for it); otherwise the result of
-        the run that claimed it first (``RUNNING`` while that run is not finished)."""
+        the run that claimed it first (``RUNNING`` while that run is not finished).
+
+        Raises:
+            IdempotencyLogUnavailable: the key cannot be claimed (the call must not run).
+        """
         with self._lock:
             if key in self._results:
                 self._results.move_to_end(key)

@@ -28,6 +28,7 @@ from wolf.v1 import common_pb2
 from odin_client.tools.confirmations import (
     SHARED_LOG,
     IdempotencyLog,
+    IdempotencyLogUnavailable,
     PendingCall,
     PendingConfirmation,
 )
@@ -246,17 +247,23 @@ def _confirmed_call(waiting: PendingCall, registry: ToolRegistry, opts: ToolLoop
     outcome, result = decision.outcome, _refusal(decision.reason)
     if not hmac.compare_digest(waiting.idempotency_key, opts.idempotency.key(call, opts.tenant_id or "",
                                                                            opts.session_id)):
-        outcome, result = "invalid", _refusal("the confirmed call does not match its idempotency key")
+        outcome, result = "invalid", _refusal(
+            "the confirmed call does not match its idempotency key: its arguments were changed, or the process "
+            "that made it signs with another tool_idempotency_secret (every process must share one)")
     elif waiting.id not in opts.confirmed:
         outcome, result = "declined", _refusal("the user did not allow this call")
     elif outcome in ("ok", "needs_confirmation"):
-        earlier = opts.idempotency.claim(waiting.idempotency_key)
-        if earlier is not None:
-            outcome, result = "repeated", earlier
+        try:
+            earlier = opts.idempotency.claim(waiting.idempotency_key)
+        except IdempotencyLogUnavailable as exc:  # not claimed, so not run ("once" holds); confirmed again later
+            outcome, result = "error", _refusal(f"{exc}; the call was not run")
         else:
-            ran: ToolOutcome = yield RunToolCall(call, _caller(opts))
-            outcome, result = ran.outcome, ran.content
-            opts.idempotency.finish(waiting.idempotency_key, result)
+            if earlier is not None:
+                outcome, result = "repeated", earlier
+            else:
+                ran: ToolOutcome = yield RunToolCall(call, _caller(opts))
+                outcome, result = ran.outcome, ran.content
+                opts.idempotency.finish(waiting.idempotency_key, result)
     record = ToolCallRecord(id=call.id, name=call.name, arguments=call.arguments, outcome=outcome, result=result,
                             step=0)
     yield AuditCall(record, opts.user_id)

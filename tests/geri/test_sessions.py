@@ -214,3 +214,20 @@ def test_an_old_sqlite_file_migrates_in_place_without_losing_a_row(tmp_path: Pat
         assert {r[1] for r in db.execute("PRAGMA index_list(sessions)")} >= {"sessions_owner", "sessions_updated"}
     db.close()
     SqliteSessionStore(path, settings).close()  # opening a migrated file again changes nothing
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_the_session_just_written_is_never_the_one_evicted_even_within_one_clock_tick(
+        kind: str, tmp_path: Path) -> None:
+    clock = Clock()  # a coarse clock: every write below has the same time
+    settings = SessionSettings(ttl_s=60, max_sessions=2, max_sessions_per_tenant=1)
+    sessions: SessionStore = (MemorySessionStore(settings, clock) if kind == "memory"
+                              else SqliteSessionStore(tmp_path / "sessions.db", settings, clock))
+    try:
+        for i in range(8):
+            tenant = "noisy" if i % 3 else "quiet"
+            clock.now -= 10 if i == 4 else 0  # and a clock set back
+            sessions.append(tenant, f"s{i}", "", q(str(i)), user="")
+            assert sessions.get(tenant, f"s{i}", user="") is not None, f"s{i} was evicted as it was written"
+    finally:
+        sessions.close()

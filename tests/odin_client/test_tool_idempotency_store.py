@@ -4,6 +4,7 @@ confirmed call once (odin_client/tools/idempotency_store.py)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from odin_client import OdinSettings
 from odin_client.tools.confirmations import RUNNING, PendingConfirmation
 from odin_client.tools.driving import idempotency_log, loop_options
 from odin_client.tools.idempotency_store import SqliteIdempotencyLog
+from odin_client.types.errors import OdinError
 from tests.odin_client.test_tool_confirmations import booking_registry, run
 from tests.odin_client.test_tools import ScriptedGeri, call, gen
 
@@ -83,3 +85,59 @@ def test_the_settings_choose_the_log_and_a_shared_file_needs_a_shared_secret(tmp
     other = SqliteIdempotencyLog(tmp_path / "other.sqlite", SECRET.encode())
     booking = call("book_viewing", "c2")
     assert log.key(booking, "immo", "chat-1") == other.key(booking, "immo", "chat-1")  # resumable elsewhere
+
+
+def test_a_damaged_log_file_is_named_with_its_setting(tmp_path: Path) -> None:
+    damaged = tmp_path / "calls.sqlite"
+    damaged.write_bytes(b"not a database " * 200)
+    settings = OdinSettings(tool_idempotency_log=damaged, tool_idempotency_secret=SECRET)
+    with pytest.raises(OdinError, match=r"tool_idempotency_log .*calls\.sqlite.*not a database"):
+        loop_options(settings, max_steps=None, first_tool_choice="auto")
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(OdinError, match="tool_idempotency_log"):  # its folder cannot be made
+        SqliteIdempotencyLog(tmp_path / "a-file" / "calls.sqlite", SECRET.encode())
+
+
+def test_a_confirmed_call_the_log_cannot_claim_is_not_run_and_the_turn_goes_on(tmp_path: Path) -> None:
+    registry, runs = booking_registry()
+    path = tmp_path / "calls.sqlite"
+    log = SqliteIdempotencyLog(path, SECRET.encode(), busy_timeout_s=0.1)
+    geri = ScriptedGeri(gen("Checking.", (call("book_viewing", "c2"),)))
+    pending = PendingConfirmation.from_dict(run(geri, registry, log).to_dict()["requires_confirmation"])
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process holds the file (or the disk is full, or it is read-only)
+    try:
+        geri.replies = [gen("I could not book it.")]
+        turn = run(geri, registry, log, resume=pending, confirmed=("c2",))
+    finally:
+        writer.execute("ROLLBACK")
+    assert runs == [] and turn.calls[0].outcome == "error"
+    assert "tool_idempotency_log" in turn.calls[0].result and "not run" in turn.calls[0].result
+    geri.replies = [gen("Booked.")]  # confirmed again once the file is free: it runs, once
+    assert run(geri, registry, log, resume=pending, confirmed=("c2",)).calls[0].outcome == "ok"
+    assert len(runs) == 1
+
+
+def test_a_result_the_log_cannot_record_still_reaches_the_caller(tmp_path: Path) -> None:
+    path = tmp_path / "calls.sqlite"
+    log = SqliteIdempotencyLog(path, SECRET.encode(), busy_timeout_s=0.1)
+    assert log.claim("k") is None
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        log.finish("k", "the tool's result")  # the call has run: its result is the caller's, logged or not
+    finally:
+        writer.execute("ROLLBACK")
+    assert log.claim("k") == RUNNING  # at most once: the claim stands
+
+
+def test_a_call_resumed_under_another_secret_is_refused_naming_the_secret(tmp_path: Path) -> None:
+    registry, runs = booking_registry()
+    geri = ScriptedGeri(gen("Checking.", (call("book_viewing", "c2"),)))
+    first = run(geri, registry, SqliteIdempotencyLog(tmp_path / "calls.sqlite", SECRET.encode()))
+    pending = PendingConfirmation.from_dict(first.to_dict()["requires_confirmation"])
+    other = SqliteIdempotencyLog(tmp_path / "calls.sqlite", b"another secret of 32 characters or more")
+    geri.replies = [gen("Not booked.")]
+    turn = run(geri, registry, other, resume=pending, confirmed=("c2",))
+    assert runs == [] and turn.calls[0].outcome == "invalid"
+    assert "tool_idempotency_secret" in turn.calls[0].result
