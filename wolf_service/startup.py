@@ -21,6 +21,7 @@ from wolf_service.settings import FileSettings, SettingsError
 
 EXIT_SETTINGS = 2
 EXIT_STARTUP = 3
+EXIT_INTERRUPTED = 130  # the shells' code for a process ended by SIGINT
 
 log = logging.getLogger("wolf_service.startup")
 
@@ -97,4 +98,7 @@ def run_server(service: str, settings_cls: type[FileSettings], config: str | Non
         serve(settings, source)
     except StartupError as exc:
         return report(service, exc)
+    except KeyboardInterrupt:  # a second SIGINT (wolf_service.serving.StopSignals): stop now, in one line
+        print(f"{service}: interrupted again, stopped without waiting for in-flight calls", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
