@@ -43,12 +43,24 @@ class SqliteIdempotencyLog(IdempotencyLog):
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(_SCHEMA)
-            self._db.execute(_INDEX)
+            self._set_up(time.monotonic() + busy_timeout_s)
         except (OSError, sqlite3.Error) as exc:
             raise self._unavailable(exc, "cannot be used") from None
         self._db_lock = threading.Lock()
+
+    def _set_up(self, deadline: float) -> None:
+        """WAL mode and the table. Workers starting together race for the switch to WAL, where SQLite
+        answers "database is locked" at once instead of waiting: the set-up is tried again until ``deadline``."""
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute(_SCHEMA)
+                self._db.execute(_INDEX)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)
 
     def _unavailable(self, exc: BaseException, what: str) -> IdempotencyLogUnavailable:
         return IdempotencyLogUnavailable(
