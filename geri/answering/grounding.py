@@ -22,8 +22,9 @@ from typing import Any
 from wolf.v1 import geri_pb2
 
 from geri.answering.sources import NumberedSource
-from geri.answering.span_scoring import SpanScorer, model_span
+from geri.answering.span_scoring import model_span
 from geri.answering.spans import shorten
+from geri.backends.base import ContinuationScorer
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 _MARKER = re.compile(r"\[\d+\]")
@@ -65,7 +66,7 @@ def _citation(marker: int, source: NumberedSource, sentence: int) -> geri_pb2.Ci
 
 
 def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_support: float,
-           question: str = "", short_answers: bool = False, scorer: SpanScorer | None = None
+           question: str = "", short_answers: bool = False, scorer: ContinuationScorer | None = None
            ) -> geri_pb2.GroundedAnswer:
     """Apply the rules above to the model's validated answer JSON for ``sources``; with ``short_answers``
     (and the ``question``), the answer text becomes the phrase of the cited source that answers

@@ -17,15 +17,15 @@ from collections.abc import Sequence
 
 from wolf.v1 import common_pb2
 
-from geri.answering.span_scoring import SpanScorer
+from geri.answering.span_scoring import MAX_QUESTION_CHARS
+from geri.backends.base import ContinuationScorer
 from wolf_service.errors import ServiceError
 
 log = logging.getLogger("geri.answering")
 
 PROMPT = "Passage: {passage}\nPlease write a question based on this passage.\nQuestion:"
-# Longer text is cut from the prompt: a retrieved chunk as the model was shown it, a question of normal length.
+# Longer text is cut from the prompt: a retrieved chunk as the model was shown it.
 MAX_PASSAGE_CHARS = 3000
-MAX_QUESTION_CHARS = 600
 
 
 def question_prompt(passage: str) -> str:
@@ -37,7 +37,7 @@ def _mean(scores: Sequence[float]) -> float:
     return sum(scores) / len(scores) if scores else -math.inf
 
 
-def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument], scorer: SpanScorer,
+def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument], scorer: ContinuationScorer,
                    margin: float) -> list[common_pb2.RetrievedDocument]:
     """``sources`` (best first) with those within ``margin`` of the best score ordered by the mean
     log-probability of ``question`` after each (the retriever's order on a tie), the rest after them as given.

@@ -19,9 +19,9 @@ import math
 import string
 from collections import Counter
 from collections.abc import Sequence
-from typing import Protocol
 
 from geri.answering.spans import scored_spans
+from geri.backends.base import ContinuationScorer
 from wolf_service.errors import ServiceError
 
 log = logging.getLogger("geri.answering")
@@ -33,14 +33,6 @@ MAX_SENTENCE_CHARS = 600
 MAX_QUESTION_CHARS = 600
 MAX_CANDIDATE_CHARS = 200
 _PUNCTUATION = string.punctuation + "“”‘’«»"
-
-
-class SpanScorer(Protocol):
-    """What scores the candidates (geri.backends.base.ContinuationScorer)."""
-
-    def score_continuations(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
-        """The log-probability of each token of each continuation after ``prompt``."""
-        ...
 
 
 def model_prompt(question: str, sentence: str) -> str:
@@ -80,7 +72,7 @@ def consensus(candidates: Sequence[str], log_probs: Sequence[Sequence[float]],
     return best
 
 
-def model_span(question: str, sentence: str, scorer: SpanScorer, language: str = "en",
+def model_span(question: str, sentence: str, scorer: ContinuationScorer, language: str = "en",
                candidates: int = MODEL_CANDIDATES) -> str:
     """The span of ``sentence`` answering ``question``: the rules' best ``candidates`` spans, the one the model
     finds most likely; the rules' best when the model cannot tell (see the module docstring). "" when the
