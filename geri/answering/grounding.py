@@ -108,5 +108,5 @@ def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_su
         return grounded
     if scorer is None:
         return shorten(grounded, sources, question)
-    return shorten(grounded, sources, question,
-                   lambda asked, sentence, language: model_span(asked, sentence, scorer, language))
+    return shorten(grounded, sources, question, lambda asked, sentence, spans, language: model_span(
+        asked, sentence, scorer, language, ranked_spans=spans))

@@ -73,11 +73,14 @@ def consensus(candidates: Sequence[str], log_probs: Sequence[Sequence[float]],
 
 
 def model_span(question: str, sentence: str, scorer: ContinuationScorer, language: str = "en",
-               candidates: int = MODEL_CANDIDATES) -> str:
-    """The span of ``sentence`` answering ``question``: the rules' best ``candidates`` spans, the one the model
-    finds most likely; the rules' best when the model cannot tell (see the module docstring). "" when the
-    sentence has no span."""
-    ranked = [span for span, _ in scored_spans(question, sentence, language)[:candidates]]
+               candidates: int = MODEL_CANDIDATES, ranked_spans: Sequence[str] | None = None) -> str:
+    """The span of ``sentence`` answering ``question``: among the rules' best ``candidates`` spans, the one the
+    model's weighted candidates agree on most; the rules' best when the model cannot tell (see the module
+    docstring). "" when the sentence has no span. ``ranked_spans``: the sentence's spans as the rules rank them,
+    when the caller has them already."""
+    if ranked_spans is None:
+        ranked_spans = [span for span, _ in scored_spans(question, sentence, language)]
+    ranked = list(ranked_spans[:candidates])
     fitting = [span for span in ranked if len(span) <= MAX_CANDIDATE_CHARS]
     if language != "en" or len(fitting) < 2:
         return ranked[0] if ranked else ""

@@ -139,22 +139,30 @@ def best_span(question: str, sentence: str, language: str = "en",
     return scored[0] if scored else ("", float("-inf"))
 
 
+def _ranked(question: str, sentences: Sequence[str], preferred: int, language: str,
+            weights: Weights) -> list[tuple[int, list[tuple[str, float]], float]]:
+    """(number, the sentence's scored spans best first, sentence score) of every sentence with a span, best
+    first (see :func:`ranked_sentences`)."""
+    wanted = question_terms(question, language)
+    total = sum(wanted.values()) or 1.0
+    ranked: list[tuple[float, bool, int, list[tuple[str, float]]]] = []
+    for number, sentence in enumerate(sentences, 1):
+        spans = scored_spans(question, sentence, language, weights)
+        if not spans:
+            continue
+        found = terms(sentence, language)
+        coverage = sum(w for t, w in wanted.items() if t in found) / total
+        ranked.append((weights.coverage * coverage + spans[0][1], number == preferred, number, spans))
+    ranked.sort(key=lambda key: (-key[0], not key[1], key[2]))
+    return [(number, spans, score) for score, _, number, spans in ranked]
+
+
 def ranked_sentences(question: str, sentences: Sequence[str], preferred: int, language: str = "en",
                      weights: Weights = WEIGHTS) -> list[tuple[int, str, float]]:
     """(1-based number, best span, score) of every sentence with a span, best first: question coverage of the
     sentence and its best span's score together; ``preferred``, then the earlier sentence, on a tie."""
-    wanted = question_terms(question, language)
-    total = sum(wanted.values()) or 1.0
-    ranked: list[tuple[float, bool, int, str]] = []
-    for number, sentence in enumerate(sentences, 1):
-        span, score = best_span(question, sentence, language, weights)
-        if not span:
-            continue
-        found = terms(sentence, language)
-        coverage = sum(w for t, w in wanted.items() if t in found) / total
-        ranked.append((weights.coverage * coverage + score, number == preferred, number, span))
-    ranked.sort(key=lambda key: (-key[0], not key[1], key[2]))
-    return [(number, span, score) for score, _, number, span in ranked]
+    return [(number, spans[0][0], score) for number, spans, score in
+            _ranked(question, sentences, preferred, language, weights)]
 
 
 def answer_sentence(question: str, sentences: Sequence[str], preferred: int, language: str = "en",
@@ -165,8 +173,9 @@ def answer_sentence(question: str, sentences: Sequence[str], preferred: int, lan
     return (ranked[0][0], ranked[0][1]) if ranked else (preferred, "")
 
 
-SpanChooser = Callable[[str, str, str], str]
-"""(question, sentence, language) → the span of the sentence that answers; "" to keep the rules' span."""
+SpanChooser = Callable[[str, str, Sequence[str], str], str]
+"""(question, sentence, its candidate spans as the rules rank them, language) → the span of the sentence that
+answers; "" to keep the rules' span."""
 
 
 def shorten(answer: geri_pb2.GroundedAnswer, sources: Sequence[NumberedSource], question: str,
@@ -182,11 +191,13 @@ def shorten(answer: geri_pb2.GroundedAnswer, sources: Sequence[NumberedSource], 
     if source is None:
         return answer
     language = source.document.metadata.get("language") or "en"
-    number, span = answer_sentence(question, source.sentences, first.sentence_number, language)
-    if not span:
+    ranked = _ranked(question, source.sentences, first.sentence_number, language, WEIGHTS)
+    if not ranked:
         return answer
+    number, spans, _ = ranked[0]
+    span = spans[0][0]
     if choose_span is not None:
-        span = choose_span(question, source.sentences[number - 1], language) or span
+        span = choose_span(question, source.sentences[number - 1], [s for s, _ in spans], language) or span
     shortened = geri_pb2.GroundedAnswer()
     shortened.CopyFrom(answer)
     shortened.citations[0].sentence_number = number
