@@ -50,6 +50,7 @@ from geri.answering.requests import (
     side_generation,
 )
 from geri.answering.source_rerank import rerank_sources
+from geri.backends.base import ContinuationScorer
 from geri.generation import GenerationPipeline
 from geri.routing import FALLBACK_ERRORS
 from geri.sessions import SessionStore, Turn
@@ -120,14 +121,15 @@ class AnswerPipeline:
             yield AnswerStep("final", response=hit)
             return
         answering = self._settings.answering
-        scorer = self._generation.first_scorer(outer.generation.model.strip()) \
+        reranker = self._generation.first_scorer(outer.generation.model.strip()) \
             if answering.source_reranker == "model" else None
-        if scorer is not None:  # before numbering: the model cites its first source most often
-            sources = rerank_sources(outer.prompt, sources, scorer, answering.rerank_margin)
+        if reranker is not None:  # before numbering: the model cites its first source most often
+            sources = rerank_sources(outer.prompt, sources, reranker, answering.rerank_margin)
         numbered, inner = answer_generation(outer, sources, policy)
         drafts = DraftText()
         final: common_pb2.WolfResponse | None = None
         backends: tuple[tuple[str, str], ...] = ()
+        answerer: ContinuationScorer | None = None  # the backend that answered, when it can score
         for event in self._generation.run(inner, cancel, remember=False, drafts=stream, user=user):
             if event.kind == "draft":
                 delta = drafts.feed(event.text)
@@ -136,7 +138,7 @@ class AnswerPipeline:
             elif event.kind == "draft_reset":
                 drafts.reset()
             elif event.kind == "final":
-                final, backends, scorer = event.response, event.fallbacks, event.scorer
+                final, backends, answerer = event.response, event.fallbacks, event.scorer
         llm = final.llm_response if final is not None else None
         if final is None or llm is None or llm.finish_reason == "cancelled" or cancel.is_set():
             raise Cancelled(f"the answer to request {req.request_id} was cancelled")
@@ -144,7 +146,7 @@ class AnswerPipeline:
         shown = numbered[: len(numbered) - len(final.metadata.dropped_document_ids)]
         grounded = ground(json.loads(llm.json), shown, min_support=policy.min_support, question=outer.prompt,
                           short_answers=self._settings.answering.short_answers,
-                          scorer=scorer if self._settings.answering.span_scorer == "model" else None)
+                          scorer=answerer if self._settings.answering.span_scorer == "model" else None)
         grounded.sources_used = len(shown)
         if stream:
             tail, grounded.revised = drafts.finish(grounded.text)
