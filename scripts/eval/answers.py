@@ -143,6 +143,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     record.update(best_score=max((s.score for s in found), default=0.0), answered=True,
                                   top_doc=found[0].document_id if found else "", cited=[], schema_valid=True,
                                   f1=0.0, em=0.0, **evidence_of(q["question"], found, odin.answer_max_sources))
+                    if args.passages:  # a deeper list, to study the gate offline (scripts/eval/gate_study.py)
+                        deep = client.retrieve(q["question"], top_k=args.passages).sources
+                        record.update(question=q["question"], passages=[
+                            (s.document_id, round(s.score, 4), s.content) for s in deep])
                     record["seconds"] = time.perf_counter() - started
                     keep(record)
                     continue
@@ -219,6 +223,8 @@ def main() -> None:
                         help="wiki: Wikipedia lead sections (near-domain); scifact: SciFact abstracts")
     parser.add_argument("--retrieval-only", action="store_true",
                         help="no generation: record what the answer gate sees (scores, coverage) per question")
+    parser.add_argument("--passages", type=int, default=0, metavar="N",
+                        help="with --retrieval-only: also record the question and its top N passages")
     parser.add_argument("--min-score", type=float, default=GeriSettings().answering.min_score)
     parser.add_argument("--min-evidence", type=float, default=GeriSettings().answering.min_evidence,
                         help="the gate's floor on score + coverage (Geri's answering.min_evidence), applied to "
