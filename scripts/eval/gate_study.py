@@ -11,12 +11,19 @@ five is what the gate would see had the article not been indexed (up to the arti
 document frequencies). ``--augment`` adds these as unanswerable records ("aug" rows); built from dev only, they
 calibrate rules without touching test.
 
-**Rules.** Each rule maps a question's view (its top five passages) to "answer or abstain"; ``search``
-chooses a rule's threshold on dev files (real and augmented, every size given) as the highest worst-case
-abstention whose false abstention stays within ``--budget`` in every file; ``table`` prints every rule at
-its chosen threshold over any files (test once, after choosing).
+**Geri's source rerank.** ``rerank`` writes, beside each records file, the order Geri's source rerank
+(the embedded model's question likelihood) gives each view's top five; the ``reranked`` rule judges the
+source it puts first (the gate after the rerank instead of before).
 
-    .venv/bin/python -m scripts.eval.gate_study search ret-dev-w1.jsonl ret-dev-w6.jsonl --augment
+**Rules.** Each rule maps a question's view (its top five passages) to "answer or abstain"; ``search``
+chooses a rule's threshold on dev files (real and augmented, every size given): with ``--centre`` the one
+farthest inside the issue's goals (abstention >= 0.9, false abstention <= 0.1) in every file, else the highest
+worst-case abstention whose false abstention stays within ``--budget`` in every file (0191's way). ``table``
+prints every rule at its chosen threshold over any files (test once, after choosing). Decision 0410.
+
+    .venv/bin/python -m scripts.eval.gate_study rerank ret-dev-w1.jsonl ret-dev-w6.jsonl   # optional, ~1 min each
+    .venv/bin/python -m scripts.eval.gate_study search ret-dev-w1.jsonl ret-dev-w6.jsonl --augment --centre \
+        --chosen chosen.json
     .venv/bin/python -m scripts.eval.gate_study table --chosen chosen.json ret-test-w1.jsonl ret-test-w6.jsonl
 """
 
@@ -28,6 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from geri.answering.evidence import Passage, assess, question_terms, sentences, terms
 from geri.answering.spans import _fits, expected_kind, ranked_sentences
@@ -87,17 +95,57 @@ def _fits_kind(kind: str, span: str) -> bool:
 
 def views(path: Path, augment: bool) -> list[View]:
     """The real view of every record in ``path``, and with ``augment`` the gold-article-less view of every
-    answerable one."""
+    answerable one. When ``path`` has a ``.rerank.json`` beside it (view -> Geri's source-rerank order of its
+    top five), each view's features also hold those of the reranked order, prefixed ``rr_``."""
+    beside = path.with_suffix(".rerank.json")
+    orders: dict[str, list[int]] = json.loads(beside.read_text()) if beside.exists() else {}
     out: list[View] = []
     for line in path.read_text().splitlines():
         r = json.loads(line)
-        top = [tuple(p) for p in r["passages"]]
-        out.append(View(path.stem, "real", r["answerable"], features(r["question"], top[:TOP])))  # type: ignore[arg-type]
-        if augment and r["answerable"]:
-            gold = article(r["gold"])
-            rest = [p for p in top if article(str(p[0])) != gold]
-            out.append(View(path.stem, "aug", False, features(r["question"], rest[:TOP])))  # type: ignore[arg-type]
+        for kind, (found, answerable) in tops(r, augment).items():
+            f = features(r["question"], found)
+            order = orders.get(f"{r['id']}|{kind}")
+            if order is not None:
+                f.update({f"rr_{k}": v for k, v in features(r["question"], [found[i] for i in order]).items()})
+            out.append(View(path.stem, kind, answerable, f))
     return out
+
+
+Found = list[tuple[str, float, str]]
+
+
+def tops(record: dict[str, Any], augment: bool) -> dict[str, tuple[Found, bool]]:
+    """View kind -> (its top passages, answerable?): "real", and with ``augment`` for an answerable record
+    "aug", the passages without its gold article."""
+    top: Found = [(str(i), float(s), str(t)) for i, s, t in record["passages"]]
+    out = {"real": (top[:TOP], bool(record["answerable"]))}
+    if augment and record["answerable"]:
+        gold = article(record["gold"])
+        out["aug"] = ([p for p in top if article(p[0]) != gold][:TOP], False)
+    return out
+
+
+def rerank(path: Path) -> None:
+    """Write Geri's source-rerank order (answering.source_reranker, the embedded model) of every view's top
+    passages beside ``path`` (``.rerank.json``), for the ``reranked`` rule."""
+    from wolf.v1 import common_pb2
+
+    from geri.answering.source_rerank import rerank_sources
+    from geri.backends.embedded import EmbeddedBackend
+    from geri.settings import GeriSettings
+
+    settings = GeriSettings(backend="embedded", embedded_threads=1)
+    backend = EmbeddedBackend(settings)
+    backend.prepare()
+    orders = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        for kind, (found, _) in tops(r, True).items():
+            docs = [common_pb2.RetrievedDocument(document_id=str(i), content=text, relevance_score=score)
+                    for i, (_, score, text) in enumerate(found)]
+            ranked = rerank_sources(r["question"], docs, backend, settings.answering.rerank_margin)
+            orders[f"{r['id']}|{kind}"] = [int(d.document_id) for d in ranked]
+    path.with_suffix(".rerank.json").write_text(json.dumps(orders))
 
 
 Rule = Callable[[dict[str, float], float], bool]  # (features, threshold) -> answer?
@@ -107,6 +155,10 @@ RULES: dict[str, Rule] = {
     "today": lambda f, t: f["score"] >= 0.25 and f["score"] + 0.6 * f["coverage"] >= t,
     "sentence": lambda f, t: f["score"] >= 0.25 and f["score"] + 0.6 * f["sentence_coverage"] >= t,
     "both": lambda f, t: f["score"] >= 0.25 and f["score"] + 0.3 * (f["coverage"] + f["sentence_coverage"]) >= t,
+    "today+sentence": lambda f, t: f["score"] >= 0.25 and f["score"] + 0.6 * f["coverage"]
+    + 0.3 * f["sentence_coverage"] >= t,
+    # the gate after Geri's source rerank (answering.source_reranker): coverage of the source it puts first
+    "reranked": lambda f, t: f["score"] >= 0.25 and f.get("rr_score", 0.0) + 0.6 * f.get("rr_coverage", 0.0) >= t,
     "near": lambda f, t: f["score"] >= 0.25 and f["near_score"] + 0.6 * f["near_coverage"] >= t,
     "top2_sentence": lambda f, t: f["score"] >= 0.25 and f["score"] + 0.6 * f["top2_sentence"] >= t,
     "today+fit": lambda f, t: f["score"] >= 0.25 and f["score"] + 0.6 * f["coverage"] + 0.05 * f["fit"] >= t,
@@ -178,17 +230,18 @@ def table(all_views: list[View], chosen: dict[str, float]) -> None:
     print("| rule | t | " + " | ".join(f"{n} real | {n} aug" for n in files) + " |")
     print("|---|---|" + "---|---|" * len(files))
     for name, t in chosen.items():
+        rule = RULES[name.split(" ")[0]]  # "today (0191)": a rule with a label
         cells = []
         for real, aug in files.values():
-            a, fa = rates(real, RULES[name], t)
+            a, fa = rates(real, rule, t)
             has_aug = any(v.kind == "aug" for v in aug)
-            cells.append(f"{a:.3f} / {fa:.3f} | " + (f"{rates(aug, RULES[name], t)[0]:.3f}" if has_aug else "–"))
+            cells.append(f"{a:.3f} / {fa:.3f} | " + (f"{rates(aug, rule, t)[0]:.3f}" if has_aug else "–"))
         print(f"| {name} | {t:.4f} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["search", "table"])
+    parser.add_argument("command", choices=["search", "table", "rerank"])
     parser.add_argument("records", type=Path, nargs="+")
     parser.add_argument("--augment", action="store_true", help="add gold-article-less views (dev only)")
     parser.add_argument("--budget", type=float, default=0.07)
@@ -197,6 +250,10 @@ def main() -> None:
     parser.add_argument("--real-only", action="store_true", help="search: choose on real questions only")
     parser.add_argument("--chosen", type=Path, help="table: JSON {rule: threshold}; search: write it here")
     args = parser.parse_args()
+    if args.command == "rerank":
+        for path in args.records:
+            rerank(path)
+        return
     started = time.perf_counter()
     all_views = [v for p in args.records for v in views(p, args.augment)]
     per_view_ms = 1000 * (time.perf_counter() - started) / max(1, len(all_views))
