@@ -41,6 +41,7 @@ from geri.answering.evidence import Passage, assess, question_terms, sentences, 
 from geri.answering.spans import _fits, expected_kind, ranked_sentences
 
 TOP = 5
+SHOWN = 4  # answering.max_sources: the sources Geri numbers, and reranks
 NEAR = 0.07  # sources within this of the best are those Geri's source rerank may move first (rerank_margin)
 
 
@@ -105,7 +106,8 @@ def views(path: Path, augment: bool) -> list[View]:
         for kind, (found, answerable) in tops(r, augment).items():
             f = features(r["question"], found)
             order = orders.get(f"{r['id']}|{kind}")
-            if order is not None:
+            if order is not None:  # Geri reranks only the sources it shows (max_sources); the rest follow
+                order = [i for i in order if i < SHOWN] + [i for i in order if i >= SHOWN]
                 f.update({f"rr_{k}": v for k, v in features(r["question"], [found[i] for i in order]).items()})
             out.append(View(path.stem, kind, answerable, f))
     return out
