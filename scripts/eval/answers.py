@@ -184,11 +184,13 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def report(records: list[dict[str, Any]], gate: Gate | None = None) -> dict[str, float]:
-    """Metrics over ``records``; with ``gate``, questions it would not answer count as abstained."""
+    """Metrics over ``records``; with ``gate``, retrieval-only questions it would not answer count as abstained."""
     def abstained(r: dict[str, Any]) -> bool:
         if "error" in r:
             return False
-        return (not r["answered"]) or (gate is not None and not gate_answers(r, gate))
+        # Geri gated what it answered itself (after its source rerank); only retrieval-only records, which
+        # carry no "generated", are gated here, on Freki's order.
+        return (not r["answered"]) or (gate is not None and "generated" not in r and not gate_answers(r, gate))
 
     answerable = [r for r in records if r["answerable"]]
     unanswerable = [r for r in records if not r["answerable"]]
