@@ -10,7 +10,9 @@ words ("British", "lose") but not its names ("Quebec", "1760").
 
 :func:`assess` measures this on the best passage (the one an answer stands on); :class:`Gate` decides
 with a score floor (nothing relevant at all) and a floor on score and coverage together (the passage is about
-something else).
+something else). The best passage is the one the model is shown first: after Geri's source rerank
+(geri/answering/source_rerank.py) when it runs, which puts first the source the model finds the question
+likeliest after (decision 0410); :func:`may_pass_after_rerank` tells whether that is worth running.
 """
 
 from __future__ import annotations
@@ -183,9 +185,21 @@ class Gate:
 
 
 def evidence_reason(question: str, documents: Sequence[common_pb2.RetrievedDocument], *, min_score: float,
-                    settings: AnsweringSettings) -> str:
+                    settings: AnsweringSettings, reranked: bool = False) -> str:
     """Why the answer to ``question`` must abstain over the retrieved ``documents`` (best first, before any
-    cut by score), or "" when it may answer: :class:`Gate` with ``min_score`` and the settings' evidence
-    floor and coverage weight."""
-    gate = Gate(min_score, settings.min_evidence, settings.coverage_weight)
+    cut by score), or "" when it may answer: :class:`Gate` with ``min_score``, the settings' coverage weight
+    and evidence floor (``reranked_min_evidence`` when the source rerank chose the first document)."""
+    gate = Gate(min_score, settings.reranked_min_evidence if reranked else settings.min_evidence,
+                settings.coverage_weight)
     return gate.decide(assess(question, passages(documents)))[1]
+
+
+def may_pass_after_rerank(question: str, documents: Sequence[common_pb2.RetrievedDocument], *, min_score: float,
+                          settings: AnsweringSettings, margin: float) -> bool:
+    """Would :func:`evidence_reason` let ``question`` be answered if the source rerank, which moves first only
+    documents within ``margin`` of the best score, put one of ``documents`` (best first) first? When not, no
+    rerank can change the abstention and it need not run; when so, the gate decides on the rerank's order."""
+    gate = Gate(min_score, settings.reranked_min_evidence, settings.coverage_weight)
+    found = passages(documents)
+    near = [p for p in found if p.score >= found[0].score - margin]
+    return any(gate.decide(assess(question, [p, *(q for q in found if q is not p)]))[0] for p in near)

@@ -1,15 +1,15 @@
 """Answer, AnswerStream and RewriteQuery: grounded answers on top of the generation pipeline.
 
-An answer: check the request → choose the sources (``min_score``, ``max_sources``) → none left, or the
-best does not say what the question asks (``min_evidence``, geri/answering/evidence.py): abstain
-without a generation → else number them and ask the model for JSON under the answer schema, through
-:class:`~geri.generation.GenerationPipeline` (model list and fallback, window fitting that drops the
-lowest-scored sources first, the session's history, cancellation) → ground the reply (with
-``short_answers``, its text becomes the phrase of the cited source that answers: geri/answering/spans.py). With a
-``metadata.session_id`` the turn stored is the question and the answer's text — or, for an abstention,
-its reason — never the JSON. Every reply reports the context per document, the retrieval behind it and the
-fallbacks that ran (geri/answering/report.py); a repeated question is answered from the answer cache
-(geri/answering/cache.py) without a generation, and its turn is stored all the same.
+An answer: check the request → choose the sources (``min_score``, ``max_sources``) → reorder them by the
+model's question likelihood (``source_reranker``) → none left, or the first does not say what the question
+asks (``min_evidence``, geri/answering/evidence.py): abstain without a generation → else number them and ask
+the model for JSON under the answer schema, through :class:`~geri.generation.GenerationPipeline` (model list
+and fallback, window fitting that drops the lowest-scored sources first, the session's history, cancellation)
+→ ground the reply (with ``short_answers``, its text becomes the phrase of the cited source that answers:
+geri/answering/spans.py). With a ``metadata.session_id`` the turn stored is the question and the answer's text
+— or, for an abstention, its reason — never the JSON. Every reply reports the context per document, the
+retrieval behind it and the fallbacks that ran (geri/answering/report.py); a repeated question is answered
+from the answer cache (geri/answering/cache.py) without a generation, and its turn is stored all the same.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from wolf.v1 import common_pb2, geri_pb2
 from geri.answering import report
 from geri.answering.answer_text import DraftText
 from geri.answering.cache import AnswerCache, answer_key
-from geri.answering.evidence import evidence_reason
+from geri.answering.evidence import evidence_reason, may_pass_after_rerank
 from geri.answering.grounding import abstention, ground
 from geri.answering.queries import (
     REWRITE_MAX_TOKENS,
@@ -49,7 +49,7 @@ from geri.answering.requests import (
     gate_reason,
     side_generation,
 )
-from geri.answering.source_rerank import rerank_sources
+from geri.answering.source_rerank import in_english, rerank_sources
 from geri.backends.base import ContinuationScorer
 from geri.generation import GenerationPipeline
 from geri.routing import FALLBACK_ERRORS
@@ -97,15 +97,19 @@ class AnswerPipeline:
                              max_chars=MAX_PROMPT_CHARS)
         policy = answer_policy(self._settings.answering, request.options)
         sources = choose_sources(outer.context, policy)
+        answering = self._settings.answering
+        reranker = self._generation.first_scorer(outer.generation.model.strip()) \
+            if answering.source_reranker == "model" else None
         ranked = sorted(outer.context.documents, key=lambda d: -d.relevance_score)
         unsupported = evidence_reason(outer.prompt, ranked, min_score=policy.min_score,
-                                      settings=self._settings.answering) if sources else ""
+                                      settings=answering) if sources else ""
+        if reranker is not None and not in_english(sources, answering.rerank_margin):
+            reranker = None  # its prompt is English: other languages keep Freki's order and min_evidence
+        if unsupported and reranker is not None and may_pass_after_rerank(
+                outer.prompt, sources, min_score=policy.min_score, settings=answering, margin=answering.rerank_margin):
+            unsupported = ""  # the gate decides on the source the rerank puts first, below
         if not sources or unsupported:
-            check_owner(self._session(req), req.owner_id)
-            grounded = abstention(unsupported or gate_reason(outer.context, policy))
-            self._remember(req, grounded)
-            yield AnswerStep("final", response=report.complete(geri_pb2.AnswerResponse(
-                request_id=req.request_id, answer=grounded, metadata=_metadata(started)), request, shown=()))
+            yield self._abstained(req, request, unsupported or gate_reason(outer.context, policy), started)
             return
         # Keyed on Freki's order: the rerank below follows from what the key holds, so a hit skips it.
         key = self._cache_key(req, outer, policy, sources) if self._cache.enabled else ""
@@ -120,11 +124,14 @@ class AnswerPipeline:
                 cache_hit=True), request, shown=cached.shown, ran=fallbacks)
             yield AnswerStep("final", response=hit)
             return
-        answering = self._settings.answering
-        reranker = self._generation.first_scorer(outer.generation.model.strip()) \
-            if answering.source_reranker == "model" else None
         if reranker is not None:  # before numbering: the model cites its first source most often
             sources = rerank_sources(outer.prompt, sources, reranker, answering.rerank_margin)
+            # The gate judges the source the model is shown first (decision 0410).
+            unsupported = evidence_reason(outer.prompt, sources, min_score=policy.min_score, settings=answering,
+                                          reranked=True)
+            if unsupported:
+                yield self._abstained(req, request, unsupported, started)
+                return
         numbered, inner = answer_generation(outer, sources, policy)
         drafts = DraftText()
         final: common_pb2.WolfResponse | None = None
@@ -233,6 +240,15 @@ class AnswerPipeline:
         """A settings reload hook: reloaded ``answer_cache`` settings apply to the cache at once."""
         if any(name == "answer_cache" or name.startswith("answer_cache.") for name in changed):
             self._cache.configure(live.answer_cache)
+
+    def _abstained(self, req: ValidatedRequest, request: geri_pb2.AnswerRequest, reason: str,
+                   started: float) -> AnswerStep:
+        """The final step of an abstention for ``reason``, decided before any generation (the turn is stored)."""
+        check_owner(self._session(req), req.owner_id)
+        grounded = abstention(reason)
+        self._remember(req, grounded)
+        return AnswerStep("final", response=report.complete(geri_pb2.AnswerResponse(
+            request_id=req.request_id, answer=grounded, metadata=_metadata(started)), request, shown=()))
 
     def _cache_key(self, req: ValidatedRequest, outer: common_pb2.WolfRequest, policy: object,
                    sources: list[common_pb2.RetrievedDocument]) -> str:

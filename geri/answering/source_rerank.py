@@ -37,6 +37,12 @@ def _mean(scores: Sequence[float]) -> float:
     return sum(scores) / len(scores) if scores else -math.inf
 
 
+def in_english(sources: Sequence[common_pb2.RetrievedDocument], margin: float) -> bool:
+    """Are the sources a rerank within ``margin`` of the best may move first all English (the prompt is)?"""
+    near = [d for d in sources if d.relevance_score >= sources[0].relevance_score - margin] if sources else []
+    return all((d.metadata.get("language") or "en") == "en" for d in near)
+
+
 def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument], scorer: ContinuationScorer,
                    margin: float) -> list[common_pb2.RetrievedDocument]:
     """``sources`` (best first) with those within ``margin`` of the best score ordered by the mean
@@ -51,7 +57,7 @@ def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument
     docs = list(sources)
     near = [d for d in docs if d.relevance_score >= docs[0].relevance_score - margin] if docs else []
     asked = " ".join(question.split())[:MAX_QUESTION_CHARS]
-    if len(near) < 2 or not asked or any((d.metadata.get("language") or "en") != "en" for d in near):
+    if len(near) < 2 or not asked or not in_english(docs, margin):
         return docs
     try:
         likelihood = [_mean(scorer.score_continuations(question_prompt(d.content), [f" {asked}"])[0]) for d in near]

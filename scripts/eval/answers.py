@@ -143,6 +143,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     record.update(best_score=max((s.score for s in found), default=0.0), answered=True,
                                   top_doc=found[0].document_id if found else "", cited=[], schema_valid=True,
                                   f1=0.0, em=0.0, **evidence_of(q["question"], found, odin.answer_max_sources))
+                    if args.passages:  # a deeper list, to study the gate offline (scripts/eval/gate_study.py)
+                        deep = client.retrieve(q["question"], top_k=args.passages).sources
+                        record.update(question=q["question"], passages=[
+                            (s.document_id, round(s.score, 4), s.content) for s in deep])
                     record["seconds"] = time.perf_counter() - started
                     keep(record)
                     continue
@@ -180,11 +184,13 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def report(records: list[dict[str, Any]], gate: Gate | None = None) -> dict[str, float]:
-    """Metrics over ``records``; with ``gate``, questions it would not answer count as abstained."""
+    """Metrics over ``records``; with ``gate``, retrieval-only questions it would not answer count as abstained."""
     def abstained(r: dict[str, Any]) -> bool:
         if "error" in r:
             return False
-        return (not r["answered"]) or (gate is not None and not gate_answers(r, gate))
+        # Geri gated what it answered itself (after its source rerank); only retrieval-only records, which
+        # carry no "generated", are gated here, on Freki's order.
+        return (not r["answered"]) or (gate is not None and "generated" not in r and not gate_answers(r, gate))
 
     answerable = [r for r in records if r["answerable"]]
     unanswerable = [r for r in records if not r["answerable"]]
@@ -219,6 +225,8 @@ def main() -> None:
                         help="wiki: Wikipedia lead sections (near-domain); scifact: SciFact abstracts")
     parser.add_argument("--retrieval-only", action="store_true",
                         help="no generation: record what the answer gate sees (scores, coverage) per question")
+    parser.add_argument("--passages", type=int, default=0, metavar="N",
+                        help="with --retrieval-only: also record the question and its top N passages")
     parser.add_argument("--min-score", type=float, default=GeriSettings().answering.min_score)
     parser.add_argument("--min-evidence", type=float, default=GeriSettings().answering.min_evidence,
                         help="the gate's floor on score + coverage (Geri's answering.min_evidence), applied to "

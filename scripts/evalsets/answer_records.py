@@ -34,7 +34,7 @@ def short_of(question: str, answer: Any) -> tuple[str, str]:
     return (span, sentences[number - 1]) if span else (answer.text, cited.quote)
 
 
-def evidence_of(question: str, sources: list[Any], max_sources: int) -> dict[str, Any]:
+def evidence_of(question: str, sources: list[Any], max_sources: int | None) -> dict[str, Any]:
     """What the answer gate sees of the top ``max_sources`` sources (geri/answering/evidence.py)."""
     ev = assess(question, [Passage(s.content, s.score, s.metadata.get("language", "en"))
                            for s in sources[:max_sources]])

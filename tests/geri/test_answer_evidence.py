@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from wolf.v1 import common_pb2
 
-from geri.answering.evidence import Evidence, Gate, Passage, assess, evidence_reason, passages, question_terms, terms
+from geri.answering.evidence import (
+    Evidence,
+    Gate,
+    Passage,
+    assess,
+    evidence_reason,
+    may_pass_after_rerank,
+    passages,
+    question_terms,
+    terms,
+)
 from geri.settings import AnsweringSettings
 
 QUEBEC = ("The British were defeated outside Quebec City in April 1760 at the Battle of Sainte-Foy, but the "
@@ -79,3 +89,31 @@ def test_passages_from_retrieved_documents_keep_score_and_language() -> None:
     docs = [common_pb2.RetrievedDocument(content="Die Miete.", relevance_score=0.6, metadata={"language": "de"}),
             common_pb2.RetrievedDocument(content="Rent.", relevance_score=0.5)]
     assert passages(docs) == [Passage("Die Miete.", 0.6000000238418579, "de"), Passage("Rent.", 0.5, "en")]
+
+
+def test_a_source_near_the_best_that_says_what_is_asked_may_pass_once_the_rerank_puts_it_first() -> None:
+    question = "In what battle outside Quebec City were the British defeated in 1760?"
+    settings = AnsweringSettings()
+
+    def docs(*scored: tuple[str, float]) -> list[common_pb2.RetrievedDocument]:
+        return [common_pb2.RetrievedDocument(content=text, relevance_score=score) for text, score in scored]
+
+    near = docs((BOSTON, 0.45), (QUEBEC, 0.44))
+    assert evidence_reason(question, near, min_score=0.25, settings=settings)  # Freki's first does not say it
+    assert evidence_reason(question, near[::-1], min_score=0.25, settings=settings) == ""
+    assert may_pass_after_rerank(question, near, min_score=0.25, settings=settings, margin=0.07)
+    far = docs((BOSTON, 0.45), (QUEBEC, 0.30))  # beyond the margin: no rerank moves it first
+    assert not may_pass_after_rerank(question, far, min_score=0.25, settings=settings, margin=0.07)
+    assert not may_pass_after_rerank(question, docs((BOSTON, 0.45), (BOSTON, 0.44)), min_score=0.25,
+                                     settings=settings, margin=0.07)
+    assert not may_pass_after_rerank(question, [], min_score=0.25, settings=settings, margin=0.07)
+
+
+def test_the_source_the_rerank_chose_is_held_to_reranked_min_evidence() -> None:
+    question = "In what battle outside Quebec City were the British defeated in 1760?"
+    docs = [common_pb2.RetrievedDocument(content=QUEBEC, relevance_score=0.45)]
+    settings = AnsweringSettings(min_evidence=0.5, reranked_min_evidence=1.9)
+    assert evidence_reason(question, docs, min_score=0.25, settings=settings) == ""
+    assert "below min_evidence 1.900" in evidence_reason(question, docs, min_score=0.25, settings=settings,
+                                                         reranked=True)
+    assert not may_pass_after_rerank(question, docs, min_score=0.25, settings=settings, margin=0.07)

@@ -169,3 +169,36 @@ def test_sources_near_the_best_are_numbered_in_the_order_the_backend_scores_the_
                                                                                      "relay" else "relay", "far"]
         assert final.answer.citations[0].document_id == first  # type: ignore[union-attr]
         assert len(generation.scorer.prompts) == (2 if reranker == "model" else 0)  # "far" is beyond the margin
+
+
+def test_the_gate_judges_the_source_the_rerank_puts_first_and_no_rerank_runs_when_none_near_could_pass() -> None:
+    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "Sainte-Foy",
+             "summary": "s", "key_details": [], "confidence": 0.7}
+    quebec = ("The British were defeated outside Quebec City in April 1760 at the Battle of Sainte-Foy, but the "
+              "French could not retake the city.")
+    boston = ("The British army lost many soldiers at the Battle of Bunker Hill near Boston in 1775, although "
+              "they took the hill.")
+
+    def ask(second: str, reranker: str, liked: str, language: str = "en"
+            ) -> tuple[geri_pb2.AnswerResponse, ScriptedGeneration]:
+        docs = [common_pb2.RetrievedDocument(document_id=name, content=text, relevance_score=score,
+                                             metadata={"language": language})
+                for name, text, score in (("boston", boston, 0.45), ("second", second, 0.44))]
+        request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+            request_id="a", prompt="In what battle outside Quebec City were the British defeated in 1760?",
+            context=common_pb2.RAGContext(documents=docs)))
+        generation = ScriptedGeneration(reply, scorer=QuestionAfter(liked))
+        answers, _ = pipeline(generation, short_answers=False, source_reranker=reranker)
+        return list(answers.answer(request, threading.Event()))[-1].response, generation
+
+    final, generation = ask(quebec, "model", "Sainte-Foy")  # the rerank puts the source that says it first
+    assert final.answer.answered and final.answer.citations[0].document_id == "second"
+    final, generation = ask(quebec, "off", "Sainte-Foy")  # Freki's first does not say what is asked
+    assert not final.answer.answered and "min_evidence" in final.answer.reason and not generation.requests
+    final, generation = ask(quebec, "model", "Bunker Hill")  # the rerank keeps it first: the gate still abstains
+    assert not final.answer.answered and "min_evidence" in final.answer.reason and not generation.requests
+    assert len(generation.scorer.prompts) == 2
+    final, generation = ask(boston, "model", "Bunker Hill")  # no source near the best says it: no rerank runs
+    assert not final.answer.answered and not generation.requests and generation.scorer.prompts == []
+    final, generation = ask(quebec, "model", "Sainte-Foy", language="de")  # the rerank's prompt is English
+    assert not final.answer.answered and not generation.requests and generation.scorer.prompts == []
