@@ -4,13 +4,17 @@ Offline, over the answerable squad-answers questions of one split *with their go
 no generation): the rules of geri/answering/spans.py choose the sentence and rank its candidate spans; the
 model (SmolLM2 as Geri loads it, geri/backends/loaded_model.py) then scores the top-N candidates' tokens after
 a prompt "context + question + Answer:" (geri/backends/scoring.py: one forward over the prompt, the
-candidates batched on its KV cache), and without the question for PMI. ``collect`` writes each question's
-candidates and scores to a JSONL; ``evaluate`` computes SQuAD EM/F1 of each way of choosing from it:
+candidates batched on its KV cache), and without the question for PMI; the sentence's whole phrases
+(geri/answering/phrases.py) ranked below the top N are scored too. ``collect`` writes each question's
+candidates and scores to a JSONL; ``evaluate`` computes SQuAD EM/F1 of each way of choosing from it (the
+likeliest candidate, mixes with the rules' score, the weighted field's consensus as Geri answers);
+``diagnose`` says, without the model, where the rules lose the answer (sentence, candidates, rank):
 
+    .venv/bin/python -m scripts.eval.spans diagnose --split dev
     .venv/bin/python -m scripts.eval.spans collect --split dev --out spans-dev.jsonl
     .venv/bin/python -m scripts.eval.spans evaluate spans-dev.jsonl
 
-Decision record: docs/decisions/0390-model-scored-short-answers.md.
+Decision records: docs/decisions/0390-model-scored-short-answers.md, 0415-whole-phrases-among-candidates.md.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ import argparse
 import json
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from geri.answering.phrases import whole_phrases
 from geri.answering.sources import split_sentences
-from geri.answering.span_scoring import model_prompt
+from geri.answering.span_scoring import consensus, model_prompt
 from geri.answering.spans import ranked_sentences, scored_spans
 from scripts.evalsets.squad_answers import f1, load, normalize, split_of
 
@@ -67,10 +73,12 @@ def collect(split: str, out: Path, top_n: int, top_sentences: int, threads: int,
                                       "sentences": [], "ms": {}}
             for rank, (number, _, sentence_score) in enumerate(ranked[:top_sentences]):
                 sentence = sentences[number - 1]
-                cands = scored_spans(question, sentence)[:top_n]
+                ranked_spans = scored_spans(question, sentence)
+                whole = set(whole_phrases(sentence))
+                cands = ranked_spans[:top_n] + [c for c in ranked_spans[top_n:] if c[0] in whole]
                 spans = [s for s, _ in cands]
                 item: dict[str, Any] = {"number": number, "score": sentence_score, "spans": spans,
-                                        "rules": [r for _, r in cands]}
+                                        "rules": [r for _, r in cands], "phrase": [s in whole for s in spans]}
                 for name, prefix, space in (
                         ("raw", loaded.tokenizer.encode(PROMPTS["raw"](sentence, question)), True),
                         ("raw0", loaded.tokenizer.encode(PROMPTS["raw0"](sentence, question)), True),
@@ -124,9 +132,26 @@ def choose(record: dict[str, Any], method: dict[str, Any]) -> str:
     return best
 
 
+def choose_consensus(record: dict[str, Any], method: dict[str, Any]) -> str:
+    """Geri's way (geri/answering/span_scoring.py): the consensus of the pool of the top sentence's spans —
+    the rules' best ``phrases`` whole phrases, then the rules' best others, ``n`` in all — weighted by the raw
+    prompt's total log-probability at ``t``."""
+    if not record["sentences"]:
+        return ""
+    item = record["sentences"][0]
+    flags = item.get("phrase", [False] * len(item["spans"]))
+    first = [k for k, whole in enumerate(flags) if whole][: method["phrases"]]
+    pool = (first + [k for k in range(len(item["spans"])) if k not in first])[: method["n"]]
+    return consensus([item["spans"][k] for k in pool], [item["raw"][k] for k in pool], method["t"])
+
+
 def methods() -> dict[str, dict[str, Any]]:
     """The ways of choosing compared: the rules, and the model's scores of the rules' top-N spans."""
     out: dict[str, dict[str, Any]] = {"rules": {}}
+    for n in (3, 5, 8, 10):
+        for phrases in (0, 1, 2, 3):
+            for t in (1.0, 2.0, 4.0, 8.0):
+                out[f"consensus-n{n}-p{phrases}-t{t:g}"] = {"consensus": True, "n": n, "phrases": phrases, "t": t}
     for n in (3, 5, 10, 20):
         for prompt in ("raw", "chat"):
             for how in ("mean", "sum"):
@@ -155,7 +180,8 @@ def evaluate(path: Path, only: list[str], top: int) -> None:
     for name, method in table.items():
         if only and name not in only:
             continue
-        scores = [_em_f1(choose(r, method), r["answers"]) for r in records]
+        pick = choose_consensus if method.get("consensus") else choose
+        scores = [_em_f1(pick(r, method), r["answers"]) for r in records]
         rows.append((statistics.mean(s[1] for s in scores), statistics.mean(s[0] for s in scores), name))
     rows.sort(reverse=True)
     print(f"{len(records)} questions ({path})")
@@ -167,6 +193,37 @@ def evaluate(path: Path, only: list[str], top: int) -> None:
             costs.setdefault(key, []).append(ms)
     print("ms per scoring call, p50 / p90:", {k: (round(statistics.median(v)), round(sorted(v)[int(0.9 * len(v))]))
                                                for k, v in costs.items()})
+
+
+def _where_lost(question: dict[str, Any], paragraph: str) -> str:
+    """Where the rules lose ``question``'s gold answer: its sentence, its candidates or their ranking."""
+    answers = [normalize(a) for a in question["answers"]]
+    sentences = split_sentences(paragraph)
+    holding = {n for n, s in enumerate(sentences, 1) if any(a and a in normalize(s) for a in answers)}
+    order = [number for number, _, _ in ranked_sentences(question["question"], sentences, 1)]
+    if not holding:
+        return "the gold answer is in no one sentence"
+    if not order or order[0] not in holding:
+        rank = min((order.index(n) + 1 for n in holding if n in order), default=0)
+        return f"wrong sentence: the gold one ranks {rank if 0 < rank <= 3 else '>3'}"
+    spans = [span for span, _ in scored_spans(question["question"], sentences[order[0] - 1])]
+    whole = set(whole_phrases(sentences[order[0] - 1]))
+    exact = [k for k, span in enumerate(spans) if normalize(span) in answers]
+    if not exact:
+        return "right sentence, no candidate is the gold answer"
+    rank = exact[0] + 1
+    where = "1" if rank == 1 else "2-5" if rank <= 5 else "6-10" if rank <= 10 else ">10"
+    return f"right sentence, the gold answer ranks {where} ({'a' if spans[exact[0]] in whole else 'no'} whole phrase)"
+
+
+def diagnose(split: str) -> None:
+    """Print, for the answerable questions of ``split`` and their gold paragraph, where the rules lose it."""
+    corpus, questions = load()
+    chosen = [q for q in questions if q["answerable"] and split_of(q["_id"]) == split]
+    counts = Counter(_where_lost(q, corpus[q["gold_doc"]]) for q in chosen)
+    print(f"{len(chosen)} answerable {split} questions, gold paragraph given")
+    for where, count in sorted(counts.items()):
+        print(f"  {where:62s} {count:4d}  {count / len(chosen):.2f}")
 
 
 def main() -> None:
@@ -183,6 +240,8 @@ def main() -> None:
     c.add_argument("--prompts", nargs="+", choices=("raw", "raw0", "chat", "chat0"),
                    default=["raw", "raw0", "chat", "chat0"])
     c.add_argument("--no-paragraph", action="store_true", help="skip the whole-paragraph prompt (slow)")
+    d = sub.add_parser("diagnose")
+    d.add_argument("--split", choices=("dev", "test"), default="dev")
     e = sub.add_parser("evaluate")
     e.add_argument("records", type=Path)
     e.add_argument("--only", nargs="*", default=[])
@@ -191,6 +250,8 @@ def main() -> None:
     if args.command == "collect":
         collect(args.split, args.out, args.top_n, args.top_sentences, args.threads, args.dtype, args.limit,
                 args.prompts, not args.no_paragraph)
+    elif args.command == "diagnose":
+        diagnose(args.split)
     else:
         evaluate(args.records, args.only, args.top)
 

@@ -20,6 +20,8 @@ from geri.answering.grounding import support
 from geri.answering.schema import answer_schema, system_prompt
 from geri.answering.source_rerank import rerank_sources
 from geri.answering.sources import number_sources, split_sentences
+from geri.answering.span_scoring import MODEL_CANDIDATES, consensus, model_prompt, model_span
+from geri.answering.spans import scored_spans
 from geri.backends.embedded import EmbeddedBackend
 from geri.prompting import ContextDocument, build_messages
 from wolf_service.errors import InvalidArgument
@@ -255,6 +257,19 @@ def test_the_embedded_backend_scores_each_continuation_alone_as_in_a_batch(embed
     window = embedded_backend.context_window(embedded_backend.default_model)
     with pytest.raises(InvalidArgument, match=f"window \\({window} tokens"):
         embedded_backend.score_continuations("wolf " * window, [" Cologne"])
+
+
+def test_a_whole_phrase_the_rules_rank_low_is_among_what_the_model_weighs(embedded_backend: EmbeddedBackend) -> None:
+    # SQuAD dev: the gold answer is "Dock Street"; among the rules' best five alone the field agrees on "Dock".
+    question = "Where did the congregation at St. George's initially meet in 1767?"
+    sentence = ("The congregation was founded in 1767, meeting initially in a sail loft on Dock Street, and in 1769 it "
+                "purchased the shell of a building which had been erected in 1763 by a German Reformed congregation.")
+    ranked = [span for span, _ in scored_spans(question, sentence)]
+    five = ranked[:MODEL_CANDIDATES]
+    assert "Dock Street" not in five
+    scores = embedded_backend.score_continuations(model_prompt(question, sentence), [f" {s}" for s in five])
+    assert consensus(five, scores) == "Dock"
+    assert model_span(question, sentence, embedded_backend, ranked_spans=ranked) == "Dock Street"
 
 
 def test_the_source_after_which_the_model_finds_the_question_likeliest_is_numbered_first(  # type: ignore[no-untyped-def]
