@@ -1,7 +1,9 @@
 """Short answers chosen by the model's own likelihood among the span rules' best candidates.
 
 Given the sentence the rules chose (geri/answering/spans.py), ``MODEL_CANDIDATES`` of its spans are each
-scored by the model as the continuation of "sentence + question + Answer:": the rules' ``WHOLE_PHRASES`` best
+scored by the model as the continuation of "sentence + question + Answer:" after three worked examples of
+short answers copied from their sentence (``EXAMPLES``: they teach the small model the answer's form, so it
+stops preferring one word by length alone): the rules' ``WHOLE_PHRASES`` best
 whole phrases (geri/answering/phrases.py: the rules favour single words, and a gold answer of several words
 is often ranked below pieces of itself), then the rules' best spans. The model's total
 log-probabilities, softened by ``TEMPERATURE``, weigh the candidates, and the answer is the candidate that
@@ -11,7 +13,7 @@ between "Suleiman" and "Suleiman the Magnificent", the answer both share wins.
 Only a backend that can score continuations cheaply does this (the embedded one: one forward over the prompt,
 the candidates batched on its KV cache); otherwise, when the scorer fails, or for a language other than
 English (the prompt is English), the rules' own best span stays. Chosen on the dev split of squad-answers
-(docs/decisions/0390-model-scored-short-answers.md).
+(docs/decisions/0390-model-scored-short-answers.md, 0415-whole-phrases-and-examples-for-short-answers.md).
 """
 
 from __future__ import annotations
@@ -31,7 +33,13 @@ log = logging.getLogger("geri.answering")
 
 MODEL_CANDIDATES = 5
 WHOLE_PHRASES = 2
-TEMPERATURE = 4.0
+TEMPERATURE = 2.0
+# Made up, not from any evaluation set: a year, a noun phrase, a name, each copied from its sentence.
+EXAMPLES = ("The Eiffel Tower was completed in 1889 for the World's Fair in Paris.\nQuestion: When was the Eiffel "
+            "Tower completed?\nAnswer: 1889\n\nPhotosynthesis converts light energy into chemical energy stored in "
+            "glucose.\nQuestion: What does photosynthesis turn light into?\nAnswer: chemical energy\n\nThe bridge "
+            "was designed by the engineer Gustave Eiffel and opened by Queen Victoria.\nQuestion: Who designed the "
+            "bridge?\nAnswer: Gustave Eiffel\n\n")
 # Longer text is cut from the prompt: the sentence as the model was shown it, a question of normal length.
 MAX_SENTENCE_CHARS = 600
 MAX_QUESTION_CHARS = 600
@@ -39,9 +47,10 @@ MAX_CANDIDATE_CHARS = 200
 _PUNCTUATION = string.punctuation + "“”‘’«»"
 
 
-def model_prompt(question: str, sentence: str) -> str:
-    """The plain-text prompt a candidate span continues (after a space)."""
-    return f"{sentence[:MAX_SENTENCE_CHARS]}\nQuestion: {question[:MAX_QUESTION_CHARS]}\nAnswer:"
+def model_prompt(question: str, sentence: str, examples: bool = True) -> str:
+    """The plain-text prompt a candidate span continues (after a space); ``examples`` first when asked."""
+    asked = f"{sentence[:MAX_SENTENCE_CHARS]}\nQuestion: {question[:MAX_QUESTION_CHARS]}\nAnswer:"
+    return EXAMPLES + asked if examples else asked
 
 
 def _words(text: str) -> list[str]:

@@ -14,7 +14,8 @@ likeliest candidate, mixes with the rules' score, the weighted field's consensus
     .venv/bin/python -m scripts.eval.spans collect --split dev --out spans-dev.jsonl
     .venv/bin/python -m scripts.eval.spans evaluate spans-dev.jsonl
 
-Decision records: docs/decisions/0390-model-scored-short-answers.md, 0415-whole-phrases-among-candidates.md.
+Decision records: docs/decisions/0390-model-scored-short-answers.md,
+0415-whole-phrases-and-examples-for-short-answers.md.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ from scripts.evalsets.squad_answers import f1, load, normalize, split_of
 
 PROMPTS: dict[str, Callable[[str, str], str]] = {
     # raw text: the context, the question, "Answer:"; the candidate follows after a space
-    "raw": lambda context, question: model_prompt(question, context),
+    "raw": lambda context, question: model_prompt(question, context, examples=False),
     "raw0": lambda context, question: f"{context}\nAnswer:",
+    # raw after worked examples of short copied answers (geri/answering/span_scoring.py EXAMPLES)
+    "shot": lambda context, question: model_prompt(question, context),
 }
 CHAT = "Answer with a short phrase copied from the text.\n\nText: {context}\n\nQuestion: {question}"
 CHAT0 = "Copy a short phrase from the text.\n\nText: {context}"
@@ -82,6 +85,7 @@ def collect(split: str, out: Path, top_n: int, top_sentences: int, threads: int,
                 for name, prefix, space in (
                         ("raw", loaded.tokenizer.encode(PROMPTS["raw"](sentence, question)), True),
                         ("raw0", loaded.tokenizer.encode(PROMPTS["raw0"](sentence, question)), True),
+                        ("shot", loaded.tokenizer.encode(PROMPTS["shot"](sentence, question)), True),
                         ("chat", _chat_ids(loaded, sentence, question), False),
                         ("chat0", _chat_ids(loaded, sentence, ""), False)):
                     if name not in prompts:
@@ -142,7 +146,8 @@ def choose_consensus(record: dict[str, Any], method: dict[str, Any]) -> str:
     flags = item.get("phrase", [False] * len(item["spans"]))
     first = [k for k, whole in enumerate(flags) if whole][: method["phrases"]]
     pool = (first + [k for k in range(len(item["spans"])) if k not in first])[: method["n"]]
-    return consensus([item["spans"][k] for k in pool], [item["raw"][k] for k in pool], method["t"])
+    scores = item[method.get("prompt", "raw")]
+    return consensus([item["spans"][k] for k in pool], [scores[k] for k in pool], method["t"])
 
 
 def methods() -> dict[str, dict[str, Any]]:
@@ -152,6 +157,8 @@ def methods() -> dict[str, dict[str, Any]]:
         for phrases in (0, 1, 2, 3):
             for t in (1.0, 2.0, 4.0, 8.0):
                 out[f"consensus-n{n}-p{phrases}-t{t:g}"] = {"consensus": True, "n": n, "phrases": phrases, "t": t}
+                out[f"shot-consensus-n{n}-p{phrases}-t{t:g}"] = {"consensus": True, "n": n, "phrases": phrases,
+                                                                 "t": t, "prompt": "shot"}
     for n in (3, 5, 10, 20):
         for prompt in ("raw", "chat"):
             for how in ("mean", "sum"):
@@ -237,7 +244,7 @@ def main() -> None:
     c.add_argument("--threads", type=int, default=1)
     c.add_argument("--dtype", default="bfloat16")
     c.add_argument("--limit", type=int, default=0)
-    c.add_argument("--prompts", nargs="+", choices=("raw", "raw0", "chat", "chat0"),
+    c.add_argument("--prompts", nargs="+", choices=("raw", "raw0", "shot", "chat", "chat0"),
                    default=["raw", "raw0", "chat", "chat0"])
     c.add_argument("--no-paragraph", action="store_true", help="skip the whole-paragraph prompt (slow)")
     d = sub.add_parser("diagnose")

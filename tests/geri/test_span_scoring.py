@@ -11,6 +11,7 @@ from geri.answering.grounding import ground
 from geri.answering.phrases import whole_phrases
 from geri.answering.sources import number_sources
 from geri.answering.span_scoring import (
+    EXAMPLES,
     MODEL_CANDIDATES,
     WHOLE_PHRASES,
     candidate_pool,
@@ -57,7 +58,9 @@ def test_the_model_chooses_among_the_pool_after_sentence_question_answer() -> No
     scorer = Favouring("Cologne")
     assert model_span(QUESTION, SENTENCE, scorer) == "Cologne"
     (prompt, continuations), = scorer.calls
-    assert prompt == f"{SENTENCE}\nQuestion: {QUESTION}\nAnswer:" == model_prompt(QUESTION, SENTENCE)
+    assert prompt == f"{EXAMPLES}{SENTENCE}\nQuestion: {QUESTION}\nAnswer:" == model_prompt(QUESTION, SENTENCE)
+    assert model_prompt(QUESTION, SENTENCE, examples=False) == f"{SENTENCE}\nQuestion: {QUESTION}\nAnswer:"
+    assert EXAMPLES.count("\nAnswer: ") == 3 and EXAMPLES.endswith("\n\n")
     ranked = [span for span, _ in scored_spans(QUESTION, SENTENCE)]
     assert continuations == [f" {span}" for span in candidate_pool(SENTENCE, ranked)]
 
@@ -109,7 +112,7 @@ def test_the_rules_choose_when_the_scorer_fails_the_language_is_not_english_or_t
 
 def test_overlong_text_is_cut_from_the_prompt() -> None:
     prompt = model_prompt("why? " * 500, "word " * 500)
-    assert len(prompt) < 1300 and prompt.endswith("\nAnswer:")
+    assert len(prompt) < len(EXAMPLES) + 1300 and prompt.endswith("\nAnswer:")
 
 
 def test_ground_with_a_scorer_answers_with_its_span_and_quotes_the_rules_sentence() -> None:
