@@ -31,7 +31,7 @@ from typing import Any
 
 from geri.answering.phrases import whole_phrases
 from geri.answering.sources import split_sentences
-from geri.answering.span_scoring import consensus, model_prompt
+from geri.answering.span_scoring import candidate_pool, consensus, model_prompt
 from geri.answering.spans import ranked_sentences, scored_spans
 from scripts.evalsets.squad_answers import f1, load, normalize, split_of
 
@@ -93,6 +93,11 @@ def collect(split: str, out: Path, top_n: int, top_sentences: int, threads: int,
                     started = time.perf_counter()
                     item[name] = _score(loaded, prefix, spans, space)
                     record["ms"][f"{name}@{rank}"] = 1000 * (time.perf_counter() - started)
+                if rank == 0 and "geri" in prompts:  # the call Geri makes: its pool, its prompt (the cost)
+                    pool = candidate_pool(sentence, [s for s, _ in ranked_spans])
+                    started = time.perf_counter()
+                    _score(loaded, loaded.tokenizer.encode(model_prompt(question, sentence)), pool, True)
+                    record["ms"]["geri"] = 1000 * (time.perf_counter() - started)
                 record["sentences"].append(item)
             if ranked and with_paragraph:  # the paragraph as context, the top sentences' candidates, chat prompt
                 spans = [s for item in record["sentences"] for s in item["spans"]]
@@ -244,7 +249,7 @@ def main() -> None:
     c.add_argument("--threads", type=int, default=1)
     c.add_argument("--dtype", default="bfloat16")
     c.add_argument("--limit", type=int, default=0)
-    c.add_argument("--prompts", nargs="+", choices=("raw", "raw0", "shot", "chat", "chat0"),
+    c.add_argument("--prompts", nargs="+", choices=("raw", "raw0", "shot", "chat", "chat0", "geri"),
                    default=["raw", "raw0", "chat", "chat0"])
     c.add_argument("--no-paragraph", action="store_true", help="skip the whole-paragraph prompt (slow)")
     d = sub.add_parser("diagnose")
