@@ -110,7 +110,8 @@ def model_span(question: str, sentence: str, scorer: ContinuationScorer, languag
     if len(fitting) < 2:
         return ranked[0]
     try:
-        log_probs = scorer.score_continuations(model_prompt(question, sentence), [f" {s}" for s in fitting])
+        log_probs = scorer.score_continuations(model_prompt(question, sentence), [f" {s}" for s in fitting],
+                                               shared_prefix=EXAMPLES)
     except (ServiceError, RuntimeError, ValueError) as exc:  # the rules' answer is still a good one
         log.warning("scoring the short answer's candidates failed (%s): the span rules choose", exc)
         return ranked[0]

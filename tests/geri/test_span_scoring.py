@@ -33,8 +33,12 @@ class Favouring:
     def __init__(self, liked: str, error: Exception | None = None) -> None:
         self.liked, self.error = liked, error
         self.calls: list[tuple[str, list[str]]] = []
+        self.shared: list[str] = []
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = ""
+                            ) -> list[list[float]]:
+        assert prompt.startswith(shared_prefix)
+        self.shared.append(shared_prefix)
         self.calls.append((prompt, list(continuations)))
         if self.error is not None:
             raise self.error
@@ -60,7 +64,7 @@ def test_the_model_chooses_among_the_pool_after_sentence_question_answer() -> No
     (prompt, continuations), = scorer.calls
     assert prompt == f"{EXAMPLES}{SENTENCE}\nQuestion: {QUESTION}\nAnswer:" == model_prompt(QUESTION, SENTENCE)
     assert model_prompt(QUESTION, SENTENCE, examples=False) == f"{SENTENCE}\nQuestion: {QUESTION}\nAnswer:"
-    assert EXAMPLES.count("\nAnswer: ") == 3 and EXAMPLES.endswith("\n\n")
+    assert EXAMPLES.count("\nAnswer: ") == 3 and EXAMPLES.endswith("\n\n") and scorer.shared == [EXAMPLES]
     ranked = [span for span, _ in scored_spans(QUESTION, SENTENCE)]
     assert continuations == [f" {span}" for span in candidate_pool(SENTENCE, ranked)]
 
