@@ -1,11 +1,12 @@
 """Short answers chosen by the model's own likelihood among the span rules' best candidates.
 
-Given the sentence the rules chose (geri/answering/spans.py), ``MODEL_CANDIDATES`` of its spans are each
-scored by the model as the continuation of "sentence + question + Answer:" after three worked examples of
-short answers copied from their sentence (``EXAMPLES``: they teach the small model the answer's form, so it
-stops preferring one word by length alone): the rules' ``WHOLE_PHRASES`` best
-whole phrases (geri/answering/phrases.py: the rules favour single words, and a gold answer of several words
-is often ranked below pieces of itself), then the rules' best spans. The model's total
+Given the sentence the rules chose (geri/answering/spans.py), ``MODEL_CANDIDATES`` of its spans are scored:
+the rules' ``WHOLE_PHRASES`` best whole phrases (geri/answering/phrases.py: the rules favour single words,
+and a gold answer of several words is often ranked below pieces of itself), then the rules' best others.
+Each is scored by the model as the continuation of "sentence + question + Answer:" after three worked
+examples of short answers copied from their sentence (``EXAMPLES``, the same for every question, so the
+backend runs them once: they show the small model the answer's form, which it otherwise judges by length
+alone). The model's total
 log-probabilities, softened by ``TEMPERATURE``, weigh the candidates, and the answer is the candidate that
 overlaps that weighted field most (minimum-Bayes-risk choice under word-overlap F1): where the model hesitates
 between "Suleiman" and "Suleiman the Magnificent", the answer both share wins.

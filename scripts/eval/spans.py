@@ -8,7 +8,8 @@ candidates batched on its KV cache), and without the question for PMI; the sente
 (geri/answering/phrases.py) ranked below the top N are scored too. ``collect`` writes each question's
 candidates and scores to a JSONL; ``evaluate`` computes SQuAD EM/F1 of each way of choosing from it (the
 likeliest candidate, mixes with the rules' score, the weighted field's consensus as Geri answers);
-``diagnose`` says, without the model, where the rules lose the answer (sentence, candidates, rank):
+``diagnose`` says, without the model, where the rules lose the answer (sentence, candidates, rank);
+``cost`` times the scoring call Geri makes:
 
     .venv/bin/python -m scripts.eval.spans diagnose --split dev
     .venv/bin/python -m scripts.eval.spans collect --split dev --out spans-dev.jsonl
@@ -31,7 +32,7 @@ from typing import Any
 
 from geri.answering.phrases import whole_phrases
 from geri.answering.sources import split_sentences
-from geri.answering.span_scoring import candidate_pool, consensus, model_prompt
+from geri.answering.span_scoring import EXAMPLES, candidate_pool, consensus, model_prompt
 from geri.answering.spans import ranked_sentences, scored_spans
 from scripts.evalsets.squad_answers import f1, load, normalize, split_of
 
@@ -93,11 +94,6 @@ def collect(split: str, out: Path, top_n: int, top_sentences: int, threads: int,
                     started = time.perf_counter()
                     item[name] = _score(loaded, prefix, spans, space)
                     record["ms"][f"{name}@{rank}"] = 1000 * (time.perf_counter() - started)
-                if rank == 0 and "geri" in prompts:  # the call Geri makes: its pool, its prompt (the cost)
-                    pool = candidate_pool(sentence, [s for s, _ in ranked_spans])
-                    started = time.perf_counter()
-                    _score(loaded, loaded.tokenizer.encode(model_prompt(question, sentence)), pool, True)
-                    record["ms"]["geri"] = 1000 * (time.perf_counter() - started)
                 record["sentences"].append(item)
             if ranked and with_paragraph:  # the paragraph as context, the top sentences' candidates, chat prompt
                 spans = [s for item in record["sentences"] for s in item["spans"]]
@@ -238,6 +234,31 @@ def diagnose(split: str) -> None:
         print(f"  {where:62s} {count:4d}  {count / len(chosen):.2f}")
 
 
+def cost(split: str) -> None:
+    """Print p50 / p90 ms of the scoring call Geri makes (its pool, through ``EmbeddedBackend`` with Geri's
+    settings) with the plain prompt, the examples run in full, and the examples shared, interleaved."""
+    from geri.backends.embedded import EmbeddedBackend
+    from geri.settings import GeriSettings
+    backend = EmbeddedBackend(GeriSettings())
+    backend.prepare()
+    corpus, questions = load()
+    ways = {"plain": (False, ""), "examples": (True, ""), "examples shared": (True, EXAMPLES)}
+    ms: dict[str, list[float]] = {way: [] for way in ways}
+    for q in (q for q in questions if q["answerable"] and split_of(q["_id"]) == split):
+        sentences = split_sentences(corpus[q["gold_doc"]])
+        ranked = ranked_sentences(q["question"], sentences, 1)
+        sentence = sentences[ranked[0][0] - 1] if ranked else ""
+        pool = [f" {s}" for s in candidate_pool(sentence, [s for s, _ in scored_spans(q["question"], sentence)])]
+        for way, (examples, shared) in ways.items():
+            if len(pool) > 1:
+                started = time.perf_counter()
+                backend.score_continuations(model_prompt(q["question"], sentence, examples), pool, shared)
+                ms[way].append(1000 * (time.perf_counter() - started))
+    for way, times in ms.items():
+        times.sort()
+        print(f"{way:16s} p50 {statistics.median(times):.0f} ms  p90 {times[int(0.9 * len(times))]:.0f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -249,9 +270,11 @@ def main() -> None:
     c.add_argument("--threads", type=int, default=1)
     c.add_argument("--dtype", default="bfloat16")
     c.add_argument("--limit", type=int, default=0)
-    c.add_argument("--prompts", nargs="+", choices=("raw", "raw0", "shot", "chat", "chat0", "geri"),
+    c.add_argument("--prompts", nargs="+", choices=("raw", "raw0", "shot", "chat", "chat0"),
                    default=["raw", "raw0", "chat", "chat0"])
     c.add_argument("--no-paragraph", action="store_true", help="skip the whole-paragraph prompt (slow)")
+    t = sub.add_parser("cost")
+    t.add_argument("--split", choices=("dev", "test"), default="dev")
     d = sub.add_parser("diagnose")
     d.add_argument("--split", choices=("dev", "test"), default="dev")
     e = sub.add_parser("evaluate")
@@ -262,6 +285,8 @@ def main() -> None:
     if args.command == "collect":
         collect(args.split, args.out, args.top_n, args.top_sentences, args.threads, args.dtype, args.limit,
                 args.prompts, not args.no_paragraph)
+    elif args.command == "cost":
+        cost(args.split)
     elif args.command == "diagnose":
         diagnose(args.split)
     else:
