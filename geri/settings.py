@@ -155,10 +155,11 @@ class AnsweringSettings(BaseModel):
                                   description="AnswerRequest.queries_used entries accepted, at most.")
     short_answers: bool = Field(default=True, description=(
         "The answer text is the phrase of the cited source that answers (a span of the quoted sentence)."))
-    # docs/decisions/0390-model-scored-short-answers.md.
+    # docs/decisions/0390-model-scored-short-answers.md, 0415-whole-phrases-and-examples-for-short-answers.md.
     span_scorer: Literal["model", "rules"] = Field(default="model", description=(
-        "Who picks the short answer's span in the chosen sentence: the answering model's likelihood among the "
-        "rules' best five (embedded backend only; others keep the rules), or the span rules alone."))
+        "Who picks the short answer's span in the chosen sentence: the answering model's likelihood among five "
+        "of its spans, the rules' best whole phrases and spans (embedded backend only; others keep the rules), "
+        "or the span rules alone."))
     # docs/decisions/0395-question-likelihood-reranking.md.
     source_reranker: Literal["model", "off"] = Field(default="model", description=(
         "Reorder the sources within rerank_margin of the best by how likely the answering model finds the question "

@@ -27,9 +27,9 @@ from geri.answering.evidence import question_terms, stop_words, terms
 from geri.answering.sources import NumberedSource
 
 _TOKEN = re.compile(r"\S+")
-_EDGE = "\"'“”‘’«»()[]{}.,;:!?"
+EDGE_PUNCTUATION = "\"'“”‘’«»()[]{}.,;:!?"
 MAX_SPAN_WORDS = 8
-_NUMBER_WORDS = frozenset(
+NUMBER_WORDS = frozenset(
     "one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred hundreds "
     "thousand thousands million millions billion billions half dozen dozens".split())
 _MONTHS = frozenset("january february march april may june july august september october november "
@@ -65,18 +65,18 @@ def expected_kind(question: str) -> str:
 
 
 def _words(span: str) -> list[str]:
-    return [w.strip(_EDGE).lower() for w in span.split()]
+    return [w.strip(EDGE_PUNCTUATION).lower() for w in span.split()]
 
 
 def _fits(kind: str, span: str) -> float:
     """How well ``span`` looks like the kind of answer expected (0..1)."""
     words = _words(span)
     if kind == "number":
-        return float(any(any(c.isdigit() for c in w) or w in _NUMBER_WORDS for w in words))
+        return float(any(any(c.isdigit() for c in w) or w in NUMBER_WORDS for w in words))
     if kind == "date":
         return float(bool(_YEAR.search(span)) or any(w in _MONTHS for w in words))
     if kind == "name":
-        return sum(1 for w in span.split() if w.strip(_EDGE)[:1].isupper()) / max(1, len(words))
+        return sum(1 for w in span.split() if w.strip(EDGE_PUNCTUATION)[:1].isupper()) / max(1, len(words))
     return 0.0
 
 
@@ -92,9 +92,9 @@ def candidate_spans(sentence: str, question: str = "", *, max_words: int = MAX_S
     for i in range(len(words)):
         for j in range(i, min(len(words), i + max_words)):
             start, end = words[i][0], words[j][1]
-            while start < end and sentence[start] in _EDGE:
+            while start < end and sentence[start] in EDGE_PUNCTUATION:
                 start += 1
-            while end > start and sentence[end - 1] in _EDGE:
+            while end > start and sentence[end - 1] in EDGE_PUNCTUATION:
                 end -= 1
             span = sentence[start:end]
             if not span or span in seen:

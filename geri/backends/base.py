@@ -205,8 +205,10 @@ class ContinuationScorer(Protocol):
     """A backend that can say how likely its model finds given continuations of a prompt (no generation):
     the embedded one; a remote server cannot score arbitrary continuations cheaply."""
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
-        """The log-probability of each token of each continuation right after the plain-text ``prompt``.
+    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = ""
+                            ) -> list[list[float]]:
+        """The log-probability of each token of each continuation right after the plain-text ``prompt``;
+        ``shared_prefix``: fixed text ``prompt`` starts with, the same in every call, that may be run once.
 
         Raises:
             InvalidArgument: the prompt and the longest continuation do not fit the model's window.

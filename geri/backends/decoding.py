@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,7 +95,7 @@ class PromptCache:
         if entry is None:
             return 0
         self._entries.move_to_end(scope)
-        return min(_common_prefix(entry[0], ids), len(ids) - 1)
+        return min(common_prefix(entry[0], ids), len(ids) - 1)
 
 
 def _keep_first(cache: DynamicCache, length: int) -> None:
@@ -104,7 +104,8 @@ def _keep_first(cache: DynamicCache, length: int) -> None:
         cache.crop(-extra)
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] == b[i]:

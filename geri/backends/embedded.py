@@ -25,9 +25,9 @@ from geri.backends.base import (
     GenerationParams,
     ModelDescription,
 )
-from geri.backends.decoding import PromptCache
+from geri.backends.decoding import MIN_REUSED_PREFIX, PromptCache, common_prefix
 from geri.backends.loaded_model import LoadedModel, forget_model, load_model
-from geri.backends.scoring import continuation_log_probs
+from geri.backends.scoring import SharedPrefixes, continuation_log_probs
 from geri.backends.stop_strings import StopScanner
 from geri.settings import GeriSettings
 from wolf_service.errors import FailedPrecondition, InvalidArgument
@@ -68,6 +68,7 @@ class EmbeddedBackend:
         # Two generations at once would only halve each one's speed on a small CPU box.
         self._generate_lock = threading.Lock()
         self._prompt_cache = PromptCache(settings.embedded_prompt_cache_entries)
+        self._shared_prefixes = SharedPrefixes()
         self.stats = BackendStats()
 
     @property
@@ -110,6 +111,7 @@ class EmbeddedBackend:
             forget_model(path, current.dtype)
             self._model = load_model(path, threads=self._settings.embedded_threads, dtype="float32")
             self._prompt_cache.clear()
+            self._shared_prefixes.clear()
             self.stats.fell_back()
             return self._model.model
 
@@ -234,9 +236,12 @@ class EmbeddedBackend:
             return "stop"
         return "length"
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = ""
+                            ) -> list[list[float]]:
         """Log-probabilities of each continuation's tokens after ``prompt`` (plain text, no chat template); one
         forward over the prompt, the continuations batched on its KV cache; waits for a running generation.
+        When ``prompt`` starts with ``shared_prefix`` (fixed text, the same for every caller), the tokens the
+        two share run once per process, not once per call.
 
         Raises:
             InvalidArgument: the prompt is empty, or it and the longest continuation exceed the window.
@@ -250,8 +255,15 @@ class EmbeddedBackend:
                                   f"{max(map(len, tails), default=0)} must be non-empty and fit the window "
                                   f"({window} tokens, GERI_NUM_CTX)")
         pad = loaded.tokenizer.eos_token_id if loaded.tokenizer.eos_token_id is not None else 0
+        # The prompt's own tokens decide what is shared: text joined at the boundary may tokenize differently.
+        shared = 0
+        if shared_prefix and prompt.startswith(shared_prefix):
+            fixed = loaded.tokenizer.encode(shared_prefix, add_special_tokens=False)
+            shared = min(common_prefix(fixed, prefix), len(prefix) - 1)
         with self._generate_lock:
-            return continuation_log_probs(loaded.model, prefix, tails, pad_id=pad)
+            start = (self._shared_prefixes.copy_for(loaded.model, prefix[:shared]), shared) \
+                if shared >= MIN_REUSED_PREFIX else None
+            return continuation_log_probs(loaded.model, prefix, tails, pad_id=pad, start=start)
 
     def probe(self) -> None:
         """In-process: alive once the weights load."""
@@ -260,4 +272,5 @@ class EmbeddedBackend:
     def close(self) -> None:
         """Drop the reference to the weights (shared ones stay cached for other backends)."""
         self._model = None
+        self._shared_prefixes.clear()
 

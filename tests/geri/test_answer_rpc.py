@@ -20,6 +20,8 @@ from geri.answering.grounding import support
 from geri.answering.schema import answer_schema, system_prompt
 from geri.answering.source_rerank import rerank_sources
 from geri.answering.sources import number_sources, split_sentences
+from geri.answering.span_scoring import EXAMPLES, MODEL_CANDIDATES, consensus, model_prompt, model_span
+from geri.answering.spans import scored_spans
 from geri.backends.embedded import EmbeddedBackend
 from geri.prompting import ContextDocument, build_messages
 from wolf_service.errors import InvalidArgument
@@ -255,6 +257,31 @@ def test_the_embedded_backend_scores_each_continuation_alone_as_in_a_batch(embed
     window = embedded_backend.context_window(embedded_backend.default_model)
     with pytest.raises(InvalidArgument, match=f"window \\({window} tokens"):
         embedded_backend.score_continuations("wolf " * window, [" Cologne"])
+
+
+def test_a_shared_prefix_runs_once_and_scores_as_the_whole_prompt_does(embedded_backend: EmbeddedBackend) -> None:
+    question, sentence = "What is the largest city the Rhine runs through?", split_sentences(RHINE.content)[1]
+    prompt, spans = model_prompt(question, sentence), [" Cologne", " the river Rhine"]
+    whole = embedded_backend.score_continuations(prompt, spans)
+    first = embedded_backend.score_continuations(prompt, spans, shared_prefix=EXAMPLES)
+    again = embedded_backend.score_continuations(model_prompt("Which river?", sentence), spans, shared_prefix=EXAMPLES)
+    assert len(embedded_backend._shared_prefixes._entries) == 1  # the examples' tokens, run once for both
+    assert all(abs(a - b) < 0.1 for s, t in zip(whole, first, strict=True) for a, b in zip(s, t, strict=True))
+    assert [len(s) for s in again] == [len(s) for s in whole]
+    assert embedded_backend.score_continuations(prompt, spans, shared_prefix="Not the start") == whole
+
+
+def test_a_whole_phrase_the_rules_rank_low_is_among_what_the_model_weighs(embedded_backend: EmbeddedBackend) -> None:
+    # SQuAD dev: the gold answer is "Dock Street"; among the rules' best five alone the field agrees on "Dock".
+    question = "Where did the congregation at St. George's initially meet in 1767?"
+    sentence = ("The congregation was founded in 1767, meeting initially in a sail loft on Dock Street, and in 1769 it "
+                "purchased the shell of a building which had been erected in 1763 by a German Reformed congregation.")
+    ranked = [span for span, _ in scored_spans(question, sentence)]
+    five = ranked[:MODEL_CANDIDATES]
+    assert "Dock Street" not in five
+    scores = embedded_backend.score_continuations(model_prompt(question, sentence), [f" {s}" for s in five])
+    assert consensus(five, scores) == "Dock"
+    assert model_span(question, sentence, embedded_backend, ranked_spans=ranked) == "Dock Street"
 
 
 def test_the_source_after_which_the_model_finds_the_question_likeliest_is_numbered_first(  # type: ignore[no-untyped-def]

@@ -8,8 +8,18 @@ from collections.abc import Sequence
 from wolf.v1 import common_pb2
 
 from geri.answering.grounding import ground
+from geri.answering.phrases import whole_phrases
 from geri.answering.sources import number_sources
-from geri.answering.span_scoring import MODEL_CANDIDATES, consensus, model_prompt, model_span, overlap
+from geri.answering.span_scoring import (
+    EXAMPLES,
+    MODEL_CANDIDATES,
+    WHOLE_PHRASES,
+    candidate_pool,
+    consensus,
+    model_prompt,
+    model_span,
+    overlap,
+)
 from geri.answering.spans import best_span, scored_spans
 from wolf_service.errors import Unavailable
 
@@ -23,8 +33,12 @@ class Favouring:
     def __init__(self, liked: str, error: Exception | None = None) -> None:
         self.liked, self.error = liked, error
         self.calls: list[tuple[str, list[str]]] = []
+        self.shared: list[str] = []
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = ""
+                            ) -> list[list[float]]:
+        assert prompt.startswith(shared_prefix)
+        self.shared.append(shared_prefix)
         self.calls.append((prompt, list(continuations)))
         if self.error is not None:
             raise self.error
@@ -42,20 +56,50 @@ def test_the_answer_is_the_candidate_the_weighted_field_agrees_with_most() -> No
     assert overlap("Suleiman", "Suleiman the Magnificent") == 0.5 and overlap("“Cologne,”", "cologne") == 1.0
 
 
-def test_the_model_chooses_among_the_rules_best_five_after_sentence_question_answer() -> None:
+def test_the_model_chooses_among_the_pool_after_sentence_question_answer() -> None:
     rules_first = best_span(QUESTION, SENTENCE)[0]
     assert rules_first == "biggest"  # the rules' own choice is wrong here
     scorer = Favouring("Cologne")
     assert model_span(QUESTION, SENTENCE, scorer) == "Cologne"
     (prompt, continuations), = scorer.calls
-    assert prompt == f"{SENTENCE}\nQuestion: {QUESTION}\nAnswer:" == model_prompt(QUESTION, SENTENCE)
-    assert continuations == [f" {span}" for span, _ in scored_spans(QUESTION, SENTENCE)[:MODEL_CANDIDATES]]
+    assert prompt == f"{EXAMPLES}{SENTENCE}\nQuestion: {QUESTION}\nAnswer:" == model_prompt(QUESTION, SENTENCE)
+    assert model_prompt(QUESTION, SENTENCE, examples=False) == f"{SENTENCE}\nQuestion: {QUESTION}\nAnswer:"
+    assert EXAMPLES.count("\nAnswer: ") == 3 and EXAMPLES.endswith("\n\n") and scorer.shared == [EXAMPLES]
+    ranked = [span for span, _ in scored_spans(QUESTION, SENTENCE)]
+    assert continuations == [f" {span}" for span in candidate_pool(SENTENCE, ranked)]
 
 
-def test_a_span_outside_the_rules_best_five_is_never_chosen() -> None:
-    five = [span for span, _ in scored_spans(QUESTION, SENTENCE)[:MODEL_CANDIDATES]]
-    assert "more than 1,050,000 people" not in five
-    assert model_span(QUESTION, SENTENCE, Favouring("more than 1,050,000 people")) in five
+def test_whole_phrases_break_at_stop_words_and_punctuation_but_keep_names_and_quantities_whole() -> None:
+    assert whole_phrases(SENTENCE) == ["biggest city", "river Rhine", "Cologne", "Germany", "population",
+                                       "1,050,000 people"]
+    sentence = ("The Parliament rented buildings from the City of Edinburgh Council (in 1999), and 11.4 million "
+                "members of the Church of England, of the Ancient Greeks.")
+    assert whole_phrases(sentence) == ["Parliament rented buildings", "City of Edinburgh Council", "1999",
+                                       "11.4 million", "Church of England", "Ancient Greeks"]
+    assert all(p in sentence for p in whole_phrases(sentence))
+    assert whole_phrases("") == [] and whole_phrases("of the, and.") == []
+
+
+def test_the_pool_puts_the_rules_best_whole_phrases_first_then_the_rules_order() -> None:
+    question = "Who did the Parliament rent buildings from?"
+    sentence = "In 1999 the Parliament rented buildings from the City of Edinburgh Council for its members."
+    ranked = [span for span, _ in scored_spans(question, sentence)]
+    five = ranked[:MODEL_CANDIDATES]
+    assert "City of Edinburgh Council" not in five  # the rules rank its pieces higher
+    pool = candidate_pool(sentence, ranked)
+    assert len(pool) == MODEL_CANDIDATES and WHOLE_PHRASES == 2
+    phrases = [span for span in ranked if span in whole_phrases(sentence)][:WHOLE_PHRASES]
+    assert "City of Edinburgh Council" in phrases and pool[:WHOLE_PHRASES] == phrases
+    assert pool[WHOLE_PHRASES:] == [span for span in ranked if span not in phrases][:MODEL_CANDIDATES - WHOLE_PHRASES]
+    assert candidate_pool(sentence, ranked, phrases=0) == five
+    assert model_span(question, sentence, Favouring("City of Edinburgh Council")) == "City of Edinburgh Council"
+
+
+def test_a_span_outside_the_pool_is_never_chosen() -> None:
+    ranked = [span for span, _ in scored_spans(QUESTION, SENTENCE)]
+    pool = candidate_pool(SENTENCE, ranked)
+    assert "more than 1,050,000 people" in ranked and "more than 1,050,000 people" not in pool
+    assert model_span(QUESTION, SENTENCE, Favouring("more than 1,050,000 people")) in pool
 
 
 def test_the_rules_choose_when_the_scorer_fails_the_language_is_not_english_or_there_is_no_choice() -> None:
@@ -72,7 +116,7 @@ def test_the_rules_choose_when_the_scorer_fails_the_language_is_not_english_or_t
 
 def test_overlong_text_is_cut_from_the_prompt() -> None:
     prompt = model_prompt("why? " * 500, "word " * 500)
-    assert len(prompt) < 1300 and prompt.endswith("\nAnswer:")
+    assert len(prompt) < len(EXAMPLES) + 1300 and prompt.endswith("\nAnswer:")
 
 
 def test_ground_with_a_scorer_answers_with_its_span_and_quotes_the_rules_sentence() -> None:
