@@ -16,6 +16,7 @@ confidence is the model's own estimate, never above the relevance score of its b
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,8 +67,8 @@ def _citation(marker: int, source: NumberedSource, sentence: int) -> geri_pb2.Ci
 
 
 def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_support: float,
-           question: str = "", short_answers: bool = False, scorer: ContinuationScorer | None = None
-           ) -> geri_pb2.GroundedAnswer:
+           question: str = "", short_answers: bool = False, scorer: ContinuationScorer | None = None,
+           cancel: threading.Event | None = None) -> geri_pb2.GroundedAnswer:
     """Apply the rules above to the model's validated answer JSON for ``sources``; with ``short_answers``
     (and the ``question``), the answer text becomes the phrase of the cited source that answers
     (geri/answering/spans.py), chosen among the rules' best by ``scorer``'s model when one is given
@@ -109,4 +110,4 @@ def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_su
     if scorer is None:
         return shorten(grounded, sources, question)
     return shorten(grounded, sources, question, lambda asked, sentence, spans, language: model_span(
-        asked, sentence, scorer, language, ranked_spans=spans))
+        asked, sentence, scorer, language, ranked_spans=spans, cancel=cancel))

@@ -125,7 +125,7 @@ class AnswerPipeline:
             yield AnswerStep("final", response=hit)
             return
         if reranker is not None:  # before numbering: the model cites its first source most often
-            sources = rerank_sources(outer.prompt, sources, reranker, answering.rerank_margin)
+            sources = rerank_sources(outer.prompt, sources, reranker, answering.rerank_margin, cancel)
             # The gate judges the source the model is shown first (decision 0410).
             unsupported = evidence_reason(outer.prompt, sources, min_score=policy.min_score, settings=answering,
                                           reranked=True)
@@ -153,7 +153,7 @@ class AnswerPipeline:
         shown = numbered[: len(numbered) - len(final.metadata.dropped_document_ids)]
         grounded = ground(json.loads(llm.json), shown, min_support=policy.min_support, question=outer.prompt,
                           short_answers=self._settings.answering.short_answers,
-                          scorer=answerer if self._settings.answering.span_scorer == "model" else None)
+                          scorer=answerer if self._settings.answering.span_scorer == "model" else None, cancel=cancel)
         grounded.sources_used = len(shown)
         if stream:
             tail, grounded.revised = drafts.finish(grounded.text)

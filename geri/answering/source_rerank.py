@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Sequence
 
 from wolf.v1 import common_pb2
@@ -44,7 +45,7 @@ def in_english(sources: Sequence[common_pb2.RetrievedDocument], margin: float) -
 
 
 def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument], scorer: ContinuationScorer,
-                   margin: float) -> list[common_pb2.RetrievedDocument]:
+                   margin: float, cancel: threading.Event | None = None) -> list[common_pb2.RetrievedDocument]:
     """``sources`` (best first) with those within ``margin`` of the best score ordered by the mean
     log-probability of ``question`` after each (the retriever's order on a tie), the rest after them as given.
 
@@ -53,6 +54,7 @@ def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument
         sources: The retrieved sources, best first.
         scorer: The answering backend's continuation scorer.
         margin: How far below the best retrieval score a source may be and still be moved first.
+        cancel: Set when the caller has gone: the scoring stops waiting for the model.
     """
     docs = list(sources)
     near = [d for d in docs if d.relevance_score >= docs[0].relevance_score - margin] if docs else []
@@ -60,7 +62,8 @@ def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument
     if len(near) < 2 or not asked or not in_english(docs, margin):
         return docs
     try:
-        likelihood = [_mean(scorer.score_continuations(question_prompt(d.content), [f" {asked}"])[0]) for d in near]
+        likelihood = [_mean(scorer.score_continuations(question_prompt(d.content), [f" {asked}"], cancel=cancel)[0])
+                      for d in near]
     except (ServiceError, RuntimeError, ValueError) as exc:  # the retriever's order is still a good one
         log.warning("scoring the sources by question likelihood failed (%s): the retriever's order stays", exc)
         return docs

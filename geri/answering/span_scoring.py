@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import math
 import string
+import threading
 from collections import Counter
 from collections.abc import Sequence
 
@@ -96,11 +97,12 @@ def candidate_pool(sentence: str, ranked_spans: Sequence[str], language: str = "
 
 
 def model_span(question: str, sentence: str, scorer: ContinuationScorer, language: str = "en",
-               candidates: int = MODEL_CANDIDATES, ranked_spans: Sequence[str] | None = None) -> str:
+               candidates: int = MODEL_CANDIDATES, ranked_spans: Sequence[str] | None = None,
+               cancel: threading.Event | None = None) -> str:
     """The span of ``sentence`` answering ``question``: among ``candidates`` spans (:func:`candidate_pool`), the
     one the model's weighted candidates agree on most; the rules' best when the model cannot tell (see the
     module docstring). "" when the sentence has no span. ``ranked_spans``: the sentence's spans as the rules
-    rank them, when the caller has them already."""
+    rank them, when the caller has them already; ``cancel``: set when the caller has gone."""
     if ranked_spans is None:
         ranked_spans = [span for span, _ in scored_spans(question, sentence, language)]
     ranked = list(ranked_spans)
@@ -112,7 +114,7 @@ def model_span(question: str, sentence: str, scorer: ContinuationScorer, languag
         return ranked[0]
     try:
         log_probs = scorer.score_continuations(model_prompt(question, sentence), [f" {s}" for s in fitting],
-                                               shared_prefix=EXAMPLES)
+                                               shared_prefix=EXAMPLES, cancel=cancel)
     except (ServiceError, RuntimeError, ValueError) as exc:  # the rules' answer is still a good one
         log.warning("scoring the short answer's candidates failed (%s): the span rules choose", exc)
         return ranked[0]

@@ -205,12 +205,14 @@ class ContinuationScorer(Protocol):
     """A backend that can say how likely its model finds given continuations of a prompt (no generation):
     the embedded one; a remote server cannot score arbitrary continuations cheaply."""
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = ""
-                            ) -> list[list[float]]:
+    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = "",
+                            cancel: threading.Event | None = None) -> list[list[float]]:
         """The log-probability of each token of each continuation right after the plain-text ``prompt``;
-        ``shared_prefix``: fixed text ``prompt`` starts with, the same in every call, that may be run once.
+        ``shared_prefix``: fixed text ``prompt`` starts with, the same in every call, that may be run once;
+        ``cancel``: set when the caller has gone, so the call stops waiting for the model.
 
         Raises:
             InvalidArgument: the prompt and the longest continuation do not fit the model's window.
+            Cancelled: ``cancel`` was set while the call waited for the model.
         """
         ...

@@ -30,7 +30,7 @@ from geri.backends.loaded_model import LoadedModel, forget_model, load_model
 from geri.backends.scoring import SharedPrefixes, continuation_log_probs
 from geri.backends.stop_strings import StopScanner
 from geri.settings import GeriSettings
-from wolf_service.errors import FailedPrecondition, InvalidArgument
+from wolf_service.errors import Cancelled, FailedPrecondition, InvalidArgument
 
 log = logging.getLogger("geri.embedded")
 
@@ -155,17 +155,23 @@ class EmbeddedBackend:
         """Stream the answer; see :meth:`geri.backends.base.Backend.generate`."""
         loaded = self._loaded()
         input_ids = loaded.encode_chat(messages)
-        # Wait for the model, but give up at once if the client leaves while queued.
-        while not self._generate_lock.acquire(timeout=0.1):
-            if cancel.is_set():
-                yield Completion("cancelled", len(input_ids), 0, model)
-                return
+        if not self._wait_for_model(cancel):
+            yield Completion("cancelled", len(input_ids), 0, model)
+            return
         self.stats.started()
         try:
             yield from self._generate_locked(loaded, input_ids, params, model, cancel)
         finally:
             self.stats.finished()
             self._generate_lock.release()
+
+    def _wait_for_model(self, cancel: threading.Event | None) -> bool:
+        """Take the model (one request at a time); False, without it, once ``cancel`` is set while queued: a
+        client that left must not hold a place in the queue."""
+        while not self._generate_lock.acquire(timeout=0.1):
+            if cancel is not None and cancel.is_set():
+                return False
+        return True
 
     def _generate_locked(
         self,
@@ -236,8 +242,8 @@ class EmbeddedBackend:
             return "stop"
         return "length"
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = ""
-                            ) -> list[list[float]]:
+    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = "",
+                            cancel: threading.Event | None = None) -> list[list[float]]:
         """Log-probabilities of each continuation's tokens after ``prompt`` (plain text, no chat template); one
         forward over the prompt, the continuations batched on its KV cache; waits for a running generation.
         When ``prompt`` starts with ``shared_prefix`` (fixed text, the same for every caller), the tokens the
@@ -245,6 +251,7 @@ class EmbeddedBackend:
 
         Raises:
             InvalidArgument: the prompt is empty, or it and the longest continuation exceed the window.
+            Cancelled: ``cancel`` was set while the call waited for the model.
         """
         loaded = self._loaded()
         prefix = loaded.tokenizer.encode(prompt, add_special_tokens=False)
@@ -260,10 +267,14 @@ class EmbeddedBackend:
         if shared_prefix and prompt.startswith(shared_prefix):
             fixed = loaded.tokenizer.encode(shared_prefix, add_special_tokens=False)
             shared = min(common_prefix(fixed, prefix), len(prefix) - 1)
-        with self._generate_lock:
+        if not self._wait_for_model(cancel):
+            raise Cancelled("scoring continuations: the request was cancelled while it waited for the model")
+        try:
             start = (self._shared_prefixes.copy_for(loaded.model, prefix[:shared]), shared) \
                 if shared >= MIN_REUSED_PREFIX else None
             return continuation_log_probs(loaded.model, prefix, tails, pad_id=pad, start=start)
+        finally:
+            self._generate_lock.release()
 
     def probe(self) -> None:
         """In-process: alive once the weights load."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Iterator
 
@@ -22,9 +23,10 @@ from geri.answering.source_rerank import rerank_sources
 from geri.answering.sources import number_sources, split_sentences
 from geri.answering.span_scoring import EXAMPLES, MODEL_CANDIDATES, consensus, model_prompt, model_span
 from geri.answering.spans import scored_spans
+from geri.backends.base import ChatMessage, GenerationParams
 from geri.backends.embedded import EmbeddedBackend
 from geri.prompting import ContextDocument, build_messages
-from wolf_service.errors import InvalidArgument
+from wolf_service.errors import Cancelled, InvalidArgument
 
 pytestmark = pytest.mark.integration
 
@@ -257,6 +259,33 @@ def test_the_embedded_backend_scores_each_continuation_alone_as_in_a_batch(embed
     window = embedded_backend.context_window(embedded_backend.default_model)
     with pytest.raises(InvalidArgument, match=f"window \\({window} tokens"):
         embedded_backend.score_continuations("wolf " * window, [" Cologne"])
+
+
+def test_scoring_queued_behind_a_generation_stops_waiting_when_its_caller_leaves(
+        embedded_backend: EmbeddedBackend) -> None:
+    running = embedded_backend.generate([ChatMessage("user", "Count to fifty.")],
+                                        GenerationParams(max_tokens=32, temperature=0),
+                                        embedded_backend.default_model, threading.Event())
+    next(running)  # a suspended generation holds the model
+    left, raised = threading.Event(), []
+
+    def score() -> None:
+        try:
+            embedded_backend.score_continuations("The Rhine flows", [" north"], cancel=left)
+        except Cancelled as exc:
+            raised.append(exc)
+
+    waiting = threading.Thread(target=score)
+    try:
+        waiting.start()
+        time.sleep(0.3)
+        assert waiting.is_alive()  # queued behind the generation
+        left.set()
+        waiting.join(timeout=30)
+        assert not waiting.is_alive() and len(raised) == 1
+    finally:
+        running.close()
+    assert embedded_backend.score_continuations("The Rhine flows", [" north"], cancel=left)  # the model is free
 
 
 def test_a_shared_prefix_runs_once_and_scores_as_the_whole_prompt_does(embedded_backend: EmbeddedBackend) -> None:

@@ -147,7 +147,8 @@ class QuestionAfter:
     def __init__(self, liked: str) -> None:
         self.liked, self.prompts = liked, []  # type: ignore[var-annotated]
 
-    def score_continuations(self, prompt: str, continuations: list[str], shared_prefix: str = "") -> list[list[float]]:
+    def score_continuations(self, prompt: str, continuations: list[str], shared_prefix: str = "",
+                            cancel: object = None) -> list[list[float]]:
         self.prompts.append(prompt)
         return [[-1.0 if self.liked in prompt else -5.0] * len(c.split()) for c in continuations]
 

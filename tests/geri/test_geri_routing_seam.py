@@ -271,8 +271,8 @@ def test_a_reply_that_used_every_token_is_cut_off_even_when_the_server_says_stop
 class ScoringReplay(ReplayBackend):
     """A replaying backend that can also score continuations (as the embedded one does)."""
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = ""
-                            ) -> list[list[float]]:
+    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = "",
+                            cancel: object = None) -> list[list[float]]:
         return [[-1.0] for _ in continuations]
 
 

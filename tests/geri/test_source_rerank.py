@@ -26,8 +26,8 @@ class Likes:
         self.likes, self.error = likes, error
         self.calls: list[tuple[str, list[str]]] = []
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = ""
-                            ) -> list[list[float]]:
+    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = "",
+                            cancel: object = None) -> list[list[float]]:
         self.calls.append((prompt, list(continuations)))
         if self.error is not None:
             raise self.error

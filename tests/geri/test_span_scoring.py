@@ -35,8 +35,8 @@ class Favouring:
         self.calls: list[tuple[str, list[str]]] = []
         self.shared: list[str] = []
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = ""
-                            ) -> list[list[float]]:
+    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = "",
+                            cancel: object = None) -> list[list[float]]:
         assert prompt.startswith(shared_prefix)
         self.shared.append(shared_prefix)
         self.calls.append((prompt, list(continuations)))
