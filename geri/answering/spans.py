@@ -17,6 +17,7 @@ answer is always a substring of what it cites.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -107,22 +108,31 @@ def candidate_spans(sentence: str, question: str = "", *, max_words: int = MAX_S
     return [span for _, _, span in sorted(out)]
 
 
+def _distance(first: int, last: int, asked_at: Sequence[int]) -> int:
+    """Words between the nearer end of the span ``first``..``last`` and the nearest of the sorted ``asked_at``."""
+    def nearest(at: int) -> int:
+        k = bisect.bisect_left(asked_at, at)
+        return min(abs(asked_at[n] - at) for n in (k - 1, k) if 0 <= n < len(asked_at))
+    return min(nearest(first), nearest(last))
+
+
 def scored_spans(question: str, sentence: str, language: str = "en",
                  weights: Weights = WEIGHTS) -> list[tuple[str, float]]:
     """Every candidate span of ``sentence`` (:func:`candidate_spans`) with its rule score, best first
     (the shorter and earlier span first on a tie)."""
     asked = terms(question, language)
     stop = stop_words(language)
-    words = sentence.split()
-    asked_at = [i for i, w in enumerate(words) if terms(w, language) & asked]
+    tokens = list(_TOKEN.finditer(sentence))
+    starts = [t.start() for t in tokens]
+    asked_at = [i for i, t in enumerate(tokens) if terms(t.group(), language) & asked]
     kind = expected_kind(question) if language == "en" else ""
     scored: list[tuple[str, float]] = []
     for span in candidate_spans(sentence, question, language=language):
         span_words = _words(span)
-        first = len(sentence[: sentence.find(span)].split())
+        first = bisect.bisect_left(starts, sentence.find(span))  # the words begun before its first occurrence
         last = first + len(span_words) - 1
         score = -weights.question_word * len(terms(span, language) & asked) - weights.length * len(span_words)
-        score -= weights.distance * (min(min(abs(first - p), abs(last - p)) for p in asked_at) if asked_at else 10)
+        score -= weights.distance * (_distance(first, last, asked_at) if asked_at else 10)
         score -= weights.stop_edge * ((span_words[0] in stop) + (span_words[-1] in stop))
         if kind:
             fit = _fits(kind, span)
