@@ -197,9 +197,10 @@ def test_the_gate_judges_the_source_the_rerank_puts_first_and_no_rerank_runs_whe
     final, generation = ask(quebec, "model", "Sainte-Foy")  # the rerank puts the source that says it first
     assert final.answer.answered and final.answer.citations[0].document_id == "second"
     final, generation = ask(quebec, "off", "Sainte-Foy")  # Freki's first does not say what is asked
-    assert not final.answer.answered and "min_evidence" in final.answer.reason and not generation.requests
+    assert not final.answer.answered and "below min_evidence" in final.answer.reason and not generation.requests
     final, generation = ask(quebec, "model", "Bunker Hill")  # the rerank keeps it first: the gate still abstains
-    assert not final.answer.answered and "min_evidence" in final.answer.reason and not generation.requests
+    assert not final.answer.answered and not generation.requests
+    assert "below reranked_min_evidence 0.760" in final.answer.reason  # the setting to change
     assert len(generation.scorer.prompts) == 2
     final, generation = ask(boston, "model", "Bunker Hill")  # no source near the best says it: no rerank runs
     assert not final.answer.answered and not generation.requests and generation.scorer.prompts == []
