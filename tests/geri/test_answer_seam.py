@@ -204,6 +204,7 @@ def test_the_gate_judges_the_source_the_rerank_puts_first_and_no_rerank_runs_whe
     assert len(generation.scorer.prompts) == 2
     final, generation = ask(boston, "model", "Bunker Hill")  # no source near the best says it: no rerank runs
     assert not final.answer.answered and not generation.requests and generation.scorer.prompts == []
+    assert "below reranked_min_evidence" in final.answer.reason  # the floor none could reach
     final, generation = ask(quebec, "model", "Sainte-Foy", language="de")  # the rerank's prompt is English
     assert not final.answer.answered and not generation.requests and generation.scorer.prompts == []
 
