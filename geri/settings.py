@@ -145,11 +145,14 @@ class AnsweringSettings(BaseModel):
     # Tuned with min_score 0.25 (docs/decisions/0191-short-answers-and-abstention.md).
     min_evidence: float = Field(default=0.74, ge=0, le=2, description=(
         "Abstain when the best score plus coverage_weight times the share of the question's content terms "
-        "(weighted by rarity) the first source holds stays below this; 0 turns the check off."))
+        "(weighted by rarity) the first source holds stays below this; 0 turns the check off where "
+        "reranked_min_evidence does not apply (set both to 0 to turn it off everywhere)."))
     # The floor for the source source_reranker put first: it was chosen among the near-best for fitting the
     # question (docs/decisions/0410-answer-gate-as-the-corpus-grows.md).
     reranked_min_evidence: float = Field(default=0.76, ge=0, le=2, description=(
-        "min_evidence when source_reranker chose the first source (English sources, a backend that scores)."))
+        "min_evidence when source_reranker is model, the sources near the best are English and the answering "
+        "backend scores: the source it puts first (Freki's when none moves or the scoring fails) is checked "
+        "against this instead; 0 turns that check off."))
     coverage_weight: float = Field(default=0.6, ge=0, le=2, description="Weight of term coverage in min_evidence.")
     max_queries_used: int = Field(default=16, ge=1, le=1000,
                                   description="AnswerRequest.queries_used entries accepted, at most.")

@@ -169,6 +169,8 @@ class Gate:
     min_score: float
     min_evidence: float = 0.0
     coverage_weight: float = 0.6
+    # The setting min_evidence comes from, named in the reason: an operator must know which one to change.
+    setting: str = "min_evidence"
 
     def decide(self, evidence: Evidence) -> tuple[bool, str]:
         """(answer?, why not) for ``evidence``."""
@@ -180,7 +182,7 @@ class Gate:
             missing = f"; missing: {', '.join(evidence.missing[:5])}" if evidence.missing else ""
             return False, (f"the best source does not say what the question asks: it scored {evidence.score:.3f} "
                            f"and holds {evidence.coverage:.0%} of the question's terms, together {combined:.3f}, "
-                           f"below min_evidence {self.min_evidence:.3f}{missing}")
+                           f"below {self.setting} {self.min_evidence:.3f}{missing}")
         return True, ""
 
 
@@ -189,8 +191,8 @@ def evidence_reason(question: str, documents: Sequence[common_pb2.RetrievedDocum
     """Why the answer to ``question`` must abstain over the retrieved ``documents`` (best first, before any
     cut by score), or "" when it may answer: :class:`Gate` with ``min_score``, the settings' coverage weight
     and evidence floor (``reranked_min_evidence`` when the source rerank chose the first document)."""
-    gate = Gate(min_score, settings.reranked_min_evidence if reranked else settings.min_evidence,
-                settings.coverage_weight)
+    gate = Gate(min_score, settings.reranked_min_evidence, settings.coverage_weight, "reranked_min_evidence") \
+        if reranked else Gate(min_score, settings.min_evidence, settings.coverage_weight)
     return gate.decide(assess(question, passages(documents)))[1]
 
 

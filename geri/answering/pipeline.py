@@ -105,9 +105,11 @@ class AnswerPipeline:
                                       settings=answering) if sources else ""
         if reranker is not None and not in_english(sources, answering.rerank_margin):
             reranker = None  # its prompt is English: other languages keep Freki's order and min_evidence
-        if unsupported and reranker is not None and may_pass_after_rerank(
-                outer.prompt, sources, min_score=policy.min_score, settings=answering, margin=answering.rerank_margin):
-            unsupported = ""  # the gate decides on the source the rerank puts first, below
+        if unsupported and reranker is not None:  # the gate decides on the source the rerank puts first, below
+            unsupported = "" if may_pass_after_rerank(outer.prompt, sources, min_score=policy.min_score,
+                                                      settings=answering, margin=answering.rerank_margin) \
+                else evidence_reason(outer.prompt, sources, min_score=policy.min_score, settings=answering,
+                                     reranked=True)  # none near could pass: the reason names the floor held to
         if not sources or unsupported:
             yield self._abstained(req, request, unsupported or gate_reason(outer.context, policy), started)
             return

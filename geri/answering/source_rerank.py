@@ -20,7 +20,7 @@ from wolf.v1 import common_pb2
 
 from geri.answering.span_scoring import MAX_QUESTION_CHARS
 from geri.backends.base import ContinuationScorer
-from wolf_service.errors import ServiceError
+from wolf_service.errors import Cancelled, ServiceError
 
 log = logging.getLogger("geri.answering")
 
@@ -55,6 +55,9 @@ def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument
         scorer: The answering backend's continuation scorer.
         margin: How far below the best retrieval score a source may be and still be moved first.
         cancel: Set when the caller has gone: the scoring stops waiting for the model.
+
+    Raises:
+        Cancelled: ``cancel`` was set while the scoring waited for the model.
     """
     docs = list(sources)
     near = [d for d in docs if d.relevance_score >= docs[0].relevance_score - margin] if docs else []
@@ -64,6 +67,8 @@ def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument
     try:
         likelihood = [_mean(scorer.score_continuations(question_prompt(d.content), [f" {asked}"], cancel=cancel)[0])
                       for d in near]
+    except Cancelled:
+        raise  # the caller has gone: nothing is left to order
     except (ServiceError, RuntimeError, ValueError) as exc:  # the retriever's order is still a good one
         log.warning("scoring the sources by question likelihood failed (%s): the retriever's order stays", exc)
         return docs

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from geri.answering.phrases import whole_phrases
 from geri.answering.spans import scored_spans
 from geri.backends.base import ContinuationScorer
-from wolf_service.errors import ServiceError
+from wolf_service.errors import Cancelled, ServiceError
 
 log = logging.getLogger("geri.answering")
 
@@ -102,7 +102,11 @@ def model_span(question: str, sentence: str, scorer: ContinuationScorer, languag
     """The span of ``sentence`` answering ``question``: among ``candidates`` spans (:func:`candidate_pool`), the
     one the model's weighted candidates agree on most; the rules' best when the model cannot tell (see the
     module docstring). "" when the sentence has no span. ``ranked_spans``: the sentence's spans as the rules
-    rank them, when the caller has them already; ``cancel``: set when the caller has gone."""
+    rank them, when the caller has them already; ``cancel``: set when the caller has gone.
+
+    Raises:
+        Cancelled: ``cancel`` was set while the scoring waited for the model.
+    """
     if ranked_spans is None:
         ranked_spans = [span for span, _ in scored_spans(question, sentence, language)]
     ranked = list(ranked_spans)
@@ -115,6 +119,8 @@ def model_span(question: str, sentence: str, scorer: ContinuationScorer, languag
     try:
         log_probs = scorer.score_continuations(model_prompt(question, sentence), [f" {s}" for s in fitting],
                                                shared_prefix=EXAMPLES, cancel=cancel)
+    except Cancelled:
+        raise  # the caller has gone: an answer with the rules' span must not be stored or cached as its own
     except (ServiceError, RuntimeError, ValueError) as exc:  # the rules' answer is still a good one
         log.warning("scoring the short answer's candidates failed (%s): the span rules choose", exc)
         return ranked[0]

@@ -270,9 +270,11 @@ class EmbeddedBackend:
         if not self._wait_for_model(cancel):
             raise Cancelled("scoring continuations: the request was cancelled while it waited for the model")
         try:
-            start = (self._shared_prefixes.copy_for(loaded.model, prefix[:shared]), shared) \
+            # The model now, not the one before the wait: a generation may have switched it to float32.
+            model = self._loaded().model
+            start = (self._shared_prefixes.copy_for(model, prefix[:shared]), shared) \
                 if shared >= MIN_REUSED_PREFIX else None
-            return continuation_log_probs(loaded.model, prefix, tails, pad_id=pad, start=start)
+            return continuation_log_probs(model, prefix, tails, pad_id=pad, start=start)
         finally:
             self._generate_lock.release()
 

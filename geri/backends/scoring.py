@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -23,11 +24,12 @@ from geri.backends.decoding import cache_argument, forward_last
 class SharedPrefixes:
     """KV caches of prompt beginnings that are the same for every caller (fixed text, never a tenant's data:
     how fast a prompt starts may then tell nothing about what anyone asked), each computed once and handed out
-    as copies. At most ``max_entries`` are kept (least recently used goes first)."""
+    as copies. At most ``max_entries`` are kept (least recently used goes first). An entry serves only the
+    model that computed it: after a switch of weights (bfloat16 to float32) its cache is of the old one."""
 
     def __init__(self, max_entries: int = 4) -> None:
         self._max_entries = max_entries
-        self._entries: OrderedDict[tuple[int, ...], DynamicCache] = OrderedDict()
+        self._entries: OrderedDict[tuple[int, ...], tuple[weakref.ref[Any], DynamicCache]] = OrderedDict()
         self._lock = threading.Lock()
 
     @torch.inference_mode()
@@ -36,14 +38,15 @@ class SharedPrefixes:
         model's lock."""
         key = tuple(ids)
         with self._lock:
-            stored = self._entries.get(key)
-            if stored is not None:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0]() is model:
                 self._entries.move_to_end(key)
-                return copy.deepcopy(stored)
+                return copy.deepcopy(entry[1])
         stored = DynamicCache()
         forward_last(model, list(ids), stored)
         with self._lock:
-            self._entries[key] = stored
+            self._entries[key] = (weakref.ref(model), stored)
+            self._entries.move_to_end(key)
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
         return copy.deepcopy(stored)

@@ -114,6 +114,6 @@ def test_the_source_the_rerank_chose_is_held_to_reranked_min_evidence() -> None:
     docs = [common_pb2.RetrievedDocument(content=QUEBEC, relevance_score=0.45)]
     settings = AnsweringSettings(min_evidence=0.5, reranked_min_evidence=1.9)
     assert evidence_reason(question, docs, min_score=0.25, settings=settings) == ""
-    assert "below min_evidence 1.900" in evidence_reason(question, docs, min_score=0.25, settings=settings,
+    assert "below reranked_min_evidence 1.900" in evidence_reason(question, docs, min_score=0.25, settings=settings,
                                                          reranked=True)
     assert not may_pass_after_rerank(question, docs, min_score=0.25, settings=settings, margin=0.07)

@@ -8,13 +8,14 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from wolf.v1 import common_pb2, geri_pb2
 
 from geri.answering.pipeline import AnswerPipeline
 from geri.generation import StreamEvent
 from geri.sessions import MemorySessionStore, Turn
 from geri.settings import GeriSettings
-from wolf_service.errors import FailedPrecondition
+from wolf_service.errors import Cancelled, FailedPrecondition
 
 
 class ScriptedGeneration:
@@ -40,7 +41,8 @@ class ScriptedGeneration:
             for i in range(0, len(text), 5):
                 yield StreamEvent("draft", text[i:i + 5])
         yield StreamEvent("final", response=common_pb2.WolfResponse(
-            request_id=request.request_id, llm_response=common_pb2.LLMResponse(json=text, finish_reason="stop")))
+            request_id=request.request_id, llm_response=common_pb2.LLMResponse(json=text, finish_reason="stop")),
+            scorer=self.scorer)
 
 
 def pipeline(generation: ScriptedGeneration, **answering: Any) -> tuple[AnswerPipeline, MemorySessionStore]:
@@ -195,11 +197,45 @@ def test_the_gate_judges_the_source_the_rerank_puts_first_and_no_rerank_runs_whe
     final, generation = ask(quebec, "model", "Sainte-Foy")  # the rerank puts the source that says it first
     assert final.answer.answered and final.answer.citations[0].document_id == "second"
     final, generation = ask(quebec, "off", "Sainte-Foy")  # Freki's first does not say what is asked
-    assert not final.answer.answered and "min_evidence" in final.answer.reason and not generation.requests
+    assert not final.answer.answered and "below min_evidence" in final.answer.reason and not generation.requests
     final, generation = ask(quebec, "model", "Bunker Hill")  # the rerank keeps it first: the gate still abstains
-    assert not final.answer.answered and "min_evidence" in final.answer.reason and not generation.requests
+    assert not final.answer.answered and not generation.requests
+    assert "below reranked_min_evidence 0.760" in final.answer.reason  # the setting to change
     assert len(generation.scorer.prompts) == 2
     final, generation = ask(boston, "model", "Bunker Hill")  # no source near the best says it: no rerank runs
     assert not final.answer.answered and not generation.requests and generation.scorer.prompts == []
+    assert "below reranked_min_evidence" in final.answer.reason  # the floor none could reach
     final, generation = ask(quebec, "model", "Sainte-Foy", language="de")  # the rerank's prompt is English
     assert not final.answer.answered and not generation.requests and generation.scorer.prompts == []
+
+
+class LeavesWhileScoring:
+    """A scorer whose caller leaves while it waits for the model: it sets ``cancel`` and raises Cancelled."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel, self.calls = cancel, 0
+
+    def score_continuations(self, prompt: str, continuations: list[str], shared_prefix: str = "",
+                            cancel: object = None) -> list[list[float]]:
+        self.calls += 1
+        self.cancel.set()
+        raise Cancelled("scoring continuations: the request was cancelled while it waited for the model")
+
+
+def test_a_request_cancelled_while_its_scoring_waits_stores_no_turn_and_caches_nothing() -> None:
+    reply = {"answered": True, "citations": [{"source": 1, "sentence": 2}], "answer": "syslog",
+             "summary": "s", "key_details": [], "confidence": 0.7}
+    docs = [common_pb2.RetrievedDocument(document_id=name, relevance_score=score,
+                                         content='The relay listens on port 9427. It writes its logs to "syslog".')
+            for name, score in (("relay", 0.9), ("copy", 0.89))]
+    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+        request_id="a", prompt="Where does the relay write its logs?", context=common_pb2.RAGContext(documents=docs),
+        metadata=common_pb2.RequestMetadata(session_id="s")))
+    for reranker in ("model", "off"):  # the source rerank's scoring, then the short answer's
+        cancel = threading.Event()
+        generation = ScriptedGeneration(reply, scorer=LeavesWhileScoring(cancel))
+        answers, sessions = pipeline(generation, source_reranker=reranker)
+        with pytest.raises(Cancelled):
+            list(answers.answer(request, cancel))
+        assert generation.scorer.calls == 1 and sessions.get("default", "s", user="") is None
+        assert not answers._cache._entries  # a cancelled answer is not kept

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 from wolf.v1 import common_pb2
 
 from geri.answering.source_rerank import question_prompt, rerank_sources
-from wolf_service.errors import Unavailable
+from wolf_service.errors import Cancelled, Unavailable
 
 QUESTION = "Which port does the relay listen on?"
 
@@ -70,3 +71,9 @@ def test_overlong_text_is_cut_from_the_prompt() -> None:
     rerank_sources("why " * 1000, [long, doc("b", 0.9)], scorer, margin=0.07)
     prompt, (question,) = scorer.calls[0]
     assert len(prompt) < 3200 and prompt.endswith("\nQuestion:") and len(question) <= 601
+
+
+def test_a_caller_that_left_while_the_scoring_waited_is_not_answered_in_the_retrievers_order() -> None:
+    left = Likes({"b": 0.0}, Cancelled("the request was cancelled while it waited for the model"))
+    with pytest.raises(Cancelled):
+        rerank_sources(QUESTION, [doc("a", 0.9), doc("b", 0.88)], left, margin=0.07)

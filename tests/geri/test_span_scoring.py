@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
 from wolf.v1 import common_pb2
 
 from geri.answering.grounding import ground
@@ -21,7 +22,7 @@ from geri.answering.span_scoring import (
     overlap,
 )
 from geri.answering.spans import best_span, scored_spans
-from wolf_service.errors import Unavailable
+from wolf_service.errors import Cancelled, Unavailable
 
 SENTENCE = "The biggest city on the river Rhine is Cologne, Germany with a population of more than 1,050,000 people."
 QUESTION = "What is the largest city the Rhine runs through?"
@@ -131,3 +132,8 @@ def test_ground_with_a_scorer_answers_with_its_span_and_quotes_the_rules_sentenc
     assert rules.text == "biggest [1]" and model.text == "Cologne [1]"
     assert model.citations[0].sentence_number == rules.citations[0].sentence_number == 2
     assert model.citations[0].quote == SENTENCE
+
+
+def test_a_caller_that_left_while_the_scoring_waited_gets_no_span_of_the_rules() -> None:
+    with pytest.raises(Cancelled):
+        model_span(QUESTION, SENTENCE, Favouring("Cologne", Cancelled("the request was cancelled")))
