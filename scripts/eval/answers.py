@@ -240,6 +240,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.sweep:
         records = [json.loads(line) for line in args.sweep.read_text().splitlines()]
+        if any("generated" in r for r in records):
+            parser.error(f"--sweep needs records of a --retrieval-only run: Geri gated the answers in {args.sweep} "
+                         "itself, so no threshold applied here changes them")
         print(f"min_evidence {args.min_evidence}\n| threshold | abstention | false abstention | citation precision "
               "| F1 |\n|---|---|---|---|---|")
         for t in [x / 100 for x in range(0, 61, 5)]:
@@ -260,7 +263,10 @@ def print_table(args: argparse.Namespace, records: list[dict[str, Any]]) -> None
     """The metrics of ``records`` as one Markdown table row, with the gate of ``args``."""
     # Geri's gate, applied to what each question retrieved (the same decision Geri makes on the same sources).
     m = report(records, Gate(args.min_score, args.min_evidence))
-    print(f"\ngate: answer_min_score {args.min_score}, min_evidence {args.min_evidence}")
+    if any("generated" in r for r in records):
+        print("\ngate: Geri's own (its answering settings, after its source rerank)")
+    else:
+        print(f"\ngate: answer_min_score {args.min_score}, min_evidence {args.min_evidence} (Freki's order)")
     print("| backend | corpus | questions | errors | schema-valid | EM | F1 | rules EM / F1 | citation precision | "
           "abstention (unanswerable) | false abstention | p50 s | p90 s |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
