@@ -13,21 +13,13 @@ from __future__ import annotations
 import re
 
 from geri.answering.evidence import stop_words
-from geri.answering.spans import EDGE_PUNCTUATION, NUMBER_WORDS
+from geri.answering.spans import EDGE_PUNCTUATION, NUMBER_WORDS, trimmed
 
 _TOKEN = re.compile(r"\S+")
 # Inside a name between two capitalised words ("City of Edinburgh Council", "Charles de Gaulle").
 _JOINING = frozenset({"of", "the", "and", "de", "du", "la", "le", "von", "van"})
 _ENDS_PHRASE = ",.;:!?)\"”"
 _OPENS_PHRASE = "(\"“'"
-
-
-def _trimmed(sentence: str, start: int, end: int) -> str:
-    while start < end and sentence[start] in EDGE_PUNCTUATION:
-        start += 1
-    while end > start and sentence[end - 1] in EDGE_PUNCTUATION:
-        end -= 1
-    return sentence[start:end]
 
 
 def whole_phrases(sentence: str, language: str = "en") -> list[str]:
@@ -41,7 +33,7 @@ def whole_phrases(sentence: str, language: str = "en") -> list[str]:
     def close() -> None:
         while run and sentence[run[-1][0]:run[-1][1]].strip(EDGE_PUNCTUATION).lower() in _JOINING:
             run.pop()  # a joining word at the end joins nothing
-        phrase = _trimmed(sentence, run[0][0], run[-1][1]) if run else ""
+        phrase = trimmed(sentence, run[0][0], run[-1][1]) if run else ""
         if phrase and phrase not in phrases:
             phrases.append(phrase)
         run.clear()

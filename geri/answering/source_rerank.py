@@ -38,10 +38,18 @@ def _mean(scores: Sequence[float]) -> float:
     return sum(scores) / len(scores) if scores else -math.inf
 
 
+def _near_best(sources: Sequence[common_pb2.RetrievedDocument], margin: float) -> list[common_pb2.RetrievedDocument]:
+    """The sources (best first) a rerank may move first: those within ``margin`` of the best score."""
+    return [d for d in sources if d.relevance_score >= sources[0].relevance_score - margin] if sources else []
+
+
+def _all_english(documents: Sequence[common_pb2.RetrievedDocument]) -> bool:
+    return all((d.metadata.get("language") or "en") == "en" for d in documents)
+
+
 def in_english(sources: Sequence[common_pb2.RetrievedDocument], margin: float) -> bool:
     """Are the sources a rerank within ``margin`` of the best may move first all English (the prompt is)?"""
-    near = [d for d in sources if d.relevance_score >= sources[0].relevance_score - margin] if sources else []
-    return all((d.metadata.get("language") or "en") == "en" for d in near)
+    return _all_english(_near_best(sources, margin))
 
 
 def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument], scorer: ContinuationScorer,
@@ -60,9 +68,9 @@ def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument
         Cancelled: ``cancel`` was set while the scoring waited for the model.
     """
     docs = list(sources)
-    near = [d for d in docs if d.relevance_score >= docs[0].relevance_score - margin] if docs else []
+    near = _near_best(docs, margin)
     asked = " ".join(question.split())[:MAX_QUESTION_CHARS]
-    if len(near) < 2 or not asked or not in_english(docs, margin):
+    if len(near) < 2 or not asked or not _all_english(near):
         return docs
     try:
         likelihood = [_mean(scorer.score_continuations(question_prompt(d.content), [f" {asked}"], cancel=cancel)[0])

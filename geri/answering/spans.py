@@ -81,6 +81,15 @@ def _fits(kind: str, span: str) -> float:
     return 0.0
 
 
+def trimmed(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` without ``EDGE_PUNCTUATION`` at either end."""
+    while start < end and text[start] in EDGE_PUNCTUATION:
+        start += 1
+    while end > start and text[end - 1] in EDGE_PUNCTUATION:
+        end -= 1
+    return text[start:end]
+
+
 def candidate_spans(sentence: str, question: str = "", *, max_words: int = MAX_SPAN_WORDS,
                     language: str = "en") -> list[str]:
     """Runs of up to ``max_words`` words of ``sentence`` that carry a content term the question lacks,
@@ -92,12 +101,7 @@ def candidate_spans(sentence: str, question: str = "", *, max_words: int = MAX_S
     out: list[tuple[int, int, str]] = []
     for i in range(len(words)):
         for j in range(i, min(len(words), i + max_words)):
-            start, end = words[i][0], words[j][1]
-            while start < end and sentence[start] in EDGE_PUNCTUATION:
-                start += 1
-            while end > start and sentence[end - 1] in EDGE_PUNCTUATION:
-                end -= 1
-            span = sentence[start:end]
+            span = trimmed(sentence, words[i][0], words[j][1])
             if not span or span in seen:
                 continue
             said = terms(span, language)
