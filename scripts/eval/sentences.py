@@ -13,6 +13,7 @@ each paired against the rules' sentence (bootstrap over questions):
 
     .venv/bin/python -m scripts.eval.sentences collect --split dev --out sent-dev.jsonl
     .venv/bin/python -m scripts.eval.sentences evaluate sent-dev.jsonl
+    .venv/bin/python -m scripts.eval.sentences cost --split dev
 
 Decision record: docs/decisions/0425-sentence-choice-by-question-likelihood.md.
 """
@@ -139,7 +140,8 @@ def evaluate(paths: list[Path], only: list[str], base: str) -> None:
                 item = r["sentences"][chooser(r["sentences"])]
                 em = max(float(normalize(item["span"]) == normalize(a)) for a in r["answers"])
                 per[name][r["id"]] = (float(item["holds"]), em, max(f1(item["span"], a) for a in r["answers"]))
-        print("| chooser | sentence accuracy | F1 | EM | F1 − rules [95 % CI] | better / worse |\n|---|---|---|---|---|---|")
+        print("| chooser | sentence accuracy | F1 | EM | F1 − rules [95 % CI] | better / worse |\n"
+              "|---|---|---|---|---|---|")
         for name, scores in per.items():
             acc, em, f1_ = (statistics.mean(v[k] for v in scores.values()) for k in range(3))
             diff, low, high = paired_bootstrap({q: v[2] for q, v in per[base].items()},
@@ -154,6 +156,33 @@ def evaluate(paths: list[Path], only: list[str], base: str) -> None:
                   f"p90 {ms[int(0.9 * len(ms))]:.0f} ({len(ms)} questions with two or more sentences)")
 
 
+def cost(split: str) -> None:
+    """Print p50 / p90 ms of the sentence choice Geri makes (two sentences scored) and of its span choice."""
+    from geri.answering.sentence_choice import likeliest_sentence
+    from geri.backends.embedded import EmbeddedBackend
+    from geri.settings import GeriSettings
+
+    backend = EmbeddedBackend(GeriSettings())
+    backend.prepare()
+    corpus, questions = load()
+    ms: dict[str, list[float]] = {"sentence choice": [], "span choice": []}
+    for q in (q for q in questions if q["answerable"] and split_of(q["_id"]) == split):
+        sentences = split_sentences(corpus[q["gold_doc"]])
+        ranked = [(sentences[n - 1], score) for n, _, score in ranked_sentences(q["question"], sentences, 1)]
+        if len(ranked) < 2:
+            continue
+        started = time.perf_counter()
+        chosen = likeliest_sentence(q["question"], ranked, backend)
+        ms["sentence choice"].append(1000 * (time.perf_counter() - started))
+        started = time.perf_counter()
+        model_span(q["question"], ranked[chosen][0], backend)
+        ms["span choice"].append(1000 * (time.perf_counter() - started))
+    print(f"{len(ms['span choice'])} questions; load {os.getloadavg()[0]:.2f}")
+    for way, times in ms.items():
+        times.sort()
+        print(f"{way:16s} p50 {statistics.median(times):.0f} ms  p90 {times[int(0.9 * len(times))]:.0f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -162,6 +191,8 @@ def main() -> None:
     c.add_argument("--out", type=Path, required=True)
     c.add_argument("--top-sentences", type=int, default=3)
     c.add_argument("--limit", type=int, default=0)
+    t = sub.add_parser("cost")
+    t.add_argument("--split", choices=("dev", "test"), default="dev")
     e = sub.add_parser("evaluate")
     e.add_argument("records", type=Path, nargs="+")
     e.add_argument("--only", nargs="*", default=[])
@@ -169,6 +200,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "collect":
         collect(args.split, args.out, args.top_sentences, args.limit)
+    elif args.command == "cost":
+        cost(args.split)
     else:
         evaluate(args.records, args.only, args.base)
 
