@@ -5,7 +5,8 @@ right sentence (docs/decisions/0191-short-answers-and-abstention.md). So the mod
 source, and the answer is extracted from it without another model call:
 
 1. The sentence: the one of the cited source that covers the question's weighted content terms best
-   (geri/answering/evidence.py), plus how good its best span is; the model's own sentence on a tie.
+   (geri/answering/evidence.py), plus how good its best span is; the model's own sentence on a tie. A
+   sentence chooser (geri/answering/sentence_choice.py) may take the rules' second instead.
 2. The span: a run of up to ``MAX_SPAN_WORDS`` words of that sentence that adds something to the question
    (not only its words, not only stop words), scored by the expected kind of answer in English questions
    (a number for "how many", a year or date for "when", capitalised words for "who"/"where"), by closeness
