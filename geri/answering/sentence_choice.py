@@ -2,7 +2,7 @@
 given each of their best sentences.
 
 The span rules (geri/answering/spans.py) rank the cited source's sentences by the question's coverage and
-their best span; their first is the wrong one about a fifth of the time, mostly with the right one second.
+their best span; when their first is the wrong one, the right one is most often second.
 Of the rules' best ``SENTENCES``, the one with the highest rules score + ``WEIGHT`` × the question's mean
 log-probability after the source reranker's prompt with the sentence as the passage
 (geri/answering/source_rerank.py, UPR) is chosen: a clearly likelier question overturns a small lead of the
