@@ -112,9 +112,9 @@ def choosers() -> dict[str, Chooser]:
     out: dict[str, Chooser] = {"rules": _rules}
     for top in (2, 3):
         out[f"lm top{top}"] = _within(float("inf"), top)
-        for margin in (0.25, 0.5, 1.0, 1.5, 2.0, 3.0):
+        for margin in (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0):
             out[f"lm within {margin:g} top{top}"] = _within(margin, top)
-        for weight in (0.25, 0.5, 1.0, 2.0, 4.0, 8.0):
+        for weight in (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0):
             out[f"rules+{weight:g}*lm top{top}"] = _mixed(weight, top)
     return out
 
