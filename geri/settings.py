@@ -163,6 +163,11 @@ class AnsweringSettings(BaseModel):
         "Who picks the short answer's span in the chosen sentence: the answering model's likelihood among five "
         "of its spans, the rules' best whole phrases and spans (embedded backend only; others keep the rules), "
         "or the span rules alone."))
+    # docs/decisions/0425-sentence-choice-by-question-likelihood.md.
+    sentence_chooser: Literal["model", "rules"] = Field(default="model", description=(
+        "Which of the span rules' two best sentences of the cited source the short answer comes from: the one "
+        "whose rules score plus how likely the answering model finds the question after it is higher (embedded "
+        "backend, English sources only; others keep the rules'), or the rules' first."))
     # docs/decisions/0395-question-likelihood-reranking.md.
     source_reranker: Literal["model", "off"] = Field(default="model", description=(
         "Reorder the sources within rerank_margin of the best by how likely the answering model finds the question "

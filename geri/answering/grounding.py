@@ -22,9 +22,10 @@ from typing import Any
 
 from wolf.v1 import geri_pb2
 
+from geri.answering.sentence_choice import likeliest_sentence
 from geri.answering.sources import NumberedSource
 from geri.answering.span_scoring import model_span
-from geri.answering.spans import shorten
+from geri.answering.spans import SentenceChooser, SpanChooser, shorten
 from geri.backends.base import ContinuationScorer
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
@@ -68,10 +69,12 @@ def _citation(marker: int, source: NumberedSource, sentence: int) -> geri_pb2.Ci
 
 def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_support: float,
            question: str = "", short_answers: bool = False, scorer: ContinuationScorer | None = None,
+           sentence_scorer: ContinuationScorer | None = None,
            cancel: threading.Event | None = None) -> geri_pb2.GroundedAnswer:
     """Apply the rules above to the model's validated answer JSON for ``sources``; with ``short_answers``
     (and the ``question``), the answer text becomes the phrase of the cited source that answers
-    (geri/answering/spans.py), chosen among the rules' best by ``scorer``'s model when one is given
+    (geri/answering/spans.py): its sentence among the rules' best by ``sentence_scorer``'s model when one is
+    given (geri/answering/sentence_choice.py), the span within it among the rules' best by ``scorer``'s
     (geri/answering/span_scoring.py).
 
     A citation of a source not in ``sources`` (e.g. one dropped to fit the window) is left out.
@@ -107,7 +110,9 @@ def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_su
                                        extractive=extractive)
     if not short_answers or not question:
         return grounded
-    if scorer is None:
-        return shorten(grounded, sources, question)
-    return shorten(grounded, sources, question, lambda asked, sentence, spans, language: model_span(
-        asked, sentence, scorer, language, ranked_spans=spans, cancel=cancel))
+    choose_span: SpanChooser | None = None if scorer is None else (
+        lambda asked, sentence, spans, language: model_span(asked, sentence, scorer, language, ranked_spans=spans,
+                                                            cancel=cancel))
+    choose_sentence: SentenceChooser | None = None if sentence_scorer is None else (
+        lambda asked, ranked, language: likeliest_sentence(asked, ranked, sentence_scorer, language, cancel))
+    return shorten(grounded, sources, question, choose_span, choose_sentence)

@@ -155,7 +155,9 @@ class AnswerPipeline:
         shown = numbered[: len(numbered) - len(final.metadata.dropped_document_ids)]
         grounded = ground(json.loads(llm.json), shown, min_support=policy.min_support, question=outer.prompt,
                           short_answers=self._settings.answering.short_answers,
-                          scorer=answerer if self._settings.answering.span_scorer == "model" else None, cancel=cancel)
+                          scorer=answerer if self._settings.answering.span_scorer == "model" else None,
+                          sentence_scorer=answerer if self._settings.answering.sentence_chooser == "model" else None,
+                          cancel=cancel)
         grounded.sources_used = len(shown)
         if stream:
             tail, grounded.revised = drafts.finish(grounded.text)

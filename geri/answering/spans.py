@@ -5,7 +5,8 @@ right sentence (docs/decisions/0191-short-answers-and-abstention.md). So the mod
 source, and the answer is extracted from it without another model call:
 
 1. The sentence: the one of the cited source that covers the question's weighted content terms best
-   (geri/answering/evidence.py), plus how good its best span is; the model's own sentence on a tie.
+   (geri/answering/evidence.py), plus how good its best span is; the model's own sentence on a tie. A
+   sentence chooser (geri/answering/sentence_choice.py) may take the rules' second instead.
 2. The span: a run of up to ``MAX_SPAN_WORDS`` words of that sentence that adds something to the question
    (not only its words, not only stop words), scored by the expected kind of answer in English questions
    (a number for "how many", a year or date for "when", capitalised words for "who"/"where"), by closeness
@@ -191,13 +192,18 @@ SpanChooser = Callable[[str, str, Sequence[str], str], str]
 """(question, sentence, its candidate spans as the rules rank them, language) → the span of the sentence that
 answers; "" to keep the rules' span."""
 
+SentenceChooser = Callable[[str, Sequence[tuple[str, float]], str], int]
+"""(question, (sentence, rules score) best first as the rules rank them, language) → the index of the sentence
+the answer comes from; 0 keeps the rules' first."""
+
 
 def shorten(answer: geri_pb2.GroundedAnswer, sources: Sequence[NumberedSource], question: str,
-            choose_span: SpanChooser | None = None) -> geri_pb2.GroundedAnswer:
+            choose_span: SpanChooser | None = None,
+            choose_sentence: SentenceChooser | None = None) -> geri_pb2.GroundedAnswer:
     """``answer`` with its text made the short span of its first citation's source that answers
     ``question``; that citation now quotes the sentence holding the span. Unchanged when nothing fits.
-    The rules choose the sentence; ``choose_span`` (e.g. geri/answering/span_scoring.py), when given, the
-    span within it."""
+    The rules choose the sentence unless ``choose_sentence`` (e.g. geri/answering/sentence_choice.py) picks
+    another of theirs; ``choose_span`` (e.g. geri/answering/span_scoring.py), when given, the span within it."""
     if not answer.answered or not answer.citations:
         return answer
     first = answer.citations[0]
@@ -208,7 +214,11 @@ def shorten(answer: geri_pb2.GroundedAnswer, sources: Sequence[NumberedSource], 
     ranked = _ranked(question, source.sentences, first.sentence_number, language, WEIGHTS)
     if not ranked:
         return answer
-    number, spans, _ = ranked[0]
+    chosen = 0
+    if choose_sentence is not None and len(ranked) > 1:
+        chosen = choose_sentence(question, [(source.sentences[n - 1], score) for n, _, score in ranked], language)
+        chosen = chosen if 0 <= chosen < len(ranked) else 0
+    number, spans, _ = ranked[chosen]
     span = spans[0][0]
     if choose_span is not None:
         span = choose_span(question, source.sentences[number - 1], [s for s, _ in spans], language) or span

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
-from geri.answering.grounding import support
+from geri.answering.grounding import ground, support
 from geri.answering.schema import answer_schema, system_prompt
 from geri.answering.source_rerank import rerank_sources
 from geri.answering.sources import number_sources, split_sentences
@@ -325,3 +325,20 @@ def test_the_source_after_which_the_model_finds_the_question_likeliest_is_number
     reply = stub.Answer(ask(question, docs=(alps, RHINE)), timeout=600)
     assert reply.answer.answered and reply.answer.citations[0].document_id == "rhine"
     assert reply.answer.text == "Cologne [1]"
+
+
+def test_the_short_answer_comes_from_the_rules_sentence_after_which_the_question_is_likelier(
+        embedded_backend: EmbeddedBackend) -> None:
+    # answering.sentence_chooser "model" (the default). SQuAD dev: the span rules alone answer from the first.
+    france = common_pb2.RetrievedDocument(document_id="france", chunk_id="france#0", relevance_score=0.8, content=(
+        "In World War II, Charles de Gaulle and the Free French used the overseas colonies as bases from which they "
+        "fought to liberate France. France fought and lost a bitter war in Vietnam in the 1950s."))
+    sources, _ = number_sources([france])
+    payload = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "France.",
+               "summary": "s", "key_details": [], "confidence": 0.9}
+    question = "Where did France lose a war in the 1950's?"
+    rules = ground(payload, sources, min_support=0.5, question=question, short_answers=True, scorer=embedded_backend)
+    model = ground(payload, sources, min_support=0.5, question=question, short_answers=True, scorer=embedded_backend,
+                   sentence_scorer=embedded_backend)
+    assert rules.citations[0].sentence_number == 1 and "Vietnam" not in rules.text
+    assert (model.citations[0].sentence_number, model.text) == (2, "Vietnam [1]")

@@ -239,3 +239,20 @@ def test_a_request_cancelled_while_its_scoring_waits_stores_no_turn_and_caches_n
             list(answers.answer(request, cancel))
         assert generation.scorer.calls == 1 and sessions.get("default", "s", user="") is None
         assert not answers._cache._entries  # a cancelled answer is not kept
+
+
+def test_the_short_answers_sentence_is_chosen_with_the_backends_scorer_unless_the_rules_are_asked_for() -> None:
+    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "Cologne",
+             "summary": "s", "key_details": [], "confidence": 0.7}
+    doc = common_pb2.RetrievedDocument(document_id="rhine", relevance_score=0.9, content=(
+        "The Rhine flows from the Swiss Alps to the North Sea. The biggest city on the river is Cologne, with more "
+        "than a million people."))
+    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+        request_id="a", prompt="What is the largest city the Rhine flows through?",
+        context=common_pb2.RAGContext(documents=[doc])))
+    for chooser, sentence, scored in (("model", 2, 2), ("rules", 1, 0)):
+        generation = ScriptedGeneration(reply, scorer=QuestionAfter("Cologne"))
+        answers, _ = pipeline(generation, sentence_chooser=chooser, span_scorer="rules")
+        final = list(answers.answer(request, threading.Event()))[-1].response
+        assert final.answer.citations[0].sentence_number == sentence  # type: ignore[union-attr]
+        assert len(generation.scorer.prompts) == scored
