@@ -139,7 +139,6 @@ def judge(paths: list[Path], model: str, variants: list[str], augment: bool, ban
             for key, texts in first_sources(r, orders, augment).items():
                 if key not in wanted:
                     continue
-                out.setdefault(key, {})
                 for variant in variants:
                     shown = texts[:2] if variant.endswith("2") else texts[:1]
                     if not shown:
@@ -148,12 +147,10 @@ def judge(paths: list[Path], model: str, variants: list[str], augment: bool, ban
                     if memo not in seen:
                         seen[memo] = scorer.score(variant, r["question"], shown)
                         fresh.append((seen[memo][1], seen[memo][2]))
-                    out[key][variant] = seen[memo][0]
-                    out[key][f"{variant}_tokens"] = seen[memo][1]
+                    out.setdefault(key, {}).update({variant: seen[memo][0], f"{variant}_tokens": seen[memo][1]})
         target.write_text(json.dumps(out))
         print(f"{path.name}: {len(wanted)} views judged, {len(fresh)} prompts run so far", flush=True)
-    ms = sorted(m for _, m in fresh)
-    if ms:
+    if ms := sorted(m for _, m in fresh):
         print(f"latency p50 {ms[len(ms) // 2]:.0f} ms p99 {ms[int(0.99 * (len(ms) - 1))]:.0f} ms max {ms[-1]:.0f} ms,"
               f" prompt tokens p50 {statistics.median(n for n, _ in fresh):.0f} max {max(n for n, _ in fresh)}")
 
