@@ -12,9 +12,9 @@ J = 1 - P(the answer starts "unanswerable") after an answer-only-from-the-passag
   (gate_study's ``--centre``), also out-of-fold; a logistic model of (sum, J) by 5-fold cross-validation.
 * ``table``: fixed rules (JSON {name: {t, band, cut, variant}}) over any files (test once, after choosing).
 
-    .venv/bin/python -m scripts.eval.judge_study judge ret-dev-w1.jsonl ret-dev-w6.jsonl --augment --model qwen
-    .venv/bin/python -m scripts.eval.judge_study study ret-dev-w1.jsonl ret-dev-w6.jsonl --augment --rules r.json
-    .venv/bin/python -m scripts.eval.judge_study table ret-test-w1.jsonl ret-test-w6.jsonl --rules r.json
+    python -m scripts.eval.judge_study judge ret-dev-w1.jsonl ret-dev-w6.jsonl --augment --model qwen --gguf q.gguf
+    python -m scripts.eval.judge_study study ret-dev-w1.jsonl ret-dev-w6.jsonl --augment --model qwen --rules r.json
+    python -m scripts.eval.judge_study table ret-test-w1.jsonl ret-test-w6.jsonl --model qwen --rules r.json
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from typing import Any
 
 from scripts.eval.gate_study import SHOWN, View, rates, tops, views
 
-MODELS = {"qwen": ("/tmp/qwen", "qwen.gguf")}  # SmolLM2: Geri's embedded default (geri.backends.embedded)
 SYSTEM = "You check whether a passage answers a question. Reply with yes or no only."
 ASK = ("Passage: {passage}\n\nQuestion: {question}\n"
        "Does the passage contain the answer to the question? Answer yes or no.")
@@ -48,14 +47,14 @@ NEAR_BAND = 0.15  # the widest band studied: views this close to TODAY are judge
 class Judge:
     """A chat model loaded with transformers from a GGUF file, asked one next-token question per prompt."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, gguf: Path | None) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from geri.backends.embedded import default_model_path
 
-        folder, name = MODELS[model] if model in MODELS else (str(default_model_path().parent),
-                                                             default_model_path().name)
+        gguf = gguf or default_model_path()  # SmolLM2, the model Geri already loads
+        folder, name = str(gguf.parent), gguf.name
         started = time.perf_counter()
         self.torch = torch
         self.tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
@@ -120,10 +119,11 @@ def keyed_views(path: Path, augment: bool) -> list[tuple[str, View]]:
     return list(zip(keys, all_views, strict=True))
 
 
-def judge(paths: list[Path], model: str, variants: list[str], augment: bool, band: float | None) -> None:
+def judge(paths: list[Path], model: str, gguf: Path | None, variants: list[str], augment: bool,
+          band: float | None) -> None:
     """Write (add to) each file's judge scores beside it; with ``band`` only for views whose gate sum is within
     ``band`` of today's threshold (the only ones a band rule asks the judge about). Reports cost."""
-    scorer = Judge(model)
+    scorer = Judge(gguf)
     print(f"{model}: loaded in {scorer.load_s:.1f} s", flush=True)
     seen: dict[str, tuple[float, int, float]] = {}
     fresh: list[tuple[int, float]] = []
@@ -306,14 +306,15 @@ def main() -> None:
     parser.add_argument("command", choices=["judge", "study", "table"])
     parser.add_argument("records", type=Path, nargs="+")
     parser.add_argument("--augment", action="store_true", help="add gold-article-less views (dev only)")
-    parser.add_argument("--model", default="qwen", help="qwen (the GGUF in /tmp/qwen) or smollm2 (Geri's embedded)")
+    parser.add_argument("--model", default="smollm2", help="the judge's name in the files it writes and reads")
+    parser.add_argument("--gguf", type=Path, help="judge: the chat model's GGUF file (default: Geri's SmolLM2)")
     parser.add_argument("--variants", default="yesno,extract")
     parser.add_argument("--band", type=float, help="judge: only views whose gate sum is this close to 0.76")
     parser.add_argument("--rules", type=Path, help="study: write the chosen rules here; table: read them")
     args = parser.parse_args()
     variants = args.variants.split(",")
     if args.command == "judge":
-        judge(args.records, args.model, variants, args.augment, args.band)
+        judge(args.records, args.model, args.gguf, variants, args.augment, args.band)
         return
     rows = [x for p in args.records for x in judged(p, args.augment, args.model)]
     if args.command == "study":
