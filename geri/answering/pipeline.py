@@ -158,6 +158,8 @@ class AnswerPipeline:
                           scorer=answerer if self._settings.answering.span_scorer == "model" else None,
                           sentence_scorer=answerer if self._settings.answering.sentence_chooser == "model" else None,
                           cancel=cancel)
+        if cancel.is_set():  # the caller left while the model scored the short answer: nothing to store or keep
+            raise Cancelled(f"the answer to request {req.request_id} was cancelled")
         grounded.sources_used = len(shown)
         if stream:
             tail, grounded.revised = drafts.finish(grounded.text)
