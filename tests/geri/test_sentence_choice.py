@@ -11,7 +11,7 @@ from wolf.v1 import common_pb2
 from geri.answering.grounding import ground
 from geri.answering.sentence_choice import WEIGHT, likeliest_sentence
 from geri.answering.source_rerank import in_english, question_prompt
-from geri.answering.sources import number_sources
+from geri.answering.sources import MAX_SENTENCE_CHARS, number_sources
 from wolf_service.errors import Cancelled, Unavailable
 
 QUESTION = "What is the largest city the Rhine flows through?"
@@ -89,3 +89,11 @@ def test_a_source_tagged_with_a_regional_english_is_english_to_the_choosers() ->
         assert in_english([doc], margin=0.1), tag
     german = common_pb2.RetrievedDocument(document_id="rhein", content="Köln.", metadata={"language": "de-DE"})
     assert not in_english([german], margin=0.1)
+
+
+def test_a_giant_sentence_is_scored_as_the_answering_model_was_shown_it() -> None:
+    giant = "Cologne " + "🐺 " * 5000 + "is the biggest city on the Rhine."  # a chunk's tail joined to its last
+    scorer = Likes("Cologne")
+    assert likeliest_sentence(QUESTION, [(ALPS, 2.0), (giant, 0.5)], scorer) == 1
+    assert scorer.calls[1][0] == question_prompt(giant[:MAX_SENTENCE_CHARS])  # numbered sources show that much
+    assert len(scorer.calls[1][0]) < len(question_prompt("")) + MAX_SENTENCE_CHARS
