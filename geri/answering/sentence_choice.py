@@ -34,6 +34,13 @@ def _mean(scores: Sequence[float]) -> float:
     return sum(scores) / len(scores) if scores else -math.inf
 
 
+def sentence_prompt(sentence: str) -> str:
+    """The prompt the question continues (after a space) for ``sentence``: the sentence as the answering model
+    was shown it (a longer one, a chunk's tail joined to its last sentence, would cost the scoring more than
+    the answer's own prompt did)."""
+    return question_prompt(sentence[:MAX_SENTENCE_CHARS])
+
+
 def likeliest_sentence(question: str, ranked: Sequence[tuple[str, float]], scorer: ContinuationScorer,
                        language: str = "en", cancel: threading.Event | None = None) -> int:
     """The index in ``ranked`` of the sentence the short answer comes from (0: the rules' first).
@@ -53,10 +60,7 @@ def likeliest_sentence(question: str, ranked: Sequence[tuple[str, float]], score
     if len(top) < 2 or not asked or language != "en":
         return 0
     try:
-        # The sentence as the answering model was shown it: a longer one (a chunk's tail past MAX_SENTENCES
-        # joins its last sentence) would cost the scoring more than the answer's own prompt did.
-        likelihood = [_mean(scorer.score_continuations(question_prompt(sentence[:MAX_SENTENCE_CHARS]), [f" {asked}"],
-                                                       cancel=cancel)[0])
+        likelihood = [_mean(scorer.score_continuations(sentence_prompt(sentence), [f" {asked}"], cancel=cancel)[0])
                       for sentence, _ in top]
     except Cancelled:
         raise  # the caller has gone: an answer from the rules' sentence must not be stored as its own
