@@ -114,9 +114,17 @@ class Passage:
     language: str = "en"
 
 
+def document_language(document: common_pb2.RetrievedDocument) -> str:
+    """The lower-case primary subtag of a retrieved chunk's language tag ("en-US" and "EN" are "en"), "en" when
+    it has none: a parser keeps the tag its format declares (e.g. HTML's ``lang``), and every rule here that
+    depends on the language asks for the language itself."""
+    tag = document.metadata.get("language", "").strip().replace("_", "-").split("-")[0].lower()
+    return tag or "en"
+
+
 def passages(documents: Sequence[common_pb2.RetrievedDocument]) -> list[Passage]:
     """The gate's view of retrieved chunks: content, relevance and the language Freki analyzed them in."""
-    return [Passage(d.content, d.relevance_score, d.metadata.get("language") or "en") for d in documents]
+    return [Passage(d.content, d.relevance_score, document_language(d)) for d in documents]
 
 
 @dataclass(frozen=True)

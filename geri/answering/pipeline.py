@@ -55,7 +55,7 @@ from geri.generation import GenerationPipeline
 from geri.routing import FALLBACK_ERRORS
 from geri.sessions import SessionStore, Turn
 from geri.sessions.store import SessionRecord, check_owner
-from geri.settings import GeriSettings
+from geri.settings import AnsweringSettings, GeriSettings
 from geri.validation import MAX_PROMPT_CHARS, ValidatedRequest
 from wolf_service.errors import Cancelled, InvalidArgument
 
@@ -93,11 +93,12 @@ class AnswerPipeline:
         started = time.monotonic()
         outer = request.request
         req = replace(check_request(outer, self._settings, what="the question"), user_id=user)
-        report.check_queries(request, max_queries=self._settings.answering.max_queries_used,
-                             max_chars=MAX_PROMPT_CHARS)
-        policy = answer_policy(self._settings.answering, request.options)
-        sources = choose_sources(outer.context, policy)
+        # One snapshot per request: a hot reload replaces the answering settings, and an answer must be made
+        # with the settings its cache key holds.
         answering = self._settings.answering
+        report.check_queries(request, max_queries=answering.max_queries_used, max_chars=MAX_PROMPT_CHARS)
+        policy = answer_policy(answering, request.options)
+        sources = choose_sources(outer.context, policy)
         reranker = self._generation.first_scorer(outer.generation.model.strip()) \
             if answering.source_reranker == "model" else None
         ranked = sorted(outer.context.documents, key=lambda d: -d.relevance_score)
@@ -114,7 +115,7 @@ class AnswerPipeline:
             yield self._abstained(req, request, unsupported or gate_reason(outer.context, policy), started)
             return
         # Keyed on Freki's order: the rerank below follows from what the key holds, so a hit skips it.
-        key = self._cache_key(req, outer, policy, sources) if self._cache.enabled else ""
+        key = self._cache_key(req, outer, policy, sources, answering) if self._cache.enabled else ""
         if key and (cached := self._cache.get(req.tenant, outer.context.index_epoch, key)) is not None:
             check_owner(self._session(req), req.owner_id)
             grounded, llm, fallbacks = cached.response()
@@ -154,10 +155,12 @@ class AnswerPipeline:
         # Sources dropped to fit the window are the last ones (best first): the model did not see them.
         shown = numbered[: len(numbered) - len(final.metadata.dropped_document_ids)]
         grounded = ground(json.loads(llm.json), shown, min_support=policy.min_support, question=outer.prompt,
-                          short_answers=self._settings.answering.short_answers,
-                          scorer=answerer if self._settings.answering.span_scorer == "model" else None,
-                          sentence_scorer=answerer if self._settings.answering.sentence_chooser == "model" else None,
+                          short_answers=answering.short_answers,
+                          scorer=answerer if answering.span_scorer == "model" else None,
+                          sentence_scorer=answerer if answering.sentence_chooser == "model" else None,
                           cancel=cancel)
+        if cancel.is_set():  # the caller left while the model scored the short answer: nothing to store or keep
+            raise Cancelled(f"the answer to request {req.request_id} was cancelled")
         grounded.sources_used = len(shown)
         if stream:
             tail, grounded.revised = drafts.finish(grounded.text)
@@ -255,12 +258,12 @@ class AnswerPipeline:
             request_id=req.request_id, answer=grounded, metadata=_metadata(started)), request, shown=()))
 
     def _cache_key(self, req: ValidatedRequest, outer: common_pb2.WolfRequest, policy: object,
-                   sources: list[common_pb2.RetrievedDocument]) -> str:
-        """The answer cache's key: the conversation the model would see is part of it."""
+                   sources: list[common_pb2.RetrievedDocument], answering: AnsweringSettings) -> str:
+        """The answer cache's key: the conversation the model would see and the request's ``answering``
+        settings are part of it."""
         record = self._session(req)
         history = [*(record.turns if record else ()), *outer.generation.messages]
-        # Read per request: a hot reload replaces the answering settings.
-        settings_json = (f"{self._settings.answering.model_dump_json()}|{self._settings.sessions.history_tokens}"
+        settings_json = (f"{answering.model_dump_json()}|{self._settings.sessions.history_tokens}"
                          f"|{self._settings.context_metadata.model_dump_json()}")
         turns = [(t.role, t.content, t.tool_call_id, [str(c) for c in t.tool_calls]) for t in history]
         return answer_key(tenant=req.tenant, user=req.user_id, request=outer, policy=policy,

@@ -4,9 +4,9 @@ given each of their best sentences.
 The span rules (geri/answering/spans.py) rank the cited source's sentences by the question's coverage and
 their best span; when their first is the wrong one, the right one is most often second.
 Of the rules' best ``SENTENCES``, the one with the highest rules score + ``WEIGHT`` × the question's mean
-log-probability after the source reranker's prompt with the sentence as the passage
-(geri/answering/source_rerank.py, UPR) is chosen: a clearly likelier question overturns a small lead of the
-rules, never a large one. The rules' first stays when the backend cannot score continuations, the source is
+log-probability after the source reranker's prompt with the sentence (cut as the numbered sources cut it) as
+the passage (geri/answering/source_rerank.py, UPR) is chosen: a clearly likelier question overturns a small
+lead of the rules, never a large one. The rules' first stays when the backend cannot score continuations, the source is
 not English (the prompt is English), or the scoring fails. Chosen on the dev split of squad-answers
 (docs/decisions/0425-sentence-choice-by-question-likelihood.md).
 """
@@ -19,6 +19,7 @@ import threading
 from collections.abc import Sequence
 
 from geri.answering.source_rerank import question_prompt
+from geri.answering.sources import MAX_SENTENCE_CHARS
 from geri.answering.span_scoring import MAX_QUESTION_CHARS
 from geri.backends.base import ContinuationScorer
 from wolf_service.errors import Cancelled, ServiceError
@@ -31,6 +32,13 @@ WEIGHT = 8.0
 
 def _mean(scores: Sequence[float]) -> float:
     return sum(scores) / len(scores) if scores else -math.inf
+
+
+def sentence_prompt(sentence: str) -> str:
+    """The prompt the question continues (after a space) for ``sentence``: the sentence as the answering model
+    was shown it (a longer one, a chunk's tail joined to its last sentence, would cost the scoring more than
+    the answer's own prompt did)."""
+    return question_prompt(sentence[:MAX_SENTENCE_CHARS])
 
 
 def likeliest_sentence(question: str, ranked: Sequence[tuple[str, float]], scorer: ContinuationScorer,
@@ -52,7 +60,7 @@ def likeliest_sentence(question: str, ranked: Sequence[tuple[str, float]], score
     if len(top) < 2 or not asked or language != "en":
         return 0
     try:
-        likelihood = [_mean(scorer.score_continuations(question_prompt(sentence), [f" {asked}"], cancel=cancel)[0])
+        likelihood = [_mean(scorer.score_continuations(sentence_prompt(sentence), [f" {asked}"], cancel=cancel)[0])
                       for sentence, _ in top]
     except Cancelled:
         raise  # the caller has gone: an answer from the rules' sentence must not be stored as its own

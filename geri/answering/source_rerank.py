@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from wolf.v1 import common_pb2
 
+from geri.answering.evidence import document_language
 from geri.answering.span_scoring import MAX_QUESTION_CHARS
 from geri.backends.base import ContinuationScorer
 from wolf_service.errors import Cancelled, ServiceError
@@ -44,7 +45,7 @@ def _near_best(sources: Sequence[common_pb2.RetrievedDocument], margin: float) -
 
 
 def _all_english(documents: Sequence[common_pb2.RetrievedDocument]) -> bool:
-    return all((d.metadata.get("language") or "en") == "en" for d in documents)
+    return all(document_language(d) == "en" for d in documents)
 
 
 def in_english(sources: Sequence[common_pb2.RetrievedDocument], margin: float) -> bool:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from wolf.v1 import geri_pb2
 
-from geri.answering.evidence import question_terms, stop_words, terms
+from geri.answering.evidence import document_language, question_terms, stop_words, terms
 from geri.answering.sources import NumberedSource
 
 _TOKEN = re.compile(r"\S+")
@@ -210,7 +210,7 @@ def shorten(answer: geri_pb2.GroundedAnswer, sources: Sequence[NumberedSource], 
     source = next((s for s in sources if s.index == first.source_number), None)
     if source is None:
         return answer
-    language = source.document.metadata.get("language") or "en"
+    language = document_language(source.document)
     ranked = _ranked(question, source.sentences, first.sentence_number, language, WEIGHTS)
     if not ranked:
         return answer

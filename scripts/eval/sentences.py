@@ -5,7 +5,7 @@ no generation), like scripts/eval/spans.py. The rules of geri/answering/spans.py
 sentences (``ranked_sentences``); for each of their top ``--top-sentences``, ``collect`` records the rules'
 score, whether the sentence holds a gold answer (SQuAD normalisation), the mean log-probability of the
 question's tokens after the source reranker's prompt with that sentence as the passage
-(geri/answering/source_rerank.py ``question_prompt``: P(question | sentence), UPR), and the span Geri's own
+(geri/answering/sentence_choice.py ``sentence_prompt``: P(question | sentence), UPR), and the span Geri's own
 chooser picks in that sentence (geri/answering/span_scoring.py ``model_span``: the model's consensus over the
 rules' pool), all through ``EmbeddedBackend`` with Geri's settings. ``evaluate`` then compares ways of choosing
 the sentence: sentence accuracy (the chosen one holds a gold answer) and SQuAD EM/F1 of the whole chooser,
@@ -31,7 +31,7 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from geri.answering.source_rerank import question_prompt
+from geri.answering.sentence_choice import sentence_prompt
 from geri.answering.sources import split_sentences
 from geri.answering.span_scoring import MAX_QUESTION_CHARS, model_span
 from geri.answering.spans import ranked_sentences, scored_spans
@@ -67,7 +67,7 @@ def collect(split: str, out: Path, top_sentences: int, limit: int) -> None:
             for number, _, score in ranked[:top_sentences]:
                 sentence = sentences[number - 1]
                 started = time.perf_counter()
-                ll = backend.score_continuations(question_prompt(sentence), [f" {asked}"])[0]
+                ll = backend.score_continuations(sentence_prompt(sentence), [f" {asked}"])[0]
                 ms = 1000 * (time.perf_counter() - started)
                 spans = [s for s, _ in scored_spans(question, sentence)]
                 record["sentences"].append({

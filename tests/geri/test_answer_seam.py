@@ -256,3 +256,67 @@ def test_the_short_answers_sentence_is_chosen_with_the_backends_scorer_unless_th
         final = list(answers.answer(request, threading.Event()))[-1].response
         assert final.answer.citations[0].sentence_number == sentence  # type: ignore[union-attr]
         assert len(generation.scorer.prompts) == scored
+
+
+class LeavesAfterTheWait:
+    """A scorer whose caller leaves while the model scores (after the wait, so it cannot notice): it sets
+    ``cancel`` and returns its scores."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel, self.calls = cancel, 0
+
+    def score_continuations(self, prompt: str, continuations: list[str], shared_prefix: str = "",
+                            cancel: object = None) -> list[list[float]]:
+        self.calls += 1
+        self.cancel.set()
+        return [[-1.0] * len(c.split()) for c in continuations]
+
+
+def test_a_request_cancelled_while_the_model_scores_its_short_answer_stores_no_turn_and_caches_nothing() -> None:
+    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "Cologne",
+             "summary": "s", "key_details": [], "confidence": 0.7}
+    doc = common_pb2.RetrievedDocument(document_id="rhine", relevance_score=0.9, content=(
+        "The Rhine flows from the Swiss Alps to the North Sea. The biggest city on the river is Cologne, with more "
+        "than a million people."))
+    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+        request_id="a", prompt="What is the largest city the Rhine flows through?",
+        context=common_pb2.RAGContext(documents=[doc]), metadata=common_pb2.RequestMetadata(session_id="s")))
+    for chooser, span_scorer in (("model", "rules"), ("rules", "model")):  # the sentence's scoring, the span's
+        cancel = threading.Event()
+        generation = ScriptedGeneration(reply, scorer=LeavesAfterTheWait(cancel))
+        answers, sessions = pipeline(generation, sentence_chooser=chooser, span_scorer=span_scorer)
+        with pytest.raises(Cancelled):
+            list(answers.answer(request, cancel))
+        assert generation.scorer.calls >= 1 and sessions.get("default", "s", user="") is None
+        assert not answers._cache._entries  # a cancelled answer is not kept
+
+
+class ReloadedWhileGenerating(ScriptedGeneration):
+    """A scripted generation during which a hot reload replaces the answering settings (as wolf_service.reload
+    does: a new ``answering`` object on the live settings)."""
+
+    def __init__(self, reply: dict[str, Any], settings: GeriSettings, **changed: Any) -> None:
+        super().__init__(reply, scorer=QuestionAfter("Cologne"))
+        self.settings, self.changed = settings, changed
+
+    def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
+            drafts: bool = False, user: str = "") -> Iterator[StreamEvent]:
+        self.settings.answering = self.settings.answering.model_copy(update=self.changed)
+        yield from super().run(request, cancel, remember=remember, drafts=drafts, user=user)
+
+
+def test_an_answer_is_grounded_with_the_answering_settings_its_cache_key_holds_across_a_reload() -> None:
+    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "Cologne",
+             "summary": "s", "key_details": [], "confidence": 0.7}
+    doc = common_pb2.RetrievedDocument(document_id="rhine", relevance_score=0.9, content=(
+        "The Rhine flows from the Swiss Alps to the North Sea. The biggest city on the river is Cologne, with more "
+        "than a million people."))
+    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+        request_id="a", prompt="What is the largest city the Rhine flows through?",
+        context=common_pb2.RAGContext(documents=[doc])))
+    settings = GeriSettings(answering={"sentence_chooser": "model", "span_scorer": "rules"})
+    generation = ReloadedWhileGenerating(reply, settings, sentence_chooser="rules")
+    answers = AnswerPipeline(settings, generation, MemorySessionStore(settings.sessions))  # type: ignore[arg-type]
+    final = list(answers.answer(request, threading.Event()))[-1].response
+    assert final.answer.citations[0].sentence_number == 2  # type: ignore[union-attr]  # "model", as keyed
+    assert settings.answering.sentence_chooser == "rules"  # the next request keys and grounds with the reload

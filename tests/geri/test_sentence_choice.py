@@ -10,8 +10,8 @@ from wolf.v1 import common_pb2
 
 from geri.answering.grounding import ground
 from geri.answering.sentence_choice import WEIGHT, likeliest_sentence
-from geri.answering.source_rerank import question_prompt
-from geri.answering.sources import number_sources
+from geri.answering.source_rerank import in_english, question_prompt
+from geri.answering.sources import MAX_SENTENCE_CHARS, number_sources
 from wolf_service.errors import Cancelled, Unavailable
 
 QUESTION = "What is the largest city the Rhine flows through?"
@@ -73,3 +73,27 @@ def test_ground_with_a_sentence_scorer_answers_and_quotes_from_the_sentence_it_c
                    sentence_scorer=Likes("Cologne"))
     assert (model.citations[0].sentence_number, model.citations[0].quote) == (2, COLOGNE)
     assert model.text == "biggest [1]" and model.summary == COLOGNE  # the rules' span of the chosen sentence
+
+
+def test_a_source_tagged_with_a_regional_english_is_english_to_the_choosers() -> None:
+    # An HTML page's lang="en-US" reaches Geri as the chunk's language (freki/ingest/parsing/html.py).
+    for tag in ("en-US", "EN", "en_GB", " en "):
+        doc = common_pb2.RetrievedDocument(document_id="rhine", chunk_id="rhine#0", relevance_score=0.8,
+                                           content=f"{ALPS} {COLOGNE}", metadata={"language": tag})
+        sources, _ = number_sources([doc])
+        payload = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "The Rhine.",
+                   "summary": "s", "key_details": [], "confidence": 0.9}
+        model = ground(payload, sources, min_support=0.5, question=QUESTION, short_answers=True,
+                       sentence_scorer=Likes("Cologne"))
+        assert model.citations[0].sentence_number == 2, tag
+        assert in_english([doc], margin=0.1), tag
+    german = common_pb2.RetrievedDocument(document_id="rhein", content="Köln.", metadata={"language": "de-DE"})
+    assert not in_english([german], margin=0.1)
+
+
+def test_a_giant_sentence_is_scored_as_the_answering_model_was_shown_it() -> None:
+    giant = "Cologne " + "🐺 " * 5000 + "is the biggest city on the Rhine."  # a chunk's tail joined to its last
+    scorer = Likes("Cologne")
+    assert likeliest_sentence(QUESTION, [(ALPS, 2.0), (giant, 0.5)], scorer) == 1
+    assert scorer.calls[1][0] == question_prompt(giant[:MAX_SENTENCE_CHARS])  # numbered sources show that much
+    assert len(scorer.calls[1][0]) < len(question_prompt("")) + MAX_SENTENCE_CHARS
