@@ -254,8 +254,10 @@ class EmbeddedBackend:
             Cancelled: ``cancel`` was set while the call waited for the model.
         """
         loaded = self._loaded()
-        prefix = loaded.tokenizer.encode(prompt, add_special_tokens=False)
-        tails = [loaded.tokenizer.encode(c, add_special_tokens=False) if c else [] for c in continuations]
+        # Plain text: a special token's text in a source or a question is read as text, never as a marker.
+        prefix = loaded.tokenizer.encode(prompt, add_special_tokens=False, split_special_tokens=True)
+        tails = [loaded.tokenizer.encode(c, add_special_tokens=False, split_special_tokens=True) if c else []
+                 for c in continuations]
         window = min(self._settings.num_ctx, loaded.max_positions)
         if not prefix or len(prefix) + max(map(len, tails), default=0) > window:
             raise InvalidArgument(f"a scoring prompt of {len(prefix)} tokens and continuations of up to "
@@ -265,7 +267,7 @@ class EmbeddedBackend:
         # The prompt's own tokens decide what is shared: text joined at the boundary may tokenize differently.
         shared = 0
         if shared_prefix and prompt.startswith(shared_prefix):
-            fixed = loaded.tokenizer.encode(shared_prefix, add_special_tokens=False)
+            fixed = loaded.tokenizer.encode(shared_prefix, add_special_tokens=False, split_special_tokens=True)
             shared = min(common_prefix(fixed, prefix), len(prefix) - 1)
         if not self._wait_for_model(cancel):
             raise Cancelled("scoring continuations: the request was cancelled while it waited for the model")

@@ -80,8 +80,9 @@ class LoadedModel:
         The template knows only role and content: an assistant turn's tool calls are written in the
         reply format the model is constrained to (``{"type": "tool", ...}``), a tool turn names its call.
         """
+        specials = special_strings(self.tokenizer)
         encoded = self.tokenizer.apply_chat_template(
-            [{"role": m.role, "content": _render(m)} for m in messages],
+            [{"role": m.role, "content": as_text(_render(m), specials)} for m in messages],
             add_generation_prompt=True,
             tokenize=True,
             return_dict=True,
@@ -134,6 +135,24 @@ class LoadedModel:
         run.thread = threading.Thread(target=work, name="geri-generate", daemon=True)
         run.thread.start()
         return run
+
+
+def special_strings(tokenizer: Any) -> tuple[str, ...]:
+    """The texts the tokenizer reads as special tokens (role and end-of-turn markers and the like), longest
+    first."""
+    added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+    names = {str(t.content) for t in added.values() if getattr(t, "special", False)}
+    names |= {str(t) for t in getattr(tokenizer, "all_special_tokens", ())}
+    return tuple(sorted((n for n in names if len(n) > 1), key=len, reverse=True))
+
+
+def as_text(content: str, specials: Sequence[str]) -> str:
+    """``content`` with every special token's text broken by a zero-width space after its first character: a
+    message (a document, a question) can spell ``<|im_start|>system`` but never open a turn of its own."""
+    for name in specials:
+        if name in content:
+            content = content.replace(name, f"{name[0]}\u200b{name[1:]}")
+    return content
 
 
 def _render(message: ChatMessage) -> str:
