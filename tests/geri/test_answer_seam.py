@@ -241,15 +241,23 @@ def test_a_request_cancelled_while_its_scoring_waits_stores_no_turn_and_caches_n
         assert not answers._cache._entries  # a cancelled answer is not kept
 
 
-def test_the_short_answers_sentence_is_chosen_with_the_backends_scorer_unless_the_rules_are_asked_for() -> None:
-    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "Cologne",
-             "summary": "s", "key_details": [], "confidence": 0.7}
-    doc = common_pb2.RetrievedDocument(document_id="rhine", relevance_score=0.9, content=(
-        "The Rhine flows from the Swiss Alps to the North Sea. The biggest city on the river is Cologne, with more "
-        "than a million people."))
-    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+COLOGNE_REPLY = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "Cologne",
+                 "summary": "s", "key_details": [], "confidence": 0.7}
+RHINE = common_pb2.RetrievedDocument(document_id="rhine", relevance_score=0.9, content=(
+    "The Rhine flows from the Swiss Alps to the North Sea. The biggest city on the river is Cologne, with more "
+    "than a million people."))
+
+
+def rhine_question(session: str = "") -> geri_pb2.AnswerRequest:
+    """A question whose answer is in RHINE's second sentence, though the model cites its first."""
+    return geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
         request_id="a", prompt="What is the largest city the Rhine flows through?",
-        context=common_pb2.RAGContext(documents=[doc])))
+        context=common_pb2.RAGContext(documents=[RHINE]), metadata=common_pb2.RequestMetadata(session_id=session)))
+
+
+def test_the_short_answers_sentence_is_chosen_with_the_backends_scorer_unless_the_rules_are_asked_for() -> None:
+    reply = COLOGNE_REPLY
+    request = rhine_question()
     for chooser, sentence, scored in (("model", 2, 2), ("rules", 1, 0)):
         generation = ScriptedGeneration(reply, scorer=QuestionAfter("Cologne"))
         answers, _ = pipeline(generation, sentence_chooser=chooser, span_scorer="rules")
@@ -273,14 +281,8 @@ class LeavesAfterTheWait:
 
 
 def test_a_request_cancelled_while_the_model_scores_its_short_answer_stores_no_turn_and_caches_nothing() -> None:
-    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "Cologne",
-             "summary": "s", "key_details": [], "confidence": 0.7}
-    doc = common_pb2.RetrievedDocument(document_id="rhine", relevance_score=0.9, content=(
-        "The Rhine flows from the Swiss Alps to the North Sea. The biggest city on the river is Cologne, with more "
-        "than a million people."))
-    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
-        request_id="a", prompt="What is the largest city the Rhine flows through?",
-        context=common_pb2.RAGContext(documents=[doc]), metadata=common_pb2.RequestMetadata(session_id="s")))
+    reply = COLOGNE_REPLY
+    request = rhine_question(session="s")
     for chooser, span_scorer in (("model", "rules"), ("rules", "model")):  # the sentence's scoring, the span's
         cancel = threading.Event()
         generation = ScriptedGeneration(reply, scorer=LeavesAfterTheWait(cancel))
@@ -306,14 +308,8 @@ class ReloadedWhileGenerating(ScriptedGeneration):
 
 
 def test_an_answer_is_grounded_with_the_answering_settings_its_cache_key_holds_across_a_reload() -> None:
-    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "Cologne",
-             "summary": "s", "key_details": [], "confidence": 0.7}
-    doc = common_pb2.RetrievedDocument(document_id="rhine", relevance_score=0.9, content=(
-        "The Rhine flows from the Swiss Alps to the North Sea. The biggest city on the river is Cologne, with more "
-        "than a million people."))
-    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
-        request_id="a", prompt="What is the largest city the Rhine flows through?",
-        context=common_pb2.RAGContext(documents=[doc])))
+    reply = COLOGNE_REPLY
+    request = rhine_question()
     settings = GeriSettings(answering={"sentence_chooser": "model", "span_scorer": "rules"})
     generation = ReloadedWhileGenerating(reply, settings, sentence_chooser="rules")
     answers = AnswerPipeline(settings, generation, MemorySessionStore(settings.sessions))  # type: ignore[arg-type]
