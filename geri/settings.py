@@ -258,6 +258,13 @@ class GeriSettings(FileSettings):
                     "is slower). bfloat16 must pass a start-up self-check against float32, and a request whose "
                     "logits are not finite switches the backend to float32 (docs/decisions/0350).",
     )
+    embedded_scoring_max_tokens: int = Field(
+        default=1024, ge=64,
+        description="longest prompt + continuation one scoring call of the embedded model may run (the source "
+                    "rerank, the short answer's sentence and span); a longer one is refused before it reaches the "
+                    "model and the rules decide, so a source that tokenizes badly (emoji, rare scripts) cannot "
+                    "make every answer slow. Capped by the context window.",
+    )
     embedded_prompt_cache_entries: int = Field(
         default=4, ge=0, le=64,
         description="tenants whose last prompt's KV cache is kept, so a prompt sharing its start (instructions, "

@@ -258,11 +258,11 @@ class EmbeddedBackend:
         prefix = loaded.tokenizer.encode(prompt, add_special_tokens=False, split_special_tokens=True)
         tails = [loaded.tokenizer.encode(c, add_special_tokens=False, split_special_tokens=True) if c else []
                  for c in continuations]
-        window = min(self._settings.num_ctx, loaded.max_positions)
+        window = min(self._settings.num_ctx, loaded.max_positions, self._settings.embedded_scoring_max_tokens)
         if not prefix or len(prefix) + max(map(len, tails), default=0) > window:
             raise InvalidArgument(f"a scoring prompt of {len(prefix)} tokens and continuations of up to "
-                                  f"{max(map(len, tails), default=0)} must be non-empty and fit the window "
-                                  f"({window} tokens, GERI_NUM_CTX)")
+                                  f"{max(map(len, tails), default=0)} must be non-empty and fit {window} tokens "
+                                  "(GERI_EMBEDDED_SCORING_MAX_TOKENS, GERI_NUM_CTX)")
         pad = loaded.tokenizer.eos_token_id if loaded.tokenizer.eos_token_id is not None else 0
         # The prompt's own tokens decide what is shared: text joined at the boundary may tokenize differently.
         shared = 0

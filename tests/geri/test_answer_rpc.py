@@ -19,7 +19,7 @@ from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
 from geri.answering.grounding import ground, support
 from geri.answering.schema import answer_schema, system_prompt
-from geri.answering.source_rerank import rerank_sources
+from geri.answering.source_rerank import question_prompt, rerank_sources
 from geri.answering.sources import number_sources, split_sentences
 from geri.answering.span_scoring import EXAMPLES, MODEL_CANDIDATES, consensus, model_prompt, model_span
 from geri.answering.spans import scored_spans
@@ -256,9 +256,12 @@ def test_the_embedded_backend_scores_each_continuation_alone_as_in_a_batch(embed
     assert [len(s) for s in both] == [len(s) for s in alone] + [0] and all(x <= 0 for s in both for x in s)
     assert all(abs(a - b) < 0.1 for s, t in zip(both, alone, strict=False) for a, b in zip(s, t, strict=True))
     assert sum(both[0]) > sum(both[1])  # the answer is likelier than words the question already says
-    window = embedded_backend.context_window(embedded_backend.default_model)
-    with pytest.raises(InvalidArgument, match=f"window \\({window} tokens"):
-        embedded_backend.score_continuations("wolf " * window, [" Cologne"])
+    cap = embedded_backend._settings.embedded_scoring_max_tokens
+    assert cap < embedded_backend.context_window(embedded_backend.default_model)
+    with pytest.raises(InvalidArgument, match=f"fit {cap} tokens \\(GERI_EMBEDDED_SCORING_MAX_TOKENS"):
+        embedded_backend.score_continuations("wolf " * cap, [" Cologne"])
+    with pytest.raises(InvalidArgument):  # 600 emoji: ~1,500 tokens, refused before the model runs
+        embedded_backend.score_continuations(question_prompt("\U0001F600" * 600), [" Cologne"])
 
 
 def test_scoring_queued_behind_a_generation_stops_waiting_when_its_caller_leaves(
