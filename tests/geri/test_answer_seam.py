@@ -209,17 +209,20 @@ def test_the_gate_judges_the_source_the_rerank_puts_first_and_no_rerank_runs_whe
     assert not final.answer.answered and not generation.requests and generation.scorer.prompts == []
 
 
-class LeavesWhileScoring:
-    """A scorer whose caller leaves while it waits for the model: it sets ``cancel`` and raises Cancelled."""
+class CallerLeaves:
+    """A scorer whose caller leaves: it sets ``cancel``, then raises Cancelled as while it waited for the model
+    (``noticed``), or returns its scores as once the model runs (after the wait, so it cannot notice)."""
 
-    def __init__(self, cancel: threading.Event) -> None:
-        self.cancel, self.calls = cancel, 0
+    def __init__(self, cancel: threading.Event, *, noticed: bool = True) -> None:
+        self.cancel, self.noticed, self.calls = cancel, noticed, 0
 
     def score_continuations(self, prompt: str, continuations: list[str], shared_prefix: str = "",
                             cancel: object = None) -> list[list[float]]:
         self.calls += 1
         self.cancel.set()
-        raise Cancelled("scoring continuations: the request was cancelled while it waited for the model")
+        if self.noticed:
+            raise Cancelled("scoring continuations: the request was cancelled while it waited for the model")
+        return [[-1.0] * len(c.split()) for c in continuations]
 
 
 def test_a_request_cancelled_while_its_scoring_waits_stores_no_turn_and_caches_nothing() -> None:
@@ -233,7 +236,7 @@ def test_a_request_cancelled_while_its_scoring_waits_stores_no_turn_and_caches_n
         metadata=common_pb2.RequestMetadata(session_id="s")))
     for reranker in ("model", "off"):  # the source rerank's scoring, then the short answer's
         cancel = threading.Event()
-        generation = ScriptedGeneration(reply, scorer=LeavesWhileScoring(cancel))
+        generation = ScriptedGeneration(reply, scorer=CallerLeaves(cancel))
         answers, sessions = pipeline(generation, source_reranker=reranker)
         with pytest.raises(Cancelled):
             list(answers.answer(request, cancel))
@@ -266,26 +269,12 @@ def test_the_short_answers_sentence_is_chosen_with_the_backends_scorer_unless_th
         assert len(generation.scorer.prompts) == scored
 
 
-class LeavesAfterTheWait:
-    """A scorer whose caller leaves while the model scores (after the wait, so it cannot notice): it sets
-    ``cancel`` and returns its scores."""
-
-    def __init__(self, cancel: threading.Event) -> None:
-        self.cancel, self.calls = cancel, 0
-
-    def score_continuations(self, prompt: str, continuations: list[str], shared_prefix: str = "",
-                            cancel: object = None) -> list[list[float]]:
-        self.calls += 1
-        self.cancel.set()
-        return [[-1.0] * len(c.split()) for c in continuations]
-
-
 def test_a_request_cancelled_while_the_model_scores_its_short_answer_stores_no_turn_and_caches_nothing() -> None:
     reply = COLOGNE_REPLY
     request = rhine_question(session="s")
     for chooser, span_scorer in (("model", "rules"), ("rules", "model")):  # the sentence's scoring, the span's
         cancel = threading.Event()
-        generation = ScriptedGeneration(reply, scorer=LeavesAfterTheWait(cancel))
+        generation = ScriptedGeneration(reply, scorer=CallerLeaves(cancel, noticed=False))
         answers, sessions = pipeline(generation, sentence_chooser=chooser, span_scorer=span_scorer)
         with pytest.raises(Cancelled):
             list(answers.answer(request, cancel))
