@@ -14,13 +14,11 @@ not English (the prompt is English), or the scoring fails. Chosen on the dev spl
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections.abc import Sequence
 
-from geri.answering.source_rerank import question_prompt
+from geri.answering.source_rerank import asked_text, question_likelihoods, question_prompt
 from geri.answering.sources import MAX_SENTENCE_CHARS
-from geri.answering.span_scoring import MAX_QUESTION_CHARS
 from geri.backends.base import ContinuationScorer
 from wolf_service.errors import Cancelled, ServiceError
 
@@ -28,10 +26,6 @@ log = logging.getLogger("geri.answering")
 
 SENTENCES = 2
 WEIGHT = 8.0
-
-
-def _mean(scores: Sequence[float]) -> float:
-    return sum(scores) / len(scores) if scores else -math.inf
 
 
 def sentence_prompt(sentence: str) -> str:
@@ -56,12 +50,11 @@ def likeliest_sentence(question: str, ranked: Sequence[tuple[str, float]], score
         Cancelled: ``cancel`` was set while the scoring waited for the model.
     """
     top = list(ranked[:SENTENCES])
-    asked = " ".join(question.split())[:MAX_QUESTION_CHARS]
+    asked = asked_text(question)
     if len(top) < 2 or not asked or language != "en":
         return 0
     try:
-        likelihood = [_mean(scorer.score_continuations(sentence_prompt(sentence), [f" {asked}"], cancel=cancel)[0])
-                      for sentence, _ in top]
+        likelihood = question_likelihoods([sentence_prompt(sentence) for sentence, _ in top], asked, scorer, cancel)
     except Cancelled:
         raise  # the caller has gone: an answer from the rules' sentence must not be stored as its own
     except (ServiceError, RuntimeError, ValueError) as exc:  # the rules' sentence is still a good one

@@ -39,6 +39,23 @@ def _mean(scores: Sequence[float]) -> float:
     return sum(scores) / len(scores) if scores else -math.inf
 
 
+def asked_text(question: str) -> str:
+    """The question as it is scored: single spaces, at most ``MAX_QUESTION_CHARS``; "" when there is none."""
+    return " ".join(question.split())[:MAX_QUESTION_CHARS]
+
+
+def question_likelihoods(prompts: Sequence[str], asked: str, scorer: ContinuationScorer,
+                         cancel: threading.Event | None = None) -> list[float]:
+    """The mean log-probability of ``asked`` (:func:`asked_text`) after each of ``prompts``
+    (:func:`question_prompt`), one scoring call each.
+
+    Raises:
+        Cancelled: ``cancel`` was set while the scoring waited for the model.
+        ServiceError, RuntimeError, ValueError: the scorer failed.
+    """
+    return [_mean(scorer.score_continuations(prompt, [f" {asked}"], cancel=cancel)[0]) for prompt in prompts]
+
+
 def _near_best(sources: Sequence[common_pb2.RetrievedDocument], margin: float) -> list[common_pb2.RetrievedDocument]:
     """The sources (best first) a rerank may move first: those within ``margin`` of the best score."""
     return [d for d in sources if d.relevance_score >= sources[0].relevance_score - margin] if sources else []
@@ -70,12 +87,11 @@ def rerank_sources(question: str, sources: Sequence[common_pb2.RetrievedDocument
     """
     docs = list(sources)
     near = _near_best(docs, margin)
-    asked = " ".join(question.split())[:MAX_QUESTION_CHARS]
+    asked = asked_text(question)
     if len(near) < 2 or not asked or not _all_english(near):
         return docs
     try:
-        likelihood = [_mean(scorer.score_continuations(question_prompt(d.content), [f" {asked}"], cancel=cancel)[0])
-                      for d in near]
+        likelihood = question_likelihoods([question_prompt(d.content) for d in near], asked, scorer, cancel)
     except Cancelled:
         raise  # the caller has gone: nothing is left to order
     except (ServiceError, RuntimeError, ValueError) as exc:  # the retriever's order is still a good one

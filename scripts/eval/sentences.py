@@ -32,8 +32,9 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from geri.answering.sentence_choice import sentence_prompt
+from geri.answering.source_rerank import asked_text
 from geri.answering.sources import split_sentences
-from geri.answering.span_scoring import MAX_QUESTION_CHARS, model_span
+from geri.answering.span_scoring import model_span
 from geri.answering.spans import ranked_sentences, scored_spans
 from scripts.evalsets.replica import paired_bootstrap
 from scripts.evalsets.squad_answers import f1, load, normalize, split_of
@@ -61,7 +62,7 @@ def collect(split: str, out: Path, top_sentences: int, limit: int) -> None:
             question, answers = q["question"], q["answers"]
             sentences = split_sentences(corpus[q["gold_doc"]])
             ranked = ranked_sentences(question, sentences, 1)
-            asked = " ".join(question.split())[:MAX_QUESTION_CHARS]
+            asked = asked_text(question)
             record: dict[str, Any] = {"id": q["_id"], "question": question, "answers": answers,
                                       "any_holds": any(_holds(s, answers) for s in sentences), "sentences": []}
             for number, _, score in ranked[:top_sentences]:
