@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,3 +83,9 @@ def tree_cpu_seconds(pid: int) -> float:
         tree.update(children)
         frontier.extend(children)
     return sum(stat_cpu_seconds(stats[member], waited_children=member == pid) for member in tree if member in stats)
+
+
+def p50_p90(values: Sequence[float]) -> tuple[float, float]:
+    """The median of ``values`` and the value at 90 % of their sorted order (non-empty)."""
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[int(0.9 * len(ordered))]

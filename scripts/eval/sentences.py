@@ -36,6 +36,7 @@ from geri.answering.source_rerank import asked_text
 from geri.answering.sources import split_sentences
 from geri.answering.span_scoring import model_span
 from geri.answering.spans import ranked_sentences, scored_spans
+from scripts.common import p50_p90
 from scripts.evalsets.replica import paired_bootstrap
 from scripts.evalsets.squad_answers import f1, load, normalize, split_of
 
@@ -151,10 +152,11 @@ def evaluate(paths: list[Path], only: list[str], base: str) -> None:
             worse = sum(scores[q][2] < per[base][q][2] for q in scores)
             print(f"| {name} | {acc:.3f} | {f1_:.3f} | {em:.3f} | {diff:+.3f} [{low:+.3f}, {high:+.3f}] | "
                   f"{better} / {worse} |")
-        ms = sorted(sum(s["ms"] for s in r["sentences"][:2]) for r in records if len(r["sentences"]) > 1)
+        ms = [sum(s["ms"] for s in r["sentences"][:2]) for r in records if len(r["sentences"]) > 1]
         if ms:
-            print(f"scoring two sentences, ms per question: p50 {statistics.median(ms):.0f}, "
-                  f"p90 {ms[int(0.9 * len(ms))]:.0f} ({len(ms)} questions with two or more sentences)")
+            p50, p90 = p50_p90(ms)
+            print(f"scoring two sentences, ms per question: p50 {p50:.0f}, "
+                  f"p90 {p90:.0f} ({len(ms)} questions with two or more sentences)")
 
 
 def cost(split: str) -> None:
@@ -180,8 +182,8 @@ def cost(split: str) -> None:
         ms["span choice"].append(1000 * (time.perf_counter() - started))
     print(f"{len(ms['span choice'])} questions; load {os.getloadavg()[0]:.2f}")
     for way, times in ms.items():
-        times.sort()
-        print(f"{way:16s} p50 {statistics.median(times):.0f} ms  p90 {times[int(0.9 * len(times))]:.0f} ms")
+        p50, p90 = p50_p90(times)
+        print(f"{way:16s} p50 {p50:.0f} ms  p90 {p90:.0f} ms")
 
 
 def main() -> None:

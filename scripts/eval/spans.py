@@ -34,6 +34,7 @@ from geri.answering.phrases import whole_phrases
 from geri.answering.sources import split_sentences
 from geri.answering.span_scoring import EXAMPLES, candidate_pool, consensus, model_prompt
 from geri.answering.spans import ranked_sentences, scored_spans
+from scripts.common import p50_p90
 from scripts.evalsets.squad_answers import f1, load, normalize, split_of
 
 PROMPTS: dict[str, Callable[[str, str], str]] = {
@@ -199,8 +200,7 @@ def evaluate(path: Path, only: list[str], top: int) -> None:
     for r in records:
         for key, ms in r["ms"].items():
             costs.setdefault(key, []).append(ms)
-    print("ms per scoring call, p50 / p90:", {k: (round(statistics.median(v)), round(sorted(v)[int(0.9 * len(v))]))
-                                               for k, v in costs.items()})
+    print("ms per scoring call, p50 / p90:", {k: tuple(round(x) for x in p50_p90(v)) for k, v in costs.items()})
 
 
 def _where_lost(question: dict[str, Any], paragraph: str) -> str:
@@ -255,8 +255,8 @@ def cost(split: str) -> None:
                 backend.score_continuations(model_prompt(q["question"], sentence, examples), pool, shared)
                 ms[way].append(1000 * (time.perf_counter() - started))
     for way, times in ms.items():
-        times.sort()
-        print(f"{way:16s} p50 {statistics.median(times):.0f} ms  p90 {times[int(0.9 * len(times))]:.0f} ms")
+        p50, p90 = p50_p90(times)
+        print(f"{way:16s} p50 {p50:.0f} ms  p90 {p90:.0f} ms")
 
 
 def main() -> None:
