@@ -31,9 +31,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from wolf_service.language_tags import normalize_language
+
 log = logging.getLogger(__name__)
 
-_TAG_RE = re.compile(r"^([a-zA-Z]{2,3})(?:[-_].*)?$")
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 MAX_DETECT_CHARS = 2000  # the first characters decide; more costs time and changes nothing
 GUESS_MIN_PROBABILITY = 0.2  # an unsure query's best guess is analyzed too from this probability
@@ -78,25 +79,6 @@ def _script_language(text: str) -> str:
     sample = text[:MAX_DETECT_CHARS]
     letters = sum(c.isalpha() for c in sample)
     return "zh" if letters and len(_CJK_RE.findall(sample)) * 2 > letters else ""
-
-
-# ISO 639-2/3 codes of the languages with an analyzer, as DOCX properties and some tools write them.
-_THREE_LETTER = {
-    "eng": "en", "deu": "de", "ger": "de", "fra": "fr", "fre": "fr", "spa": "es", "ita": "it", "nld": "nl",
-    "dut": "nl", "por": "pt", "rus": "ru", "pol": "pl", "swe": "sv", "dan": "da", "nor": "no", "nob": "nb",
-    "fin": "fi", "tur": "tr", "ara": "ar", "ces": "cs", "cze": "cs", "hun": "hu", "ron": "ro", "rum": "ro",
-    "ell": "el", "gre": "el", "zho": "zh", "chi": "zh", "jpn": "ja", "kor": "ko",
-}
-
-
-def normalize_language(tag: object) -> str:
-    """The lower-case ISO 639-1 code of a BCP-47 tag ("de-DE" -> "de", "deu" -> "de"), "" when ``tag`` is
-    not one."""
-    if not isinstance(tag, str):
-        return ""
-    match = _TAG_RE.match(tag.strip())
-    code = match.group(1).lower() if match else ""
-    return _THREE_LETTER.get(code, code)
 
 
 class LanguageDetector:

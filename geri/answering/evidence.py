@@ -29,6 +29,7 @@ from wolf.v1 import common_pb2
 from wordfreq import available_languages, zipf_frequency
 
 from geri.settings import AnsweringSettings
+from wolf_service.language_tags import normalize_language
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n")
@@ -115,11 +116,10 @@ class Passage:
 
 
 def document_language(document: common_pb2.RetrievedDocument) -> str:
-    """The lower-case primary subtag of a retrieved chunk's language tag ("en-US" and "EN" are "en"), "en" when
-    it has none: a parser keeps the tag its format declares (e.g. HTML's ``lang``), and every rule here that
-    depends on the language asks for the language itself."""
-    tag = document.metadata.get("language", "").strip().replace("_", "-").split("-")[0].lower()
-    return tag or "en"
+    """The ISO 639-1 code of a retrieved chunk's language tag as Freki's analyzers read it ("en-US", "EN" and
+    "eng" are "en"), "en" when it has none: a parser keeps the tag its format declares (e.g. HTML's ``lang``),
+    and every rule here that depends on the language asks for the language itself."""
+    return normalize_language(document.metadata.get("language", "")) or "en"
 
 
 def passages(documents: Sequence[common_pb2.RetrievedDocument]) -> list[Passage]:

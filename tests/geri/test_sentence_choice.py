@@ -77,7 +77,7 @@ def test_ground_with_a_sentence_scorer_answers_and_quotes_from_the_sentence_it_c
 
 def test_a_source_tagged_with_a_regional_english_is_english_to_the_choosers() -> None:
     # An HTML page's lang="en-US" reaches Geri as the chunk's language (freki/ingest/parsing/html.py).
-    for tag in ("en-US", "EN", "en_GB", " en "):
+    for tag in ("en-US", "EN", "en_GB", " en ", "eng"):
         doc = common_pb2.RetrievedDocument(document_id="rhine", chunk_id="rhine#0", relevance_score=0.8,
                                            content=f"{ALPS} {COLOGNE}", metadata={"language": tag})
         sources, _ = number_sources([doc])
