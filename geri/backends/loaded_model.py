@@ -7,6 +7,7 @@ stopping criterion the caller controls; it is the only place that touches torch.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -66,6 +67,15 @@ class LoadedModel:
         """Whether the weights run in bfloat16 (else float32)."""
         return self.dtype == torch.bfloat16
 
+    @functools.cached_property
+    def special_texts(self) -> tuple[str, ...]:
+        """The texts the tokenizer reads as special tokens (role and end-of-turn markers and the like), longest
+        first; found once, the tokenizer does not change."""
+        added = getattr(self.tokenizer, "added_tokens_decoder", {}) or {}
+        names = {str(t.content) for t in added.values() if getattr(t, "special", False)}
+        names |= {str(t) for t in getattr(self.tokenizer, "all_special_tokens", ())}
+        return tuple(sorted((n for n in names if len(n) > 1), key=len, reverse=True))
+
     def grammar_tokenizer(self) -> Any:
         """llguidance's index of the vocabulary, built on first use (~0.3 s)."""
         with self._grammar_lock:
@@ -80,9 +90,8 @@ class LoadedModel:
         The template knows only role and content: an assistant turn's tool calls are written in the
         reply format the model is constrained to (``{"type": "tool", ...}``), a tool turn names its call.
         """
-        specials = special_strings(self.tokenizer)
         encoded = self.tokenizer.apply_chat_template(
-            [{"role": m.role, "content": as_text(_render(m), specials)} for m in messages],
+            [{"role": m.role, "content": as_text(_render(m), self.special_texts)} for m in messages],
             add_generation_prompt=True,
             tokenize=True,
             return_dict=True,
@@ -135,15 +144,6 @@ class LoadedModel:
         run.thread = threading.Thread(target=work, name="geri-generate", daemon=True)
         run.thread.start()
         return run
-
-
-def special_strings(tokenizer: Any) -> tuple[str, ...]:
-    """The texts the tokenizer reads as special tokens (role and end-of-turn markers and the like), longest
-    first."""
-    added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
-    names = {str(t.content) for t in added.values() if getattr(t, "special", False)}
-    names |= {str(t) for t in getattr(tokenizer, "all_special_tokens", ())}
-    return tuple(sorted((n for n in names if len(n) > 1), key=len, reverse=True))
 
 
 def as_text(content: str, specials: Sequence[str]) -> str:
