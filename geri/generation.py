@@ -72,6 +72,15 @@ class GenerationPipeline:
         backend = candidates[0][0].backend
         return backend if isinstance(backend, ContinuationScorer) else None
 
+    def named_scorer(self, name: str) -> ContinuationScorer | None:
+        """The backend of the model-list entry ``name`` when it can score continuations and its circuit breaker
+        is closed, else None (also for ``""``)."""
+        for route in self._router.routes:
+            if name and route.config.name == name and route.breaker.state == "closed" \
+                    and isinstance(route.backend, ContinuationScorer):
+                return route.backend
+        return None
+
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
             drafts: bool = False, user: str = "") -> Generator[StreamEvent, None, None]:
         """Generate the answer to ``request``.

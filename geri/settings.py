@@ -161,19 +161,25 @@ class AnsweringSettings(BaseModel):
     # docs/decisions/0390-model-scored-short-answers.md, 0415-whole-phrases-and-examples-for-short-answers.md.
     span_scorer: Literal["model", "rules"] = Field(default="model", description=(
         "Who picks the short answer's span in the chosen sentence: the answering model's likelihood among five "
-        "of its spans, the rules' best whole phrases and spans (embedded backend only; others keep the rules), "
-        "or the span rules alone."))
+        "of its spans, the rules' best whole phrases and spans (an embedded answering backend or scoring_model; "
+        "else the rules), or the span rules alone."))
     # docs/decisions/0425-sentence-choice-by-question-likelihood.md.
     sentence_chooser: Literal["model", "rules"] = Field(default="model", description=(
         "Which of the span rules' two best sentences of the cited source the short answer comes from: the one "
-        "whose rules score plus how likely the answering model finds the question after it is higher (embedded "
-        "backend, English sources only; others keep the rules'), or the rules' first."))
+        "whose rules score plus how likely the answering model finds the question after it is higher (an embedded "
+        "answering backend or scoring_model, English sources only; else the rules'), or the rules' first."))
     # docs/decisions/0395-question-likelihood-reranking.md.
     source_reranker: Literal["model", "off"] = Field(default="model", description=(
         "Reorder the sources within rerank_margin of the best by how likely the answering model finds the question "
-        "after each (embedded backend, English sources only), before they are numbered; off keeps Freki's order."))
+        "after each (an embedded answering backend or scoring_model, English sources only), before they are "
+        "numbered; off keeps Freki's order."))
     rerank_margin: float = Field(default=0.07, ge=0, le=1, description=(
         "How far below the best retrieval score a source may be and still be moved first by source_reranker."))
+    # docs/decisions/0440-scoring-beside-a-remote-backend.md.
+    scoring_model: str = Field(default="", max_length=128, description=(
+        "The embedded entry of `models` that scores for source_reranker, sentence_chooser and span_scorer when "
+        "the backend that answers cannot (Ollama, OpenAI-compatible); empty: only an embedded answering backend "
+        "scores."))
 
 
 class GeriSettings(FileSettings):
@@ -283,6 +289,13 @@ class GeriSettings(FileSettings):
     audit_log: Path | None = None
     audit_rotation: AuditRotation = Field(default_factory=AuditRotation)  # size-based, docs/operations.md
     reload: ReloadSettings = ReloadSettings()
+
+    @model_validator(mode="after")
+    def _scoring_model_is_an_embedded_entry(self) -> GeriSettings:
+        name = self.answering.scoring_model
+        if name and not any(r.name == name and r.backend == "embedded" for r in self.routes()):
+            raise ValueError(f"answering.scoring_model {name!r} must be the name of an embedded entry of models")
+        return self
 
     def routes(self) -> list[ModelRoute]:
         """The ordered model list: ``models``, or the single model ``backend`` names."""

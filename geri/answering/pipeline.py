@@ -99,7 +99,9 @@ class AnswerPipeline:
         report.check_queries(request, max_queries=answering.max_queries_used, max_chars=MAX_PROMPT_CHARS)
         policy = answer_policy(answering, request.options)
         sources = choose_sources(outer.context, policy)
-        reranker = self._generation.first_scorer(outer.generation.model.strip()) \
+        # The backend that will answer scores when it can, else the scoring_model entry beside it.
+        scoring = self._generation.named_scorer(answering.scoring_model)
+        reranker = (self._generation.first_scorer(outer.generation.model.strip()) or scoring) \
             if answering.source_reranker == "model" else None
         ranked = sorted(outer.context.documents, key=lambda d: -d.relevance_score)
         unsupported = evidence_reason(outer.prompt, ranked, min_score=policy.min_score,
@@ -139,7 +141,7 @@ class AnswerPipeline:
         drafts = DraftText()
         final: common_pb2.WolfResponse | None = None
         backends: tuple[tuple[str, str], ...] = ()
-        answerer: ContinuationScorer | None = None  # the backend that answered, when it can score
+        answerer: ContinuationScorer | None = None  # the backend that answered when it can score, else scoring
         for event in self._generation.run(inner, cancel, remember=False, drafts=stream, user=user):
             if event.kind == "draft":
                 delta = drafts.feed(event.text)
@@ -148,7 +150,7 @@ class AnswerPipeline:
             elif event.kind == "draft_reset":
                 drafts.reset()
             elif event.kind == "final":
-                final, backends, answerer = event.response, event.fallbacks, event.scorer
+                final, backends, answerer = event.response, event.fallbacks, event.scorer or scoring
         llm = final.llm_response if final is not None else None
         if final is None or llm is None or llm.finish_reason == "cancelled" or cancel.is_set():
             raise Cancelled(f"the answer to request {req.request_id} was cancelled")

@@ -60,8 +60,9 @@ LLAMA = Path(os.environ.get("LLAMA_SERVER", REPO / ".tools" / "llama-server" / "
 
 
 @contextlib.contextmanager
-def geri_for(backend: str) -> Iterator[str]:
-    """A Geri serving ``backend``; yields its address."""
+def geri_for(backend: str, scoring: bool = False) -> Iterator[str]:
+    """A Geri serving ``backend``; yields its address. With ``scoring``, a remote backend gets the embedded
+    model beside it as ``answering.scoring_model`` (it is also the model list's fallback)."""
     from tests.local_servers_support import free_port, start_ollama_proxy, wait_http
     from tests.local_servers_support import stop as _stop
 
@@ -97,6 +98,11 @@ def geri_for(backend: str) -> Iterator[str]:
                                             "local/smollm2"))
             settings.update(backend="ollama", ollama_host=f"http://127.0.0.1:{proxy_port}",
                             ollama_model="local/smollm2")
+            if scoring:
+                settings.update(models=[{"name": "local/smollm2", "backend": "ollama",
+                                         "base_url": f"http://127.0.0.1:{proxy_port}"},
+                                        {"name": "smollm2-135m-instruct", "backend": "embedded"}],
+                                answering={"scoring_model": "smollm2-135m-instruct"})
         handle = build_server(GeriSettings(**settings))
         try:
             yield handle.address
@@ -130,7 +136,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         stats = index_corpus(stub, corpus, data_dir)
     print(f"indexed {len(corpus)} paragraphs ({'cached' if stats.get('cached') else 'fresh'}) -> {data_dir}",
           flush=True)
-    geri_cm = contextlib.nullcontext("127.0.0.1:1") if args.retrieval_only else geri_for(args.backend)
+    geri_cm = contextlib.nullcontext("127.0.0.1:1") if args.retrieval_only \
+        else geri_for(args.backend, args.scoring_model)
     with freki_server(eval_settings(data_dir)) as freki, geri_cm as geri:
         odin = OdinSettings(freki_target=freki, geri_target=geri, generate_deadline_s=600,
                             answer_min_score=args.min_score, answer_model_abstains=args.model_abstains == "yes")
@@ -216,6 +223,8 @@ def report(records: list[dict[str, Any]], gate: Gate | None = None) -> dict[str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", choices=["embedded", "ollama", "ollama-unconstrained"], default="embedded")
+    parser.add_argument("--scoring-model", action="store_true",
+                        help="a remote backend scores with the embedded model beside it (answering.scoring_model)")
     parser.add_argument("--split", choices=["dev", "test", "all"], default="test")
     parser.add_argument("--limit", type=int, default=0, help="at most N questions (2/3 answerable)")
     parser.add_argument("--top-k", type=int, default=5)

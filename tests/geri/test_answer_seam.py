@@ -21,13 +21,18 @@ from wolf_service.errors import Cancelled, FailedPrecondition
 class ScriptedGeneration:
     """Records each inner request; answers with the next scripted JSON (or raises it)."""
 
-    def __init__(self, *replies: dict[str, Any] | Exception, scorer: Any = None) -> None:
+    def __init__(self, *replies: dict[str, Any] | Exception, scorer: Any = None,
+                 beside: dict[str, Any] | None = None) -> None:
         self.replies = list(replies)
         self.requests: list[common_pb2.WolfRequest] = []
-        self.scorer = scorer
+        self.scorer = scorer  # the answering backend, when it can score
+        self.beside = beside or {}  # model-list entries by name that can score
 
     def first_scorer(self, model: str) -> Any:
         return self.scorer
+
+    def named_scorer(self, name: str) -> Any:
+        return self.beside.get(name)
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
             drafts: bool = False, user: str = "") -> Iterator[StreamEvent]:
@@ -172,6 +177,26 @@ def test_sources_near_the_best_are_numbered_in_the_order_the_backend_scores_the_
                                                                                      "relay" else "relay", "far"]
         assert final.answer.citations[0].document_id == first  # type: ignore[union-attr]
         assert len(generation.scorer.prompts) == (2 if reranker == "model" else 0)  # "far" is beyond the margin
+
+
+def test_a_backend_that_cannot_score_is_reranked_and_its_span_chosen_by_the_scoring_model_beside_it() -> None:
+    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "It listens on port 9427.",
+             "summary": "s", "key_details": [], "confidence": 0.7}
+    docs = [common_pb2.RetrievedDocument(document_id=name, content=text, relevance_score=score)
+            for name, text, score in (("faq", "The relay FAQ lists questions.", 0.9),
+                                      ("relay", "The relay listens on port 9427.", 0.88))]
+    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+        request_id="a", prompt="Which port does the relay listen on?", context=common_pb2.RAGContext(documents=docs)))
+    for scoring_model, first in (("smollm2-135m-instruct", "relay"), ("", "faq")):
+        beside = QuestionAfter("port 9427")
+        generation = ScriptedGeneration(reply, beside={"smollm2-135m-instruct": beside})
+        answers, _ = pipeline(generation, scoring_model=scoring_model)
+        final = list(answers.answer(request, threading.Event()))[-1].response
+        assert generation.requests[0].context.documents[0].document_id == first
+        reranked, spans = beside.prompts[:2], beside.prompts[2:]
+        assert len(reranked) == (2 if scoring_model else 0)
+        assert bool(spans) == bool(scoring_model)  # the short answer's span, scored beside the answering backend
+        assert final.answer.citations[0].document_id == first  # type: ignore[union-attr]
 
 
 def test_the_gate_judges_the_source_the_rerank_puts_first_and_no_rerank_runs_when_none_near_could_pass() -> None:

@@ -12,7 +12,11 @@ import pytest
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
 from geri.backends.base import ChatMessage, GenerationParams
+from geri.backends.embedded import EmbeddedBackend
 from geri.backends.ollama import OllamaBackend
+from geri.breaker import CircuitBreaker
+from geri.routing import Route, Router
+from geri.server import build_server
 from tests.geri.geri_servers_support import OllamaProtocolServer, free_port, geri_settings, start_geri
 from wolf_service.errors import DeadlineExceeded
 from wolf_service.serving import ServerHandle
@@ -151,3 +155,35 @@ def test_cancelled_stream_closes_the_ollama_stream(
         time.sleep(0.05)
     assert ollama_backend.stats.active_generations == 0, "the Ollama stream was not closed after the cancel"
     assert ollama_backend.stats.tokens_generated - before < 200
+
+
+def test_the_embedded_model_beside_ollama_reranks_its_sources_as_scoring_model(
+        ollama_backend: OllamaBackend, embedded_backend: EmbeddedBackend, ollama_protocol_server: OllamaProtocolServer,
+) -> None:
+    # Freki put Boston first; it does not say what is asked (min_evidence), Quebec does once it is moved first.
+    quebec = common_pb2.RetrievedDocument(document_id="quebec", relevance_score=0.44, content=(
+        "The British were defeated outside Quebec City in April 1760 at the Battle of Sainte-Foy, but the French "
+        "could not retake the city."))
+    boston = common_pb2.RetrievedDocument(document_id="boston", relevance_score=0.45, content=(
+        "The British army lost many soldiers at the Battle of Bunker Hill near Boston in 1775, although they took "
+        "the hill."))
+    question = ask("In what battle outside Quebec City were the British defeated in 1760?", max_tokens=200,
+                   docs=[boston, quebec])
+    models = [{"name": ollama_protocol_server.model, "backend": "ollama", "base_url": ollama_protocol_server.host},
+              {"name": "smollm2-135m-instruct", "backend": "embedded"}]
+    for scoring_model in ("smollm2-135m-instruct", ""):
+        settings = geri_settings(models=models, answering={"scoring_model": scoring_model})
+        router = Router([Route(settings.routes()[i], backend, CircuitBreaker(3, 30.0), i)
+                         for i, backend in enumerate((ollama_backend, embedded_backend))], 60.0, owns_backends=False)
+        handle = build_server(settings, router=router)
+        try:
+            with grpc.insecure_channel(handle.address) as channel:
+                reply = geri_pb2_grpc.GeriServiceStub(channel).Answer(geri_pb2.AnswerRequest(request=question),
+                                                                      timeout=600)
+        finally:
+            handle.stop(1.0)
+        if scoring_model:  # reranked, Quebec passes the gate and the model list is asked (Ollama first)
+            assert "min_evidence" not in reply.answer.reason and reply.HasField("llm_response")
+            assert reply.llm_response.backend == "ollama" or "ollama" in reply.fallbacks[0].backend
+        else:  # Ollama cannot score: Freki's order, and Boston is held to min_evidence without a generation
+            assert "below min_evidence" in reply.answer.reason and not reply.HasField("llm_response")

@@ -11,12 +11,15 @@ from collections.abc import Iterator, Sequence
 
 import grpc
 import pytest
+from pydantic import ValidationError
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
 from geri.backends.base import BackendStats, ChatMessage, Completion, Delta, GenerationParams, ModelDescription
 from geri.breaker import CircuitBreaker
+from geri.generation import GenerationPipeline
 from geri.routing import Route, Router
 from geri.server import build_server
+from geri.sessions import MemorySessionStore
 from geri.settings import GeriSettings, ModelRoute
 from tests.geri.geri_servers_support import geri_settings
 from wolf_service.errors import FailedPrecondition, Unavailable
@@ -277,9 +280,6 @@ class ScoringReplay(ReplayBackend):
 
 
 def test_the_answer_reranker_scores_with_the_first_entry_only_when_it_can_score_and_its_breaker_is_closed() -> None:
-    from geri.generation import GenerationPipeline
-    from geri.sessions import MemorySessionStore
-
     settings = geri_settings()
     scoring, plain = ScoringReplay("s", [["ok"]]), ReplayBackend("p", [["ok"]])
     router = router_of(scoring, plain, threshold=1)
@@ -290,3 +290,17 @@ def test_the_answer_reranker_scores_with_the_first_entry_only_when_it_can_score_
     assert pipeline.first_scorer("") is None
     only_plain = GenerationPipeline(settings, router_of(plain), MemorySessionStore(settings.sessions))
     assert only_plain.first_scorer("") is None
+
+
+def test_the_scoring_model_is_the_named_entry_that_scores_while_its_breaker_is_closed() -> None:
+    remote, beside = ReplayBackend("remote", [["x"]], kind="ollama"), ScoringReplay("smol", [["x"]])
+    router = router_of(remote, beside, threshold=1)
+    settings = geri_settings()
+    generation = GenerationPipeline(settings, router, MemorySessionStore(settings.sessions))
+    assert generation.first_scorer("") is None  # the backend that answers first cannot score
+    assert generation.named_scorer("smol") is beside
+    assert generation.named_scorer("remote") is None and generation.named_scorer("") is None
+    router.failed(router.routes[1], Unavailable("smol is down"))
+    assert generation.named_scorer("smol") is None  # an open breaker: the rules decide
+    with pytest.raises(ValidationError, match="answering.scoring_model 'remote' must be the name of an embedded"):
+        GeriSettings(models=[{"name": "remote", "backend": "ollama"}], answering={"scoring_model": "remote"})
