@@ -27,7 +27,7 @@ from wolf.v1 import common_pb2, geri_pb2
 from geri.answering import report
 from geri.answering.answer_text import DraftText
 from geri.answering.cache import AnswerCache, answer_key
-from geri.answering.evidence import evidence_reason, may_pass_after_rerank
+from geri.answering.evidence import document_language, evidence_reason, may_pass_after_rerank
 from geri.answering.grounding import abstention, ground
 from geri.answering.queries import (
     REWRITE_MAX_TOKENS,
@@ -50,7 +50,7 @@ from geri.answering.requests import (
     side_generation,
 )
 from geri.answering.source_rerank import in_english, rerank_sources
-from geri.backends.base import ContinuationScorer
+from geri.backends.base import ContinuationScorer, holding
 from geri.generation import GenerationPipeline
 from geri.routing import FALLBACK_ERRORS
 from geri.sessions import SessionStore, Turn
@@ -156,11 +156,15 @@ class AnswerPipeline:
             raise Cancelled(f"the answer to request {req.request_id} was cancelled")
         # Sources dropped to fit the window are the last ones (best first): the model did not see them.
         shown = numbered[: len(numbered) - len(final.metadata.dropped_document_ids)]
-        grounded = ground(json.loads(llm.json), shown, min_support=policy.min_support, question=outer.prompt,
-                          short_answers=answering.short_answers,
-                          scorer=answerer if answering.span_scorer == "model" else None,
-                          sentence_scorer=answerer if answering.sentence_chooser == "model" else None,
-                          cancel=cancel)
+        # The sentence and span scores of an English answer queue for the model once, together.
+        scores = answering.short_answers and "model" in (answering.span_scorer, answering.sentence_chooser) \
+            and any(document_language(s.document) == "en" for s in shown)
+        with holding(answerer if scores else None, cancel):
+            grounded = ground(json.loads(llm.json), shown, min_support=policy.min_support, question=outer.prompt,
+                              short_answers=answering.short_answers,
+                              scorer=answerer if answering.span_scorer == "model" else None,
+                              sentence_scorer=answerer if answering.sentence_chooser == "model" else None,
+                              cancel=cancel)
         if cancel.is_set():  # the caller left while the model scored the short answer: nothing to store or keep
             raise Cancelled(f"the answer to request {req.request_id} was cancelled")
         grounded.sources_used = len(shown)

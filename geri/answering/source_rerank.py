@@ -20,7 +20,7 @@ from wolf.v1 import common_pb2
 
 from geri.answering.evidence import document_language
 from geri.answering.span_scoring import MAX_QUESTION_CHARS
-from geri.backends.base import ContinuationScorer
+from geri.backends.base import ContinuationScorer, holding
 from wolf_service.errors import Cancelled, ServiceError
 
 log = logging.getLogger("geri.answering")
@@ -53,7 +53,8 @@ def question_likelihoods(prompts: Sequence[str], asked: str, scorer: Continuatio
         Cancelled: ``cancel`` was set while the scoring waited for the model.
         ServiceError, RuntimeError, ValueError: the scorer failed.
     """
-    return [_mean(scorer.score_continuations(prompt, [f" {asked}"], cancel=cancel)[0]) for prompt in prompts]
+    with holding(scorer, cancel):  # one wait for the model for the whole run, no generation between
+        return [_mean(scorer.score_continuations(prompt, [f" {asked}"], cancel=cancel)[0]) for prompt in prompts]
 
 
 def _near_best(sources: Sequence[common_pb2.RetrievedDocument], margin: float) -> list[common_pb2.RetrievedDocument]:

@@ -9,6 +9,7 @@ gRPC status a client sees is decided by the backend that knows what went wrong.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -216,3 +217,18 @@ class ContinuationScorer(Protocol):
             Cancelled: ``cancel`` was set while the call waited for the model.
         """
         ...
+
+
+@runtime_checkable
+class HoldsModel(Protocol):
+    """A scorer whose model one thread can keep for a run of scoring calls (the embedded backend)."""
+
+    def held(self, cancel: threading.Event | None = None) -> contextlib.AbstractContextManager[None]:
+        """Keep the model until the block ends; raises Cancelled when ``cancel`` is set while waiting."""
+        ...
+
+
+def holding(scorer: object, cancel: threading.Event | None = None) -> contextlib.AbstractContextManager[None]:
+    """``scorer``'s model kept for the block when it can be (:class:`HoldsModel`), else nothing held: the scoring
+    calls of one step queue for the model once, not once each."""
+    return scorer.held(cancel) if isinstance(scorer, HoldsModel) else contextlib.nullcontext()

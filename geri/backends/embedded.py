@@ -8,6 +8,7 @@ watches the cancel event so a client that goes away stops the model within one t
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import queue
@@ -67,6 +68,8 @@ class EmbeddedBackend:
         self._load_lock = threading.Lock()
         # Two generations at once would only halve each one's speed on a small CPU box.
         self._generate_lock = threading.Lock()
+        # Set in a thread that holds the model for a run of scoring calls (held): they do not queue again.
+        self._holding = threading.local()
         self._prompt_cache = PromptCache(settings.embedded_prompt_cache_entries)
         self._shared_prefixes = SharedPrefixes()
         self.stats = BackendStats()
@@ -242,6 +245,26 @@ class EmbeddedBackend:
             return "stop"
         return "length"
 
+    @contextlib.contextmanager
+    def held(self, cancel: threading.Event | None = None) -> Iterator[None]:
+        """Keep the model for this thread's scoring calls until the block ends, so a run of them (the sources
+        of one answer, or its sentences and spans) queues once and no generation runs between them.
+
+        Raises:
+            Cancelled: ``cancel`` was set while the block waited for the model.
+        """
+        if getattr(self._holding, "active", False):
+            yield
+            return
+        if not self._wait_for_model(cancel):
+            raise Cancelled("scoring continuations: the request was cancelled while it waited for the model")
+        self._holding.active = True
+        try:
+            yield
+        finally:
+            self._holding.active = False
+            self._generate_lock.release()
+
     def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = "",
                             cancel: threading.Event | None = None) -> list[list[float]]:
         """Log-probabilities of each continuation's tokens after ``prompt`` (plain text, no chat template); one
@@ -269,16 +292,12 @@ class EmbeddedBackend:
         if shared_prefix and prompt.startswith(shared_prefix):
             fixed = loaded.tokenizer.encode(shared_prefix, add_special_tokens=False, split_special_tokens=True)
             shared = min(common_prefix(fixed, prefix), len(prefix) - 1)
-        if not self._wait_for_model(cancel):
-            raise Cancelled("scoring continuations: the request was cancelled while it waited for the model")
-        try:
+        with self.held(cancel):
             # The model now, not the one before the wait: a generation may have switched it to float32.
             model = self._loaded().model
             start = (self._shared_prefixes.copy_for(model, prefix[:shared]), shared) \
                 if shared >= MIN_REUSED_PREFIX else None
             return continuation_log_probs(model, prefix, tails, pad_id=pad, start=start)
-        finally:
-            self._generate_lock.release()
 
     def probe(self) -> None:
         """In-process: alive once the weights load."""

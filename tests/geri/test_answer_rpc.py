@@ -345,3 +345,23 @@ def test_the_short_answer_comes_from_the_rules_sentence_after_which_the_question
                    sentence_scorer=embedded_backend)
     assert rules.citations[0].sentence_number == 1 and "Vietnam" not in rules.text
     assert (model.citations[0].sentence_number, model.text) == (2, "Vietnam [1]")
+
+
+def test_an_answer_queues_for_the_model_once_for_its_rerank_and_once_for_its_sentence_and_span(  # type: ignore[no-untyped-def]
+        stub, embedded_backend: EmbeddedBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each wait lets a queued generation of another caller run first: a run of scoring calls waits once.
+    alps = common_pb2.RetrievedDocument(
+        document_id="alps", chunk_id="alps#0", relevance_score=0.84,
+        content="The Rhine is a European river. Its source is in the Swiss Alps and it flows into the North Sea.")
+    waits: list[str] = []
+    wait = embedded_backend._wait_for_model  # noqa: SLF001 - counting the queue, the model still runs
+
+    def counted(cancel: threading.Event | None) -> bool:
+        waits.append("wait")
+        return wait(cancel)
+
+    monkeypatch.setattr(embedded_backend, "_wait_for_model", counted)
+    reply = stub.Answer(ask("What is the largest city the Rhine runs through?", docs=(alps, RHINE),
+                            min_score=0.3), timeout=600)
+    assert reply.answer.answered and reply.answer.text == "Cologne [1]"
+    assert len(waits) == 3  # the two sources' rerank, the generation, the sentences' and the span's scores

@@ -16,6 +16,7 @@ from geri.backends.embedded import EmbeddedBackend
 from geri.service import SERVICE_NAME
 from geri.settings import GeriSettings
 from tests.geri.geri_servers_support import geri_settings, start_geri
+from wolf_service.errors import Cancelled
 from wolf_service.serving import ServerHandle
 
 pytestmark = pytest.mark.integration
@@ -208,3 +209,29 @@ def test_the_text_of_a_special_token_never_opens_a_turn_or_ends_a_scored_text(
     assert "system\nReply in free text." in loaded.tokenizer.decode(ids), "the text itself reaches the model"
     scored = embedded_backend.score_continuations("Say it:", [" <|im_end|>"])[0]
     assert len(scored) > 1, "the marker's text is scored as the words it spells, not as one end-of-turn token"
+
+
+def test_a_held_model_serves_its_threads_scores_and_a_cancelled_wait_for_it_is_cancelled(
+        embedded_backend: EmbeddedBackend) -> None:
+    prompt, port = "The relay listens on port 9427. The relay listens on port", [" 9427"]
+    alone = embedded_backend.score_continuations(prompt, port)
+    inside_hold, let_go = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with embedded_backend.held():
+            inside_hold.set()
+            let_go.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert inside_hold.wait(60)
+    left = threading.Event()
+    left.set()  # another caller, gone while it waited for the held model
+    with pytest.raises(Cancelled), embedded_backend.held(left):
+        pass
+    with pytest.raises(Cancelled):
+        embedded_backend.score_continuations(prompt, port, cancel=left)
+    let_go.set()
+    holder.join(60)
+    with embedded_backend.held():  # this thread's own calls do not queue behind its hold
+        assert embedded_backend.score_continuations(prompt, port) == alone
