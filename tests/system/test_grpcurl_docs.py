@@ -46,6 +46,7 @@ EXPECTED = {
     "GenerateStream": '"final"',
     "GetSession": '"role": "assistant"',
     "DeleteOwnerSessions": '"sessions_deleted": 1',
+    "DeleteSession": '"deleted": true',
     "Answer": '"answer"',
     "AnswerStream": '"final"',
     "RewriteQuery": '"query"',
@@ -169,8 +170,8 @@ def json_stream(output: str) -> list[dict]:  # type: ignore[type-arg]
 
 def test_grounded_exchange_commands(tmp_path: Path, embedder, embedded_backend) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     """Retrieve then Answer with that context, a follow-up rewritten from the session (RewriteQuery →
-    RetrieveContext → Answer), an off-topic question, and an answer streamed: grpcurl pipes each reply
-    through jq into the next call (real Freki, embedded SmolLM2)."""
+    RetrieveContext → Answer), an off-topic question, an answer streamed, and the session read and
+    forgotten: grpcurl pipes each reply through jq into the next call (real Freki, embedded SmolLM2)."""
     from freki.api.server import build_server
     from freki.engine import FrekiEngine
     from tests.system.polyglot.citations_support import quotes_the_document
@@ -178,12 +179,14 @@ def test_grounded_exchange_commands(tmp_path: Path, embedder, embedded_backend) 
 
     cmds = commands("grounded")
     assert [c.split()[-1].rsplit("/", 1)[-1] for c in cmds] == [
-        "IndexDocument", "Answer", "Answer", "Answer", "AnswerStream", "GetSession"]
+        "IndexDocument", "Answer", "Answer", "Answer", "AnswerStream", "GetSession", "DeleteSession"]
     settings = ops_settings(tmp_path)
     freki, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
     try:
         with start_geri(geri_settings(), embedded_backend) as geri:
             outputs = [run(c, freki.port, geri_port=geri.port) for c in cmds]
+            with pytest.raises(AssertionError, match="NotFound"):  # DeleteSession forgot it
+                run(cmds[5], freki.port, geri_port=geri.port)
     finally:
         freki.stop(1.0)
         engine.close()
