@@ -29,6 +29,7 @@ EXPECTED = {
     "describe": "rpc ",
     "Health/Check": '"status": "SERVING"',
     "IndexDocument": '"outcome": "INDEX_OUTCOME_CREATED"',
+    "IndexDocuments": '"outcome": "INDEX_OUTCOME_CREATED"',
     "RetrieveContext": '"document_id": "handbook"',
     "GetDocument": '"document_id": "handbook"',
     "ListDocuments": '"document_id": "handbook"',
@@ -100,7 +101,7 @@ def test_freki_commands(start_freki) -> None:  # type: ignore[no-untyped-def]
     handle = start_freki()
     cmds = commands("freki")
     rpcs = {c.split()[-1] for c in cmds}
-    for rpc in ("IndexDocument", "RetrieveContext", "DeleteDocument", "GetDocument", "ListDocuments",
+    for rpc in ("IndexDocument", "IndexDocuments", "RetrieveContext", "DeleteDocument", "GetDocument", "ListDocuments",
                 "GetIndexStatus", "FullReindex", "DeleteOwnerData", "ExportOwnerData", "Embed", "ListLinks",
                 "RecordFeedback"):
         assert f"wolf.v1.FrekiService/{rpc}" in rpcs, f"docs lack a grpcurl command for {rpc}"
