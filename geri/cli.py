@@ -1,13 +1,13 @@
-"""``geri`` console script: ``geri serve [--config FILE] [--port N] [--backend embedded|ollama]``."""
+"""``geri`` console script: ``geri serve [--config FILE] [--port N] [--backend embedded|ollama|openai]``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
-from geri.settings import GeriSettings
+from geri.settings import BackendKind, GeriSettings
 from wolf_service.reload import SettingsSource
 from wolf_service.startup import run_server
 
@@ -19,7 +19,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="JSON settings file (default: $GERI_SETTINGS_FILE)")
     serve.add_argument("--host", help="listen address (GERI_HOST)")
     serve.add_argument("--port", type=int, help="listen port, 0 = any free port (GERI_PORT)")
-    serve.add_argument("--backend", choices=["embedded", "ollama"], help="LLM backend (GERI_BACKEND)")
+    serve.add_argument("--backend", choices=get_args(BackendKind), help="LLM backend (GERI_BACKEND)")
     serve.add_argument("--log-level", help="overrides log.level (GERI_LOG__LEVEL)")
     return parser
 

@@ -29,7 +29,7 @@ from geri.routing import Router
 from geri.sessions import SessionStore
 from geri.sessions.store import SessionRecord
 from geri.settings import GeriSettings
-from geri.validation import MAX_ID_CHARS
+from geri.validation import MAX_ID_CHARS, require_request_id
 from wolf_service.errors import Cancelled, InvalidArgument, NotFound, ServiceError
 from wolf_service.identity import user_id_of
 
@@ -214,7 +214,7 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         self, request: geri_pb2.DeleteOwnerSessionsRequest, context: grpc.ServicerContext
     ) -> geri_pb2.DeleteOwnerSessionsResponse:
         """GDPR erasure: forget every conversation of a data owner in the tenant."""
-        _require_request_id(request.request_id)
+        require_request_id(request.request_id)
         if not request.owner_id:
             raise InvalidArgument("owner_id must be non-empty: erasure acts on one data owner")
         tenant = request.tenant_id or "default"
@@ -223,13 +223,8 @@ class GeriServicer(geri_pb2_grpc.GeriServiceServicer):
         return geri_pb2.DeleteOwnerSessionsResponse(request_id=request.request_id, sessions_deleted=deleted)
 
 
-def _require_request_id(request_id: str) -> None:
-    if not request_id.strip():
-        raise InvalidArgument("request_id must be non-empty")
-
-
 def _session_key(request: geri_pb2.SessionRequest) -> tuple[str, str]:
-    _require_request_id(request.request_id)
+    require_request_id(request.request_id)
     if not request.session_id:
         raise InvalidArgument("session_id must be non-empty")
     if len(request.session_id) > MAX_ID_CHARS:

@@ -24,6 +24,8 @@ from wolf_service.errors import InvalidArgument
 MAX_PROMPT_CHARS = 1_000_000
 MAX_STOP_SEQUENCES = 16
 MAX_ID_CHARS = 128
+# As Freki's: a request id names the call in logs, audit and error details, and comes back in the reply.
+MAX_REQUEST_ID_CHARS = 256
 ROLES = ("user", "assistant", "tool")
 
 
@@ -47,14 +49,25 @@ class ValidatedRequest:
     user_id: str = ""
 
 
+def require_request_id(request_id: str) -> None:
+    """A request id is required, and at most MAX_REQUEST_ID_CHARS characters.
+
+    Raises:
+        InvalidArgument: naming the field and the limit.
+    """
+    if not request_id.strip():
+        raise InvalidArgument("request_id must be non-empty")
+    if len(request_id) > MAX_REQUEST_ID_CHARS:
+        raise InvalidArgument(f"request_id must be at most {MAX_REQUEST_ID_CHARS} characters (got {len(request_id):,})")
+
+
 def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) -> ValidatedRequest:
     """Validate ``request`` and fill unset options from ``settings``.
 
     Raises:
         InvalidArgument: naming the first field that is wrong.
     """
-    if not request.request_id.strip():
-        raise InvalidArgument("request_id must be non-empty")
+    require_request_id(request.request_id)
     if request.model_type != common_pb2.LLM:
         got = common_pb2.ModelType.Name(request.model_type)
         raise InvalidArgument(f"model_type must be LLM for Geri (got {got})")

@@ -17,12 +17,16 @@ from typing import Any
 import grpc
 
 from wolf_service import status_details
+from wolf_service.audit_log import identifier
 from wolf_service.errors import status_code_of
 from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, envelope_of
 
 log = logging.getLogger("wolf_service.errors")
 
 REQUEST_ID_HEADER = "x-request-id"
+# A request id names the call in every log line, the audit trail and error details: one a caller made as long
+# as a message may be must not be written out whole on each of them (Freki refuses ids over this length).
+MAX_LOGGED_REQUEST_ID = 256
 # Error details are meant to be read; a message quoting client input at length is a bug, never a feature.
 MAX_DETAILS = 2000
 
@@ -60,13 +64,14 @@ def bounded(text: str, limit: int = MAX_DETAILS) -> str:
 
 
 def request_id_of(request: Any, context: grpc.ServicerContext) -> str:
-    """Find the request id: the message's ``request_id`` field, then ``x-request-id`` metadata."""
+    """Find the request id, as it is logged: the message's ``request_id`` field, then ``x-request-id``
+    metadata; one over MAX_LOGGED_REQUEST_ID characters is cut and tagged with its digest."""
     rid = getattr(envelope_of(request), "request_id", "") or ""
     if rid:
-        return str(rid)
+        return identifier(str(rid), MAX_LOGGED_REQUEST_ID)
     for key, value in context.invocation_metadata() or ():
         if key == REQUEST_ID_HEADER and value:
-            return str(value)
+            return identifier(str(value), MAX_LOGGED_REQUEST_ID)
     return f"gen-{uuid.uuid4().hex[:12]}"
 
 

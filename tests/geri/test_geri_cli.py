@@ -43,6 +43,16 @@ def test_invalid_setting_names_the_file(tmp_path: Path) -> None:
         GeriSettings.load(config)
 
 
+def test_backend_flag_takes_every_backend_the_settings_take() -> None:
+    from typing import get_args
+
+    from geri.cli import _parser
+    from geri.settings import BackendKind
+
+    for kind in get_args(BackendKind):  # "openai" too: docs/geri.md's OpenAI-compatible servers
+        assert _parser().parse_args(["serve", "--backend", kind]).backend == kind
+
+
 def test_cli_reports_a_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--config", str(tmp_path / "absent.json")]) == 2
     assert "absent.json" in capsys.readouterr().err

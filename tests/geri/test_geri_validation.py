@@ -56,6 +56,11 @@ def test_request_id_required(rid: str) -> None:
     assert "request_id" in rejected(request(request_id=rid))
 
 
+def test_request_id_has_freki_s_length_limit() -> None:
+    assert validate_request(request(request_id="r" * 256), SETTINGS)
+    assert "request_id must be at most 256 characters (got 100,000)" in rejected(request(request_id="r" * 100_000))
+
+
 @pytest.mark.parametrize("kind", [common_pb2.MODEL_TYPE_UNSPECIFIED, common_pb2.RAG])
 def test_model_type_must_be_llm(kind: int) -> None:
     message = rejected(request(model_type=kind))

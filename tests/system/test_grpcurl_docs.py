@@ -29,6 +29,7 @@ EXPECTED = {
     "describe": "rpc ",
     "Health/Check": '"status": "SERVING"',
     "IndexDocument": '"outcome": "INDEX_OUTCOME_CREATED"',
+    "IndexDocuments": '"outcome": "INDEX_OUTCOME_CREATED"',
     "RetrieveContext": '"document_id": "handbook"',
     "GetDocument": '"document_id": "handbook"',
     "ListDocuments": '"document_id": "handbook"',
@@ -46,7 +47,9 @@ EXPECTED = {
     "GenerateStream": '"final"',
     "GetSession": '"role": "assistant"',
     "DeleteOwnerSessions": '"sessions_deleted": 1',
+    "DeleteSession": '"deleted": true',
     "Answer": '"answer"',
+    "AnswerStream": '"final"',
     "RewriteQuery": '"query"',
     "GetSettings": '"settings_json"',
     "UpdateSettings": '"persisted": true',
@@ -98,7 +101,7 @@ def test_freki_commands(start_freki) -> None:  # type: ignore[no-untyped-def]
     handle = start_freki()
     cmds = commands("freki")
     rpcs = {c.split()[-1] for c in cmds}
-    for rpc in ("IndexDocument", "RetrieveContext", "DeleteDocument", "GetDocument", "ListDocuments",
+    for rpc in ("IndexDocument", "IndexDocuments", "RetrieveContext", "DeleteDocument", "GetDocument", "ListDocuments",
                 "GetIndexStatus", "FullReindex", "DeleteOwnerData", "ExportOwnerData", "Embed", "ListLinks",
                 "RecordFeedback"):
         assert f"wolf.v1.FrekiService/{rpc}" in rpcs, f"docs lack a grpcurl command for {rpc}"
@@ -155,10 +158,21 @@ def test_geri_commands(embedded_backend) -> None:  # type: ignore[no-untyped-def
                     assert isinstance(json.loads(llm["json"])["port"], int)
 
 
+def json_stream(output: str) -> list[dict]:  # type: ignore[type-arg]
+    """The JSON objects grpcurl prints one after another for a server stream."""
+    decoder, events, at = json.JSONDecoder(), [], 0
+    while at < len(output.rstrip()):
+        event, at = decoder.raw_decode(output, at)
+        events.append(event)
+        while at < len(output) and output[at].isspace():
+            at += 1
+    return events
+
+
 def test_grounded_exchange_commands(tmp_path: Path, embedder, embedded_backend) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     """Retrieve then Answer with that context, a follow-up rewritten from the session (RewriteQuery →
-    RetrieveContext → Answer), and an off-topic question: grpcurl pipes each reply through jq into the next
-    call (real Freki, embedded SmolLM2)."""
+    RetrieveContext → Answer), an off-topic question, an answer streamed, and the session read and
+    forgotten: grpcurl pipes each reply through jq into the next call (real Freki, embedded SmolLM2)."""
     from freki.api.server import build_server
     from freki.engine import FrekiEngine
     from tests.system.polyglot.citations_support import quotes_the_document
@@ -166,16 +180,19 @@ def test_grounded_exchange_commands(tmp_path: Path, embedder, embedded_backend) 
 
     cmds = commands("grounded")
     assert [c.split()[-1].rsplit("/", 1)[-1] for c in cmds] == [
-        "IndexDocument", "Answer", "Answer", "Answer", "GetSession"]
+        "IndexDocument", "Answer", "Answer", "Answer", "AnswerStream", "GetSession", "DeleteSession"]
     settings = ops_settings(tmp_path)
     freki, engine = build_server(settings, engine=FrekiEngine(settings, embedder=embedder))
     try:
         with start_geri(geri_settings(), embedded_backend) as geri:
-            indexed, first, follow_up, off_topic, session = (
-                json.loads(run(c, freki.port, geri_port=geri.port)) for c in cmds)
+            outputs = [run(c, freki.port, geri_port=geri.port) for c in cmds]
+            with pytest.raises(AssertionError, match="NotFound"):  # DeleteSession forgot it
+                run(cmds[5], freki.port, geri_port=geri.port)
     finally:
         freki.stop(1.0)
         engine.close()
+    indexed, first, follow_up, off_topic, session = (json.loads(outputs[i]) for i in (0, 1, 2, 3, 5))
+    streamed = json_stream(outputs[4])
     content = json.loads(re.search(r"-d '(\{.*?\})'", cmds[0], re.S).group(1))["content"]  # type: ignore[union-attr]
     assert indexed["outcome"] == "INDEX_OUTCOME_CREATED"
     for reply in (first, follow_up):
@@ -186,6 +203,12 @@ def test_grounded_exchange_commands(tmp_path: Path, embedder, embedded_backend) 
     assert any("9427" in c["quote"] for c in first["answer"]["citations"]), first
     assert not off_topic["answer"].get("answered") and off_topic["answer"]["reason"], off_topic
     assert "llm_response" not in off_topic  # abstained before asking the model
+    *deltas, last = streamed  # text deltas, then exactly one final event
+    assert deltas and all(set(d) == {"request_id", "text_delta"} for d in deltas), streamed
+    streamed_answer = last["final"]["answer"]
+    assert streamed_answer.get("answered") and "9427" in streamed_answer["citations"][0]["quote"], last
+    if not streamed_answer.get("revised"):  # the deltas add up to the checked text unless it was revised
+        assert "".join(d["text_delta"] for d in deltas) == streamed_answer["text"], streamed
     turns = [(t["role"], t["content"]) for t in session["turns"]]
     assert turns == [("user", "Which port does the Hrafn Relay admin API listen on?"),
                      ("assistant", first["answer"]["text"]), ("user", "Where does it write its logs?"),

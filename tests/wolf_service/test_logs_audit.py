@@ -64,6 +64,23 @@ def test_access_log_is_json_with_call_fields_and_no_content(start_freki, capture
         assert secret not in text
 
 
+def test_an_over_long_request_id_is_logged_cut_not_whole(start_freki, captured_logs) -> None:  # type: ignore[no-untyped-def]
+    """A 100,000-character request id (any length fits in a message) is refused, and no log line carries it
+    whole: the access and error lines name it cut to at most 256 characters with its digest."""
+    handle = start_freki()
+    long_id = "r" * 100_000
+    request = retrieve_request("Which port?")
+    request.request_id = long_id
+    with grpc.insecure_channel(handle.address) as channel, pytest.raises(grpc.RpcError) as refused:
+        freki_stub(channel).RetrieveContext(request)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    lines = captured_logs.getvalue().splitlines()
+    assert lines and max(len(line) for line in lines) < 2_000
+    access = [json.loads(line) for line in lines if '"wolf_service.access"' in line]
+    logged = access[-1]["request_id"]
+    assert len(logged) <= 256 and logged.startswith("rrrr") and "sha256:" in logged
+
+
 def test_log_level_filters_and_bearer_tokens_are_masked(captured_logs) -> None:  # type: ignore[no-untyped-def]
     log = logging.getLogger("tests.wolf_service.sample")
     log.debug("not shown at INFO")
