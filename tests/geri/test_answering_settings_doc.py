@@ -30,7 +30,9 @@ def table_rows() -> dict[str, tuple[str, str]]:
 
 
 def written(value: Any) -> str:
-    """A default as the docs write it: 1024 → "1024", 900.0 → "900", True → "true", 0.25 → "0.25"."""
+    """A default as the docs write it: 1024 → "1024", 900.0 → "900", True → "true", 0.25 → "0.25", "" → '""'."""
+    if value == "":
+        return '""'
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float) and value.is_integer():
