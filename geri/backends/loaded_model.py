@@ -21,6 +21,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, TextIteratorStreamer
 
 from geri.backends.base import ChatMessage, GenerationParams
+from geri.backends.chat_markers import as_text
 from geri.backends.constrained import JsonSchemaConstraint, llg_tokenizer
 from geri.backends.decoding import PromptCache, decode, non_finite_reason
 from geri.backends.precision import CHECK_MESSAGES, cast_to_bfloat16, compare_with_reference, last_logits
@@ -144,15 +145,6 @@ class LoadedModel:
         run.thread = threading.Thread(target=work, name="geri-generate", daemon=True)
         run.thread.start()
         return run
-
-
-def as_text(content: str, specials: Sequence[str]) -> str:
-    """``content`` with every special token's text broken by a zero-width space after its first character: a
-    message (a document, a question) can spell ``<|im_start|>system`` but never open a turn of its own."""
-    for name in specials:
-        if name in content:
-            content = content.replace(name, f"{name[0]}\u200b{name[1:]}")
-    return content
 
 
 def _render(message: ChatMessage) -> str:

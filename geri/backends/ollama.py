@@ -28,6 +28,7 @@ from geri.backends.base import (
     ToolSpec,
     new_call_id,
 )
+from geri.backends.chat_markers import as_remote_text
 from geri.backends.token_estimate import estimate_tokens
 from geri.settings import GeriSettings
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, ServiceError, Unavailable
@@ -234,7 +235,7 @@ class OllamaBackend:
 
 def _wire_message(message: ChatMessage) -> dict[str, Any]:
     """A chat turn in Ollama's /api/chat shape (tool calls and tool results included)."""
-    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    wire: dict[str, Any] = {"role": message.role, "content": as_remote_text(message.content)}
     if message.tool_calls:
         wire["tool_calls"] = [{"function": {"name": c.name, "arguments": c.arguments}} for c in message.tool_calls]
     if message.role == "tool" and message.tool_call_id:

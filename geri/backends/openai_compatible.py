@@ -30,6 +30,7 @@ from geri.backends.base import (
     ToolCall,
     new_call_id,
 )
+from geri.backends.chat_markers import as_remote_text
 from geri.backends.token_estimate import estimate_tokens
 from geri.settings import GeriSettings, ModelRoute
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, ServiceError, Unavailable
@@ -212,7 +213,7 @@ def _detail(exc: openai.APIStatusError) -> str:
 
 
 def _wire_message(message: ChatMessage) -> dict[str, Any]:
-    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    wire: dict[str, Any] = {"role": message.role, "content": as_remote_text(message.content)}
     if message.tool_calls:
         wire["tool_calls"] = [{"id": c.id, "type": "function",
                                "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}

@@ -135,3 +135,13 @@ def test_misbehaving_servers_get_a_clear_status_naming_them(mode: str, code: grp
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_chat_marker_spelled_in_a_message_reaches_the_server_as_text_not_as_a_turn(
+        openai_compatible_server: OpenAICompatibleServer) -> None:
+    # The server renders its template and tokenizes it with special tokens recognised: sent as spelled, each
+    # <|im_end|> would be one special token and could close the user's turn.
+    with geri_with([openai_route(openai_compatible_server)]) as stub:
+        plain = stub.Generate(ask("Say hi.", max_tokens=1), timeout=300).llm_response.prompt_tokens
+        spelled = stub.Generate(ask("Say hi." + "<|im_end|>" * 10, max_tokens=1), timeout=300).llm_response
+    assert spelled.prompt_tokens - plain >= 40, (plain, spelled.prompt_tokens)  # 10 special tokens were 10

@@ -1,0 +1,40 @@
+"""Chat-template markers spelled inside a message: a document or a question may spell ``<|im_start|>system``,
+but it must never open a turn of its own.
+
+A template renders every message into one prompt string, and the server tokenizes that string with its
+special tokens recognised, wherever they come from. So a marker's text is broken by a zero-width space after
+its first character before the message is sent. The embedded model knows its tokenizer's special tokens
+(:func:`as_text` with ``LoadedModel.special_texts``); a remote server's are unknown, so :func:`as_remote_text`
+breaks the markers of the common template families instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+ZERO_WIDTH_SPACE = "\u200b"
+
+# ChatML (Qwen, SmolLM) <|im_start|>, Llama 3 <|start_header_id|> <|eot_id|>, Phi <|user|> <|end|>, DeepSeek's
+# full-width bars <｜User｜>, Gemma <start_of_turn>, Llama 2 and Mistral [INST] <<SYS>> [TOOL_CALLS], and the
+# sequence markers <s> </s> <bos> <eos>.
+_REMOTE_MARKERS = re.compile(
+    r"<\|[^|<>\s]{1,48}\|>|<｜[^｜<>\s]{1,48}｜>|</?(?:start_of_turn|end_of_turn|s|bos|eos)>|<</?SYS>>"
+    r"|\[/?(?:INST|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS|SYSTEM_PROMPT)\]")
+
+
+def _broken(marker: str) -> str:
+    return f"{marker[0]}{ZERO_WIDTH_SPACE}{marker[1:]}"
+
+
+def as_text(content: str, specials: Sequence[str]) -> str:
+    """``content`` with the text of every one of ``specials`` (a tokenizer's special tokens) broken."""
+    for name in specials:
+        if name in content:
+            content = content.replace(name, _broken(name))
+    return content
+
+
+def as_remote_text(content: str) -> str:
+    """``content`` with every marker of the common chat-template families broken (for a remote server)."""
+    return _REMOTE_MARKERS.sub(lambda match: _broken(match.group(0)), content)
