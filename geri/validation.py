@@ -56,7 +56,7 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
     if not request.request_id.strip():
         raise InvalidArgument("request_id must be non-empty")
     if request.model_type != common_pb2.LLM:
-        got = common_pb2.ModelType.Name(request.model_type)
+        got = model_type_name(request.model_type)
         raise InvalidArgument(f"model_type must be LLM for Geri (got {got})")
     if not request.prompt.strip() and not request.generation.messages:
         raise InvalidArgument("prompt must be non-empty (or generation.messages must continue a conversation)")
@@ -144,6 +144,11 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
         session_id=_identifier(meta.session_id, "metadata.session_id"),
         owner_id=_identifier(meta.owner_id, "metadata.owner_id"),
     )
+
+
+def model_type_name(value: int) -> str:
+    """The enum name of a ``model_type``, or its number when this proto names none (a newer or hostile caller)."""
+    return common_pb2.ModelType.Name(value) if value in common_pb2.ModelType.values() else str(value)
 
 
 def _identifier(value: str, field: str) -> str:

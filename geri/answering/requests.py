@@ -20,7 +20,7 @@ from wolf.v1 import common_pb2, geri_pb2
 from geri.answering.schema import answer_schema, system_prompt
 from geri.answering.sources import NumberedSource, number_sources
 from geri.settings import AnsweringSettings, GeriSettings
-from geri.validation import ValidatedRequest, validate_request
+from geri.validation import ValidatedRequest, model_type_name, validate_request
 from wolf_service.errors import InvalidArgument
 
 _OPTION_FIELDS = ("min_score", "max_sources", "max_citations", "min_support", "model_abstains")
@@ -62,7 +62,7 @@ def check_request(request: common_pb2.WolfRequest, settings: GeriSettings, *, wh
         what: What the prompt is, for the error ("the question", "the follow-up question").
     """
     if request.model_type not in (common_pb2.MODEL_TYPE_UNSPECIFIED, common_pb2.LLM):
-        got = common_pb2.ModelType.Name(request.model_type)
+        got = model_type_name(request.model_type)
         raise InvalidArgument(f"request.model_type must be LLM or unset (got {got})")
     if not request.prompt.strip():
         raise InvalidArgument(f"request.prompt must be non-empty: it is {what}")

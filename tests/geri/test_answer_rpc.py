@@ -165,6 +165,8 @@ def test_a_first_question_is_kept_without_a_generation(stub) -> None:  # type: i
     (geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(prompt="q")), "request.request_id must be non-empty"),
     (geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(request_id="r", prompt="q", model_type=common_pb2.RAG)),
      "request.model_type must be LLM or unset (got RAG)"),
+    (geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(request_id="r", prompt="q", model_type=7)),
+     "request.model_type must be LLM or unset (got 7)"),  # an enum number this proto does not name
     (geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
         request_id="r", prompt="q", generation=common_pb2.GenerationOptions(json_schema='{"type":"string"}'))),
      "request.generation.json_schema must be empty"),

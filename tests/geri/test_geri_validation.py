@@ -62,6 +62,11 @@ def test_model_type_must_be_llm(kind: int) -> None:
     assert "model_type" in message and common_pb2.ModelType.Name(kind) in message
 
 
+def test_an_unknown_model_type_number_is_refused_naming_it() -> None:
+    # A caller in another language (or on a newer proto) can send any enum number; proto3 keeps it.
+    assert "model_type must be LLM for Geri (got 7)" in rejected(request(model_type=7))
+
+
 @pytest.mark.parametrize("prompt", ["", " \n\t"])
 def test_prompt_required(prompt: str) -> None:
     assert "prompt" in rejected(request(prompt=prompt))
