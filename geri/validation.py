@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,11 @@ MAX_PROMPT_CHARS = 1_000_000
 MAX_STOP_SEQUENCES = 16
 MAX_ID_CHARS = 128
 ROLES = ("user", "assistant", "tool")
+# A BCP-47 tag's shape (primary subtag, then subtags of 1-8 letters or digits; "_" as some tools write it), at
+# most 35 characters (RFC 5646's practical limit). It is written into the system prompt, so anything else
+# would be an instruction a caller slipped in there.
+MAX_LANGUAGE_CHARS = 35
+_LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*")
 
 
 @dataclass(frozen=True)
@@ -137,7 +143,7 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
         ),
         model=gen.model.strip(),
         system_prompt=gen.system_prompt if gen.system_prompt.strip() else settings.system_prompt,
-        language=meta.language.strip(),
+        language=_language(meta.language),
         contract=contract,
         messages=_messages(gen.messages, limits.max_messages),
         tenant=tenant,
@@ -149,6 +155,15 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
 def model_type_name(value: int) -> str:
     """The enum name of a ``model_type``, or its number when this proto names none (a newer or hostile caller)."""
     return common_pb2.ModelType.Name(value) if value in common_pb2.ModelType.values() else str(value)
+
+
+def _language(value: str) -> str:
+    """``metadata.language`` stripped: empty, or a tag of BCP-47's shape ("en", "de-DE", "zh-Hant-TW")."""
+    tag = value.strip()
+    if tag and (len(tag) > MAX_LANGUAGE_CHARS or not _LANGUAGE_TAG.fullmatch(tag)):
+        raise InvalidArgument(f"metadata.language must be a BCP-47 language tag such as 'en' or 'de-DE', at most "
+                              f"{MAX_LANGUAGE_CHARS} characters (got {tag[:40]!r}{'…' if len(tag) > 40 else ''})")
+    return tag
 
 
 def _identifier(value: str, field: str) -> str:
