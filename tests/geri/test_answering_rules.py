@@ -114,6 +114,19 @@ def test_a_citation_of_a_source_not_shown_is_dropped() -> None:
     assert not verdict.answered
 
 
+@pytest.mark.parametrize(("citations", "text", "grounded"), [
+    # The model's [2] was its second citation; its first (a source left out to fit the window) is dropped.
+    ([{"source": 2, "sentence": 1}, {"source": 1, "sentence": 1}], "Port 9427 [2].", "Port 9427 [1]."),
+    ([{"source": 1, "sentence": 1}], "Port 9427 [7].", "Port 9427. [1]"),  # a marker of no citation at all
+    ([{"source": 1, "sentence": 1}, {"source": 1, "sentence": 1}], "Port [1] 9427 [2].", "Port [1] 9427 [1]."),
+])
+def test_the_answer_markers_point_at_the_citations_that_remain(citations: list[dict[str, int]], text: str,
+                                                                grounded: str) -> None:
+    verdict = ground(answer(citations=citations, answer=text), numbered()[:1], min_support=0.5)
+    assert verdict.answered and [c.marker for c in verdict.citations] == [1]
+    assert verdict.text == grounded
+
+
 def test_history_keeps_the_last_question_and_answer_turns_as_text() -> None:
     turns = [common_pb2.ChatTurn(role="user", content="q1"), common_pb2.ChatTurn(role="tool", content="x"),
              common_pb2.ChatTurn(role="assistant", content='{"answered": true, "answer": "a1 [1]"}'),
