@@ -12,7 +12,7 @@ from wolf.v1 import common_pb2
 from geri.answering.grounding import ground, support
 from geri.answering.queries import grounded_rewrite, history_turns, parse_rewrite, parse_variants
 from geri.answering.schema import answer_schema
-from geri.answering.sources import NumberedSource, number_sources, split_sentences
+from geri.answering.sources import MAX_SENTENCE_CHARS, NumberedSource, number_sources, split_sentences
 
 DOCS = [
     common_pb2.RetrievedDocument(
@@ -125,6 +125,19 @@ def test_the_answer_markers_point_at_the_citations_that_remain(citations: list[d
     verdict = ground(answer(citations=citations, answer=text), numbered()[:1], min_support=0.5)
     assert verdict.answered and [c.marker for c in verdict.citations] == [1]
     assert verdict.text == grounded
+
+
+def test_a_citation_quotes_no_more_of_a_sentence_than_the_model_was_shown() -> None:
+    # A chunk without sentence ends (or with more sentences than are numbered) is one huge last sentence:
+    # quoting all of it made a 5 MB chunk a 10 MB reply (quote and summary), past a caller's 4 MB default.
+    doc = common_pb2.RetrievedDocument(document_id="big", relevance_score=0.9,
+                                       content="The relay has many settings. Word " + "word " * 100_000)
+    (source,), shown = number_sources([doc])
+    assert [len(s) for s in source.sentences] == [len("The relay has many settings."), MAX_SENTENCE_CHARS]
+    assert all(f"({i}) {s}" in shown.documents[0].content for i, s in enumerate(source.sentences, 1))
+    verdict = ground(answer(citations=[{"source": 1, "sentence": 2}], answer="word"), [source], min_support=0.5)
+    (cite,) = verdict.citations
+    assert cite.quote == source.sentences[1] and doc.content.startswith(f"The relay has many settings. {cite.quote}")
 
 
 def test_history_keeps_the_last_question_and_answer_turns_as_text() -> None:
