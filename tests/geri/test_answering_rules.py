@@ -166,3 +166,13 @@ def test_a_rewrite_is_used_only_when_it_restates_the_conversation() -> None:
         "Where does the Hrafn relay write its logs?", "")
     kept, warning = grounded_rewrite("https://api.hrafn.com/v2/admin/logs/1", question, turns)
     assert kept == question and "was not used" in warning and "of its words occur" in warning and "below 75%" in warning
+
+
+@pytest.mark.parametrize("language", ["en", "en-US", "EN", "eng", "en_GB"])
+def test_a_rewrite_is_judged_in_the_language_whatever_the_tag_spells_it(language: str) -> None:
+    # "ports", "APIs" and "listening" meet what was said only through the English stemmer and stop words: a tag
+    # read as no language kept the question.
+    turns = [common_pb2.ChatTurn(role="user", content="Which port does the Hrafn relay admin API use?"),
+             common_pb2.ChatTurn(role="assistant", content="It listens on TCP port 9427 [1].")]
+    query = "Which ports are the Hrafn relay's admin APIs listening on?"
+    assert grounded_rewrite(query, "And the other ones?", turns, language) == (query, "")
