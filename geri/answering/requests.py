@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,12 @@ def answer_policy(settings: AnsweringSettings, options: geri_pb2.AnswerOptions) 
                         model_abstains=merged.model_abstains, max_tokens=merged.max_tokens)
 
 
+def has_text(text: str) -> bool:
+    """Whether ``text`` holds a character that shows: not whitespace, a control or format character (zero-width
+    space, BOM, direction marks), nor unassigned — a chunk of only those has nothing a sentence could quote."""
+    return any(not ch.isspace() and unicodedata.category(ch)[0] not in "CZ" for ch in text)
+
+
 def check_request(request: common_pb2.WolfRequest, settings: GeriSettings, *, what: str) -> ValidatedRequest:
     """The nested WolfRequest, validated as for Generate (model_type may be left unset) and for a grounded
     call: a question, no caller-set instructions, schema, tools or stops, and usable context documents.
@@ -78,8 +85,9 @@ def check_request(request: common_pb2.WolfRequest, settings: GeriSettings, *, wh
         field = f"request.context.documents[{i}]"
         if not doc.document_id.strip():
             raise InvalidArgument(f"{field}.document_id must be non-empty: a citation names it")
-        if not doc.content.strip():
-            raise InvalidArgument(f"{field}.content is empty: every context document needs its text")
+        if not has_text(doc.content):
+            raise InvalidArgument(f"{field}.content is empty: every context document needs its text (whitespace, "
+                                  "control and invisible format characters are not text)")
         score = doc.relevance_score
         if not math.isfinite(score) or not 0.0 <= score <= 1.0:
             raise InvalidArgument(f"{field}.relevance_score must be in [0, 1] (got {score})")

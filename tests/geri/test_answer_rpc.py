@@ -152,6 +152,10 @@ def test_a_first_question_is_kept_without_a_generation(stub) -> None:  # type: i
     (ask(prompt=" "), "request.prompt must be non-empty"),
     (ask(docs=(RELAY, common_pb2.RetrievedDocument(document_id="x", relevance_score=0.5, content=" "))),
      "request.context.documents[1].content is empty"),
+    # Only zero-width, BOM, word-joiner and control characters: no text a sentence could quote.
+    (ask(docs=(RELAY, common_pb2.RetrievedDocument(document_id="x", relevance_score=0.5,
+                                                   content="\u200b\ufeff\u2060\x00\u202e \n"))),
+     "request.context.documents[1].content is empty"),
     (ask(docs=(common_pb2.RetrievedDocument(document_id="x", content="t", relevance_score=float("nan")),)),
      "request.context.documents[0].relevance_score must be in [0, 1] (got nan)"),
     (ask(docs=(common_pb2.RetrievedDocument(document_id="x", content="t", relevance_score=1.5),)),
