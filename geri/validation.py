@@ -79,7 +79,8 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
             raise InvalidArgument(f"metadata.max_tokens must be positive (got {max_tokens})")
         if max_tokens > settings.max_tokens_limit:
             raise InvalidArgument(
-                f"metadata.max_tokens is {max_tokens}; the limit is {settings.max_tokens_limit}"
+                f"metadata.max_tokens is {max_tokens}; the limit is {settings.max_tokens_limit} (setting "
+                "max_tokens_limit)"
             )
     temperature = settings.default_temperature
     if meta.HasField("temperature"):

@@ -97,6 +97,11 @@ def test_max_tokens_bounds(value: int) -> None:
     assert "metadata.max_tokens" in rejected(request(metadata=common_pb2.RequestMetadata(max_tokens=value)))
 
 
+def test_max_tokens_over_the_limit_names_the_setting() -> None:
+    assert "metadata.max_tokens is 1001; the limit is 1000 (setting max_tokens_limit)" in rejected(
+        request(metadata=common_pb2.RequestMetadata(max_tokens=1001)))
+
+
 @pytest.mark.parametrize("value", [-0.1, 2.01, math.nan, math.inf])
 def test_temperature_bounds(value: float) -> None:
     message = rejected(request(metadata=common_pb2.RequestMetadata(temperature=value)))
