@@ -128,6 +128,12 @@ def answer_generation(request: common_pb2.WolfRequest, sources: list[common_pb2.
                       policy: AnswerPolicy) -> tuple[list[NumberedSource], common_pb2.WolfRequest]:
     """The numbered sources and the generation request that asks for a cited answer over them."""
     numbered, context = number_sources(sources)
+    # The window fitting gives up the lowest-scored documents first, and the schema's numbers stay the prompt's
+    # only while it gives them up from the end: after the source rerank the order is no longer by score, so
+    # each document the model is shown scores at most as its predecessor (equal scores: the later one goes).
+    ceiling = 1.0
+    for shown in context.documents:
+        ceiling = shown.relevance_score = min(shown.relevance_score, ceiling)
     schema = answer_schema(numbered, max_citations=policy.max_citations, model_abstains=policy.model_abstains)
     inner = common_pb2.WolfRequest()
     inner.CopyFrom(request)

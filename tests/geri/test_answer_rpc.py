@@ -223,6 +223,37 @@ def test_a_context_too_large_for_the_window_loses_its_lowest_scored_source_and_s
     assert all(c.document_id == "relay-guide" for c in reply.answer.citations)
 
 
+def test_a_window_too_small_after_the_source_rerank_drops_the_last_numbered_source_never_a_cited_one(  # type: ignore[no-untyped-def]
+        stub, embedded_backend: EmbeddedBackend) -> None:
+    # The rerank numbers the relay guide (0.82) before a higher-scored source the question is unlikely after;
+    # a window with room for one of them must drop the one numbered last, or the model's "source 1" is
+    # another document than the schema's (and the reply's) source 1.
+    garden = common_pb2.RetrievedDocument(
+        document_id="garden-relay", chunk_id="garden-relay#0", relevance_score=0.88,
+        content="Tomatoes need six hours of sun. The garden relay race starts at noon on Sundays.")
+    question = "Which TCP port does the Skadi relay listen on by default?"
+    numbered, _ = number_sources([RELAY, garden])
+
+    def tokens(*docs: common_pb2.RetrievedDocument) -> int:
+        shown = number_sources(docs)[1].documents
+        return embedded_backend.count_tokens(build_messages(system_prompt(False), question, [
+            ContextDocument(d.document_id, d.content, d.relevance_score, d.source) for d in shown]),
+            embedded_backend.default_model)
+
+    window = embedded_backend.context_window(embedded_backend.default_model)
+    request = ask(question, docs=(garden, RELAY))
+    request.request.metadata.max_tokens = window - max(tokens(RELAY), tokens(garden)) - 4
+    assert tokens(RELAY, garden) > window - request.request.metadata.max_tokens  # room for one source only
+    reply = stub.Answer(request, timeout=600)
+    assert len(reply.metadata.dropped_document_ids) == 1 and reply.answer.sources_used == 1
+    assert reply.answer.answered and reply.answer.citations
+    for cite in reply.answer.citations:
+        assert cite.document_id not in reply.metadata.dropped_document_ids
+        assert cite.source_number == 1 and cite.document_id == "relay-guide"  # the rerank numbered it first
+    shown = {d.document_id: d.shown for d in reply.documents}
+    assert shown == {"relay-guide": True, "garden-relay": False}
+
+
 def test_a_cancelled_stream_stops_the_model_and_stores_nothing(stub, embedded_backend: EmbeddedBackend) -> None:  # type: ignore[no-untyped-def]
     # A question no earlier test asked: the answer cache has nothing for it, so the model must run.
     call = stub.AnswerStream(ask("On which TCP port is the Skadi relay listening?", session="conv-cancel"),
