@@ -73,7 +73,8 @@ class GenerationPipeline:
         return backend if isinstance(backend, ContinuationScorer) else None
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
-            drafts: bool = False, user: str = "") -> Generator[StreamEvent, None, None]:
+            drafts: bool = False, user: str = "", require_documents: bool = False
+            ) -> Generator[StreamEvent, None, None]:
         """Generate the answer to ``request``.
 
         Args:
@@ -84,9 +85,11 @@ class GenerationPipeline:
                 turn when False; the session's history is read either way).
             drafts: Emit ``draft`` / ``draft_reset`` events for a constrained reply (see StreamEvent).
             user: The caller's validated ``x-wolf-user`` ("" without one): the session is this user's own.
+            require_documents: Generate only with at least one of the request's context documents in the prompt.
 
         Raises:
-            InvalidArgument: a field is wrong, or the question alone does not fit the window.
+            InvalidArgument: a field is wrong, or the question alone does not fit the window
+                (``ContextDoesNotFit``: with ``require_documents``, none of the documents fits beside it).
             PermissionDenied: the caller's session belongs to another data owner.
             FailedPrecondition / Unavailable / DeadlineExceeded: no backend of the list could answer.
         """
@@ -114,7 +117,7 @@ class GenerationPipeline:
             if drafted:
                 yield StreamEvent("draft_reset")
                 drafted = False
-            work = self._on_route(route, model, req, history, cancel, drafts)
+            work = self._on_route(route, model, req, history, cancel, drafts, require_documents)
             try:
                 while True:
                     event = next(work)
@@ -148,7 +151,7 @@ class GenerationPipeline:
         raise self._exhausted(failures)
 
     def _on_route(self, route: Route, model: str, req: ValidatedRequest, history: Sequence[ChatMessage],
-                  cancel: threading.Event, drafts: bool
+                  cancel: threading.Event, drafts: bool, require_documents: bool = False
                   ) -> Generator[StreamEvent, None, tuple[AttemptResult, FittedPrompt]]:
         backend = route.backend
         model = backend.resolve_model(model)
@@ -160,7 +163,7 @@ class GenerationPipeline:
         fitted = fit_to_window(
             system_prompt=req.system_prompt, question=req.prompt, documents=req.documents, language=req.language,
             window=backend.context_window(model), max_tokens=req.params.max_tokens, count_tokens=count,
-            history=turns,
+            history=turns, require_documents=require_documents,
         )
         pieces = attempt(backend, model, fitted.messages, req.params, req.contract,
                          repairs=self._settings.structured.repair_attempts, cancel=cancel, count_tokens=count,

@@ -43,6 +43,10 @@ class FittedPrompt:
 TokenCounter = Callable[[Sequence[ChatMessage]], int]
 
 
+class ContextDoesNotFit(InvalidArgument):
+    """No context document fits the window beside the question (``fit_to_window(require_documents=True)``)."""
+
+
 def format_document(number: int, doc: ContextDocument) -> str:
     """One ``[Document N: id]`` block: header, source line when known, metadata line when chosen, content."""
     lines = [f"[Document {number}: {doc.document_id}]"]
@@ -101,6 +105,7 @@ def fit_to_window(
     max_tokens: int,
     count_tokens: TokenCounter,
     history: Sequence[ChatMessage] = (),
+    require_documents: bool = False,
 ) -> FittedPrompt:
     """Build the prompt; drop the oldest history, then the lowest-scored documents, until prompt +
     ``max_tokens`` fit ``window``.
@@ -114,10 +119,12 @@ def fit_to_window(
         max_tokens: Tokens reserved for the answer.
         count_tokens: The backend's token counter for a list of messages.
         history: Earlier turns of the conversation, oldest first.
+        require_documents: A prompt without any of ``documents`` is of no use (a grounded answer).
 
     Raises:
         InvalidArgument: even the question without any document does not fit; the message
             says how long it is and what the limit is.
+        ContextDoesNotFit: ``require_documents`` and every document had to be dropped.
     """
     budget = window - max_tokens
     history = list(history)
@@ -171,13 +178,16 @@ def fit_to_window(
         total = bare_tokens
 
     kept_docs = [documents[i] for i in kept]
-    messages = build_messages(system_prompt, question, kept_docs, language, history)
     if dropped:
         ids = [documents[i].document_id for i in dropped]
         warnings.append(
             f"dropped {len(dropped)} of {len(documents)} context documents with the lowest relevance "
             f"({', '.join(ids)}) to fit the model window of {window} tokens with max_tokens={max_tokens}"
         )
+        if require_documents and not kept_docs:
+            raise ContextDoesNotFit(f"no source fits the model window: {warnings[-1]} (lower metadata.max_tokens "
+                                    "or send shorter chunks)")
+    messages = build_messages(system_prompt, question, kept_docs, language, history)
     return FittedPrompt(
         messages=messages,
         prompt_tokens=total,

@@ -254,6 +254,18 @@ def test_a_window_too_small_after_the_source_rerank_drops_the_last_numbered_sour
     assert shown == {"relay-guide": True, "garden-relay": False}
 
 
+def test_when_no_source_fits_the_window_the_answer_abstains_saying_so_without_asking_the_model(stub) -> None:  # type: ignore[no-untyped-def]
+    # 40 numbered sentences of 600 characters: ~6,000 tokens, past SmolLM2's 4,096.
+    huge = common_pb2.RetrievedDocument(document_id="huge", chunk_id="huge#0", relevance_score=0.9, content=(
+        "The Skadi relay listens on TCP port 9427. " + " ".join(
+            f"Setting {i} of the Skadi relay is {'x' * 560} by default." for i in range(45))))
+    reply = stub.Answer(ask(docs=(huge,), session="conv-window"), timeout=600)
+    assert not reply.answer.answered and not reply.HasField("llm_response")
+    assert reply.answer.reason.startswith("no source fits the model window: dropped 1 of 1 context documents")
+    assert "max_tokens=320" in reply.answer.reason
+    assert session_turns(stub, "conv-window")[-1] == ("assistant", reply.answer.reason)
+
+
 def test_a_cancelled_stream_stops_the_model_and_stores_nothing(stub, embedded_backend: EmbeddedBackend) -> None:  # type: ignore[no-untyped-def]
     # A question no earlier test asked: the answer cache has nothing for it, so the model must run.
     call = stub.AnswerStream(ask("On which TCP port is the Skadi relay listening?", session="conv-cancel"),
