@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from geri.backends.base import ChatMessage
-from geri.context_metadata import one_line
+from geri.context_metadata import clean_value, one_line
 from wolf_service.errors import InvalidArgument
 
 
@@ -41,6 +41,7 @@ class FittedPrompt:
 
 
 TokenCounter = Callable[[Sequence[ChatMessage]], int]
+MAX_SHOWN_ID_CHARS = 256  # of a document id in its header (the model cites by number, not by id)
 
 
 class ContextDoesNotFit(InvalidArgument):
@@ -49,9 +50,10 @@ class ContextDoesNotFit(InvalidArgument):
 
 def format_document(number: int, doc: ContextDocument) -> str:
     """One ``[Document N: id]`` block: header, source line when known, metadata line when chosen, content."""
-    lines = [f"[Document {number}: {doc.document_id}]"]
+    # A caller's id and path stay on their own line: neither may start a header or a numbered sentence.
+    lines = [f"[Document {number}: {clean_value(doc.document_id, MAX_SHOWN_ID_CHARS)}]"]
     if doc.source:
-        lines.append(f"Source: {one_line(doc.source)}")  # a caller's path: it must not start a line of its own
+        lines.append(f"Source: {one_line(doc.source)}")
     if doc.metadata_line:
         lines.append(doc.metadata_line)
     lines.append(doc.content.strip())
