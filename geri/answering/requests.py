@@ -71,8 +71,9 @@ def check_request(request: common_pb2.WolfRequest, settings: GeriSettings, *, wh
     if request.model_type not in (common_pb2.MODEL_TYPE_UNSPECIFIED, common_pb2.LLM):
         got = model_type_name(request.model_type)
         raise InvalidArgument(f"request.model_type must be LLM or unset (got {got})")
-    if not request.prompt.strip():
-        raise InvalidArgument(f"request.prompt must be non-empty: it is {what}")
+    if not has_text(request.prompt):
+        raise InvalidArgument(f"request.prompt must be non-empty: it is {what} (whitespace, control and invisible "
+                              "format characters are not text)")
     gen = request.generation
     for name in _RESERVED:
         if getattr(gen, name).strip():

@@ -150,6 +150,7 @@ def test_a_first_question_is_kept_without_a_generation(stub) -> None:  # type: i
 
 @pytest.mark.parametrize(("request_", "field"), [
     (ask(prompt=" "), "request.prompt must be non-empty"),
+    (ask(prompt="\u200b\u2060\x00\u202e"), "request.prompt must be non-empty"),  # nothing that shows
     (ask(docs=(RELAY, common_pb2.RetrievedDocument(document_id="x", relevance_score=0.5, content=" "))),
      "request.context.documents[1].content is empty"),
     # Only zero-width, BOM, word-joiner and control characters: no text a sentence could quote.
