@@ -82,6 +82,12 @@ def check_request(request: common_pb2.WolfRequest, settings: GeriSettings, *, wh
         raise InvalidArgument("request.generation.tools must be empty: a grounded answer calls no tools")
     if gen.stop:
         raise InvalidArgument("request.generation.stop must be empty: a stop sequence would cut the answer's JSON")
+    threshold = request.context.score_threshold
+    if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
+        raise InvalidArgument(f"request.context.score_threshold must be in [0, 1] (got {threshold})")
+    if request.context.below_threshold < 0:
+        raise InvalidArgument(f"request.context.below_threshold must not be negative (got "
+                              f"{request.context.below_threshold})")
     for i, doc in enumerate(request.context.documents):
         field = f"request.context.documents[{i}]"
         if not doc.document_id.strip():

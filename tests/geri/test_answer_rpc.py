@@ -164,6 +164,12 @@ def test_a_first_question_is_kept_without_a_generation(stub) -> None:  # type: i
     (ask(docs=(common_pb2.RetrievedDocument(content="t", relevance_score=0.5),)),
      "request.context.documents[0].document_id must be non-empty"),
     (ask(min_score=1.5), "options.min_score: Input should be less than or equal to 1"),
+    # The context's own threshold is a score too, and the abstention's reason quotes it with its count.
+    (geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(request_id="r", prompt="q", context=common_pb2.RAGContext(
+        below_threshold=3, score_threshold=float("nan")))),
+     "request.context.score_threshold must be in [0, 1] (got nan)"),
+    (geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(request_id="r", prompt="q", context=common_pb2.RAGContext(
+        below_threshold=-2))), "request.context.below_threshold must not be negative (got -2)"),
     (ask(max_sources=0), "options.max_sources: Input should be greater than or equal to 1"),
     (ask(max_citations=9), "options.max_citations: Input should be less than or equal to 5"),
     (ask(min_support=float("nan")), "options.min_support"),
