@@ -135,10 +135,23 @@ def fit_to_window(
     bare_tokens = count_tokens(bare)
     if bare_tokens > budget and history:
         before = len(history)
-        while history and bare_tokens > budget:
+        # Each turn is counted once (the newest that fit the room the question leaves), not the whole prompt
+        # again per dropped turn: a long conversation would be tokenized once per turn.
+        room = budget - count_tokens(build_messages(system_prompt, question, [], language))
+        given, history = history, trim_history(history, max(room, 0), count_tokens)
+        bare = build_messages(system_prompt, question, [], language, history)
+        bare_tokens = count_tokens(bare)
+        while history and bare_tokens > budget:  # turn counts are not exactly additive
             history.pop(0)
             bare = build_messages(system_prompt, question, [], language, history)
             bare_tokens = count_tokens(bare)
+        # Counted alone, a turn may cost more than in the whole prompt (a chat template's default system turn):
+        # give back the newest dropped turns that still fit, so no more is dropped than the window needs.
+        while bare_tokens <= budget and len(history) < len(given) and given[-len(history) - 1].role != "tool":
+            wider = build_messages(system_prompt, question, [], language, given[-len(history) - 1:])
+            if (wider_tokens := count_tokens(wider)) > budget:
+                break
+            history, bare, bare_tokens = given[-len(history) - 1:], wider, wider_tokens
         warnings.append(f"dropped the {before - len(history)} oldest of {before} conversation turns to fit "
                         f"the model window of {window} tokens with max_tokens={max_tokens}")
     if bare_tokens > budget:
