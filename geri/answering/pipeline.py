@@ -135,14 +135,14 @@ class AnswerPipeline:
             if unsupported:
                 yield self._abstained(req, request, unsupported, started)
                 return
-        numbered, inner = answer_generation(outer, sources, policy)
+        numbered, inner, kept_contract = answer_generation(outer, sources, policy)
         drafts = DraftText()
         final: common_pb2.WolfResponse | None = None
         backends: tuple[tuple[str, str], ...] = ()
         answerer: ContinuationScorer | None = None  # the backend that answered, when it can score
         try:
             for event in self._generation.run(inner, cancel, remember=False, drafts=stream, user=user,
-                                              require_documents=True):
+                                              grounded=kept_contract):
                 if event.kind == "draft" and (delta := drafts.feed(event.text)):
                     yield AnswerStep("text", delta)
                 elif event.kind == "draft_reset":

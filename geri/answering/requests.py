@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from wolf.v1 import common_pb2, geri_pb2
 from geri.answering.schema import answer_schema, system_prompt
 from geri.answering.sources import NumberedSource, number_sources
 from geri.settings import AnsweringSettings, GeriSettings
+from geri.structured.contract import OutputContract
 from geri.validation import ValidatedRequest, model_type_name, validate_request
 from wolf_service.errors import InvalidArgument
 
@@ -132,8 +133,10 @@ def gate_reason(context: common_pb2.RAGContext, policy: AnswerPolicy) -> str:
 
 
 def answer_generation(request: common_pb2.WolfRequest, sources: list[common_pb2.RetrievedDocument],
-                      policy: AnswerPolicy) -> tuple[list[NumberedSource], common_pb2.WolfRequest]:
-    """The numbered sources and the generation request that asks for a cited answer over them."""
+                      policy: AnswerPolicy
+                      ) -> tuple[list[NumberedSource], common_pb2.WolfRequest, Callable[[int], OutputContract]]:
+    """The numbered sources, the generation request that asks for a cited answer over them, and the answer's
+    contract when the window keeps only the first ``k`` of them (``GenerationPipeline.run``'s ``grounded``)."""
     numbered, context = number_sources(sources)
     # The window fitting gives up the lowest-scored documents first, and the schema's numbers stay the prompt's
     # only while it gives them up from the end: after the source rerank the order is no longer by score, so
@@ -152,7 +155,17 @@ def answer_generation(request: common_pb2.WolfRequest, sources: list[common_pb2.
         inner.metadata.max_tokens = policy.max_tokens
     if not inner.metadata.HasField("temperature"):
         inner.metadata.temperature = 0.0  # the answer is a choice of evidence, not creative writing
-    return numbered, inner
+    return numbered, inner, kept_sources_contract(numbered, policy)
+
+
+def kept_sources_contract(numbered: Sequence[NumberedSource], policy: AnswerPolicy
+                          ) -> Callable[[int], OutputContract]:
+    """The answer's contract when the window keeps only the first ``k`` of ``numbered`` (it drops the last):
+    a schema that admits citations of those alone."""
+    def contract(kept: int) -> OutputContract:
+        return OutputContract(schema=answer_schema(numbered[:kept], max_citations=policy.max_citations,
+                                                   model_abstains=policy.model_abstains))
+    return contract
 
 
 def side_generation(request: common_pb2.WolfRequest, prompt: str, *, schema: dict[str, Any], system: str,

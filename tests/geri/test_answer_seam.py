@@ -30,7 +30,7 @@ class ScriptedGeneration:
         return self.scorer
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
-            drafts: bool = False, user: str = "", require_documents: bool = False) -> Iterator[StreamEvent]:
+            drafts: bool = False, user: str = "", grounded: Any = None) -> Iterator[StreamEvent]:
         assert not remember  # the answer pipeline stores its own turns
         self.requests.append(request)
         reply = self.replies.pop(0)
@@ -291,7 +291,7 @@ class ReloadedWhileGenerating(ScriptedGeneration):
         self.settings, self.changed = settings, changed
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
-            drafts: bool = False, user: str = "", require_documents: bool = False) -> Iterator[StreamEvent]:
+            drafts: bool = False, user: str = "", grounded: Any = None) -> Iterator[StreamEvent]:
         self.settings.answering = self.settings.answering.model_copy(update=self.changed)
         yield from super().run(request, cancel, remember=remember, drafts=drafts, user=user)
 
