@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -29,6 +29,7 @@ from geri.routing import FALLBACK_ERRORS, Route, Router
 from geri.sessions import SessionStore, Turn
 from geri.sessions.store import check_owner
 from geri.settings import GeriSettings
+from geri.structured.contract import OutputContract
 from geri.validation import ValidatedRequest, validate_request
 from wolf_service.errors import Unavailable
 
@@ -82,7 +83,8 @@ class GenerationPipeline:
         return None
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
-            drafts: bool = False, user: str = "") -> Generator[StreamEvent, None, None]:
+            drafts: bool = False, user: str = "", grounded: Callable[[int], OutputContract] | None = None
+            ) -> Generator[StreamEvent, None, None]:
         """Generate the answer to ``request``.
 
         Args:
@@ -93,9 +95,12 @@ class GenerationPipeline:
                 turn when False; the session's history is read either way).
             drafts: Emit ``draft`` / ``draft_reset`` events for a constrained reply (see StreamEvent).
             user: The caller's validated ``x-wolf-user`` ("" without one): the session is this user's own.
+            grounded: For a reply that must rest on the context (a grounded answer): the contract for the first
+                ``k`` context documents, used when the window keeps only ``k``; at least one must fit.
 
         Raises:
-            InvalidArgument: a field is wrong, or the question alone does not fit the window.
+            InvalidArgument: a field is wrong, or the question alone does not fit the window
+                (``ContextDoesNotFit``: with ``grounded``, none of the documents fits beside it).
             PermissionDenied: the caller's session belongs to another data owner.
             FailedPrecondition / Unavailable / DeadlineExceeded: no backend of the list could answer.
         """
@@ -123,7 +128,7 @@ class GenerationPipeline:
             if drafted:
                 yield StreamEvent("draft_reset")
                 drafted = False
-            work = self._on_route(route, model, req, history, cancel, drafts)
+            work = self._on_route(route, model, req, history, cancel, drafts, grounded)
             try:
                 while True:
                     event = next(work)
@@ -157,7 +162,7 @@ class GenerationPipeline:
         raise self._exhausted(failures)
 
     def _on_route(self, route: Route, model: str, req: ValidatedRequest, history: Sequence[ChatMessage],
-                  cancel: threading.Event, drafts: bool
+                  cancel: threading.Event, drafts: bool, grounded: Callable[[int], OutputContract] | None = None
                   ) -> Generator[StreamEvent, None, tuple[AttemptResult, FittedPrompt]]:
         backend = route.backend
         model = backend.resolve_model(model)
@@ -169,9 +174,11 @@ class GenerationPipeline:
         fitted = fit_to_window(
             system_prompt=req.system_prompt, question=req.prompt, documents=req.documents, language=req.language,
             window=backend.context_window(model), max_tokens=req.params.max_tokens, count_tokens=count,
-            history=turns,
+            history=turns, require_documents=grounded is not None,
         )
-        pieces = attempt(backend, model, fitted.messages, req.params, req.contract,
+        # The window dropped the last documents: the contract must not let the model cite what it was not shown.
+        contract = grounded(len(fitted.kept_document_ids)) if grounded and fitted.dropped_document_ids else req.contract
+        pieces = attempt(backend, model, fitted.messages, req.params, contract,
                          repairs=self._settings.structured.repair_attempts, cancel=cancel, count_tokens=count,
                          drafts=drafts)
         try:

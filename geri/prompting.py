@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from geri.backends.base import ChatMessage
-from geri.context_metadata import one_line
+from geri.context_metadata import clean_value, one_line
 from wolf_service.errors import InvalidArgument
 
 
@@ -41,13 +41,19 @@ class FittedPrompt:
 
 
 TokenCounter = Callable[[Sequence[ChatMessage]], int]
+MAX_SHOWN_ID_CHARS = 256  # of a document id in its header (the model cites by number, not by id)
+
+
+class ContextDoesNotFit(InvalidArgument):
+    """No context document fits the window beside the question (``fit_to_window(require_documents=True)``)."""
 
 
 def format_document(number: int, doc: ContextDocument) -> str:
     """One ``[Document N: id]`` block: header, source line when known, metadata line when chosen, content."""
-    lines = [f"[Document {number}: {doc.document_id}]"]
+    # A caller's id and path stay on their own line: neither may start a header or a numbered sentence.
+    lines = [f"[Document {number}: {clean_value(doc.document_id, MAX_SHOWN_ID_CHARS)}]"]
     if doc.source:
-        lines.append(f"Source: {one_line(doc.source)}")  # a caller's path: it must not start a line of its own
+        lines.append(f"Source: {one_line(doc.source)}")
     if doc.metadata_line:
         lines.append(doc.metadata_line)
     lines.append(doc.content.strip())
@@ -101,6 +107,7 @@ def fit_to_window(
     max_tokens: int,
     count_tokens: TokenCounter,
     history: Sequence[ChatMessage] = (),
+    require_documents: bool = False,
 ) -> FittedPrompt:
     """Build the prompt; drop the oldest history, then the lowest-scored documents, until prompt +
     ``max_tokens`` fit ``window``.
@@ -114,10 +121,12 @@ def fit_to_window(
         max_tokens: Tokens reserved for the answer.
         count_tokens: The backend's token counter for a list of messages.
         history: Earlier turns of the conversation, oldest first.
+        require_documents: A prompt without any of ``documents`` is of no use (a grounded answer).
 
     Raises:
         InvalidArgument: even the question without any document does not fit; the message
             says how long it is and what the limit is.
+        ContextDoesNotFit: ``require_documents`` and every document had to be dropped.
     """
     budget = window - max_tokens
     history = list(history)
@@ -126,10 +135,23 @@ def fit_to_window(
     bare_tokens = count_tokens(bare)
     if bare_tokens > budget and history:
         before = len(history)
-        while history and bare_tokens > budget:
+        # Each turn is counted once (the newest that fit the room the question leaves), not the whole prompt
+        # again per dropped turn: a long conversation would be tokenized once per turn.
+        room = budget - count_tokens(build_messages(system_prompt, question, [], language))
+        given, history = history, trim_history(history, max(room, 0), count_tokens)
+        bare = build_messages(system_prompt, question, [], language, history)
+        bare_tokens = count_tokens(bare)
+        while history and bare_tokens > budget:  # turn counts are not exactly additive
             history.pop(0)
             bare = build_messages(system_prompt, question, [], language, history)
             bare_tokens = count_tokens(bare)
+        # Counted alone, a turn may cost more than in the whole prompt (a chat template's default system turn):
+        # give back the newest dropped turns that still fit, so no more is dropped than the window needs.
+        while bare_tokens <= budget and len(history) < len(given) and given[-len(history) - 1].role != "tool":
+            wider = build_messages(system_prompt, question, [], language, given[-len(history) - 1:])
+            if (wider_tokens := count_tokens(wider)) > budget:
+                break
+            history, bare, bare_tokens = given[-len(history) - 1:], wider, wider_tokens
         warnings.append(f"dropped the {before - len(history)} oldest of {before} conversation turns to fit "
                         f"the model window of {window} tokens with max_tokens={max_tokens}")
     if bare_tokens > budget:
@@ -171,13 +193,16 @@ def fit_to_window(
         total = bare_tokens
 
     kept_docs = [documents[i] for i in kept]
-    messages = build_messages(system_prompt, question, kept_docs, language, history)
     if dropped:
         ids = [documents[i].document_id for i in dropped]
         warnings.append(
             f"dropped {len(dropped)} of {len(documents)} context documents with the lowest relevance "
             f"({', '.join(ids)}) to fit the model window of {window} tokens with max_tokens={max_tokens}"
         )
+        if require_documents and not kept_docs:
+            raise ContextDoesNotFit(f"no source fits the model window: {warnings[-1]} (lower metadata.max_tokens "
+                                    "or send shorter chunks)")
+    messages = build_messages(system_prompt, question, kept_docs, language, history)
     return FittedPrompt(
         messages=messages,
         prompt_tokens=total,

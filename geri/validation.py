@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,11 @@ MAX_ID_CHARS = 128
 # As Freki's: a request id names the call in logs, audit and error details, and comes back in the reply.
 MAX_REQUEST_ID_CHARS = 256
 ROLES = ("user", "assistant", "tool")
+# A BCP-47 tag's shape (primary subtag, then subtags of 1-8 letters or digits; "_" as some tools write it), at
+# most 35 characters (RFC 5646's practical limit). It is written into the system prompt, so anything else
+# would be an instruction a caller slipped in there.
+MAX_LANGUAGE_CHARS = 35
+_LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*")
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,7 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
     """
     require_request_id(request.request_id)
     if request.model_type != common_pb2.LLM:
-        got = common_pb2.ModelType.Name(request.model_type)
+        got = model_type_name(request.model_type)
         raise InvalidArgument(f"model_type must be LLM for Geri (got {got})")
     if not request.prompt.strip() and not request.generation.messages:
         raise InvalidArgument("prompt must be non-empty (or generation.messages must continue a conversation)")
@@ -86,7 +92,8 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
             raise InvalidArgument(f"metadata.max_tokens must be positive (got {max_tokens})")
         if max_tokens > settings.max_tokens_limit:
             raise InvalidArgument(
-                f"metadata.max_tokens is {max_tokens}; the limit is {settings.max_tokens_limit}"
+                f"metadata.max_tokens is {max_tokens}; the limit is {settings.max_tokens_limit} (setting "
+                "max_tokens_limit)"
             )
     temperature = settings.default_temperature
     if meta.HasField("temperature"):
@@ -150,13 +157,27 @@ def validate_request(request: common_pb2.WolfRequest, settings: GeriSettings) ->
         ),
         model=gen.model.strip(),
         system_prompt=gen.system_prompt if gen.system_prompt.strip() else settings.system_prompt,
-        language=meta.language.strip(),
+        language=_language(meta.language),
         contract=contract,
         messages=_messages(gen.messages, limits.max_messages),
         tenant=tenant,
         session_id=_identifier(meta.session_id, "metadata.session_id"),
         owner_id=_identifier(meta.owner_id, "metadata.owner_id"),
     )
+
+
+def model_type_name(value: int) -> str:
+    """The enum name of a ``model_type``, or its number when this proto names none (a newer or hostile caller)."""
+    return common_pb2.ModelType.Name(value) if value in common_pb2.ModelType.values() else str(value)
+
+
+def _language(value: str) -> str:
+    """``metadata.language`` stripped: empty, or a tag of BCP-47's shape ("en", "de-DE", "zh-Hant-TW")."""
+    tag = value.strip()
+    if tag and (len(tag) > MAX_LANGUAGE_CHARS or not _LANGUAGE_TAG.fullmatch(tag)):
+        raise InvalidArgument(f"metadata.language must be a BCP-47 language tag such as 'en' or 'de-DE', at most "
+                              f"{MAX_LANGUAGE_CHARS} characters (got {tag[:40]!r}{'…' if len(tag) > 40 else ''})")
+    return tag
 
 
 def _identifier(value: str, field: str) -> str:

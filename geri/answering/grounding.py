@@ -30,6 +30,7 @@ from geri.backends.base import ContinuationScorer
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 _MARKER = re.compile(r"\[\d+\]")
+_NUMBERED_MARKER = re.compile(r"(\s*)\[(\d{1,9})\]")
 STOPWORDS = frozenset(
     "a an the and or but of to in on at by for with from as is are was were be been being it its this that these "
     "those there their they he she his her him we you i our your not no yes do does did has have had will would "
@@ -67,6 +68,15 @@ def _citation(marker: int, source: NumberedSource, sentence: int) -> geri_pb2.Ci
     return citation
 
 
+def _renumber(text: str, renumbered: dict[int, int]) -> str:
+    """``text`` with each ``[n]`` pointing at the kept citation the model's n-th became; a marker of a dropped
+    citation (or of none: the model may write any number) goes, so no marker points at nothing."""
+    def marker(match: re.Match[str]) -> str:
+        kept = renumbered.get(int(match.group(2)))
+        return f"{match.group(1)}[{kept}]" if kept else ""
+    return _NUMBERED_MARKER.sub(marker, text).strip()
+
+
 def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_support: float,
            question: str = "", short_answers: bool = False, scorer: ContinuationScorer | None = None,
            sentence_scorer: ContinuationScorer | None = None,
@@ -84,22 +94,27 @@ def ground(payload: dict[str, Any], sources: Sequence[NumberedSource], *, min_su
         return abstention(f"the model says the sources do not contain the answer{': ' + said if said else ''}")
     by_index = {s.index: s for s in sources}
     citations: list[geri_pb2.Citation] = []
-    seen: set[tuple[int, int]] = set()
-    for item in payload.get("citations") or []:
+    seen: dict[tuple[int, int], int] = {}  # (source, sentence) -> its marker
+    renumbered: dict[int, int] = {}  # the model's marker (its citation's position, from 1) -> the kept one
+    for position, item in enumerate(payload.get("citations") or [], 1):
         source = by_index.get(int(item.get("source", 0)))
         sentence = int(item.get("sentence", 0))
-        if source is None or not 1 <= sentence <= len(source.sentences) or (source.index, sentence) in seen:
+        if source is None or not 1 <= sentence <= len(source.sentences):
             continue  # not shown to the model, or (hand-made payloads only) not a real sentence
-        seen.add((source.index, sentence))
-        citations.append(_citation(len(citations) + 1, source, sentence))
+        if (source.index, sentence) not in seen:
+            seen[(source.index, sentence)] = len(citations) + 1
+            citations.append(_citation(len(citations) + 1, source, sentence))
+        renumbered[position] = seen[(source.index, sentence)]
     text = str(payload.get("answer") or "").strip()
     if not citations:
         return abstention("the answer cites no sentence of the sources")
     extractive = support(text, [c.quote for c in citations]) < min_support
     if extractive:
         text = " ".join(f"{c.quote} [{c.marker}]" for c in citations)
-    elif not _MARKER.search(text):
-        text = f"{text} " + "".join(f"[{c.marker}]" for c in citations)
+    else:
+        text = _renumber(text, renumbered)
+        if not _MARKER.search(text):
+            text = f"{text} " + "".join(f"[{c.marker}]" for c in citations)
     confidence = min(float(payload.get("confidence", 0.0)), max(c.score for c in citations))
     details = [str(d) for d in payload.get("key_details") or [] if str(d).strip()]
     summary = str(payload.get("summary") or "").strip()

@@ -21,7 +21,6 @@ from collections.abc import Generator
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from google.protobuf import timestamp_pb2
 from wolf.v1 import common_pb2, geri_pb2
 
 from geri.answering import report
@@ -52,6 +51,7 @@ from geri.answering.requests import (
 from geri.answering.source_rerank import in_english, rerank_sources
 from geri.backends.base import ContinuationScorer, holding
 from geri.generation import GenerationPipeline
+from geri.prompting import ContextDoesNotFit
 from geri.routing import FALLBACK_ERRORS
 from geri.sessions import SessionStore, Turn
 from geri.sessions.store import SessionRecord, check_owner
@@ -137,20 +137,23 @@ class AnswerPipeline:
             if unsupported:
                 yield self._abstained(req, request, unsupported, started)
                 return
-        numbered, inner = answer_generation(outer, sources, policy)
+        numbered, inner, kept_contract = answer_generation(outer, sources, policy)
         drafts = DraftText()
         final: common_pb2.WolfResponse | None = None
         backends: tuple[tuple[str, str], ...] = ()
         answerer: ContinuationScorer | None = None  # the backend that answered when it can score, else scoring
-        for event in self._generation.run(inner, cancel, remember=False, drafts=stream, user=user):
-            if event.kind == "draft":
-                delta = drafts.feed(event.text)
-                if delta:
+        try:
+            for event in self._generation.run(inner, cancel, remember=False, drafts=stream, user=user,
+                                              grounded=kept_contract):
+                if event.kind == "draft" and (delta := drafts.feed(event.text)):
                     yield AnswerStep("text", delta)
-            elif event.kind == "draft_reset":
-                drafts.reset()
-            elif event.kind == "final":
-                final, backends, answerer = event.response, event.fallbacks, event.scorer or scoring
+                elif event.kind == "draft_reset":
+                    drafts.reset()
+                elif event.kind == "final":
+                    final, backends, answerer = event.response, event.fallbacks, event.scorer or scoring
+        except ContextDoesNotFit as exc:  # found before the model runs: nothing it could cite would be shown
+            yield self._abstained(req, request, str(exc), started)
+            return
         llm = final.llm_response if final is not None else None
         if final is None or llm is None or llm.finish_reason == "cancelled" or cancel.is_set():
             raise Cancelled(f"the answer to request {req.request_id} was cancelled")
@@ -298,6 +301,6 @@ def _spent_nothing(llm: common_pb2.LLMResponse) -> common_pb2.LLMResponse:
 
 
 def _metadata(started: float) -> common_pb2.ResponseMetadata:
-    timestamp = timestamp_pb2.Timestamp()
-    timestamp.GetCurrentTime()
-    return common_pb2.ResponseMetadata(timestamp=timestamp, duration_ms=int((time.monotonic() - started) * 1000))
+    metadata = common_pb2.ResponseMetadata(duration_ms=int((time.monotonic() - started) * 1000))
+    metadata.timestamp.GetCurrentTime()
+    return metadata

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from wolf.v1 import common_pb2
 
 from geri.answering.evidence import terms
+from wolf_service.language_tags import normalize_language
 
 REWRITE_SYSTEM = (
     "Rewrite the user's last question so that it can be understood without the conversation: replace "
@@ -74,7 +75,8 @@ def grounded_rewrite(query: str, question: str, turns: Sequence[common_pb2.ChatT
                      language: str = "en") -> tuple[str, str]:
     """``query`` when MIN_REWRITE_GROUNDING of its content terms (stemmed: "log" meets "logs") occur in the
     question or the conversation, else the question and a warning saying why: a small model sometimes
-    answers with an invented URL or a guess."""
+    answers with an invented URL or a guess. ``language`` is a caller's tag ("en-US", "EN", "eng" are English)."""
+    language = normalize_language(language) or "en"
     words = terms(query, language)
     said = terms(" ".join([question, *(t.content for t in turns)]), language)
     share = len(words & said) / len(words) if words else 0.0

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,8 @@ from wolf.v1 import common_pb2, geri_pb2
 from geri.answering.schema import answer_schema, system_prompt
 from geri.answering.sources import NumberedSource, number_sources
 from geri.settings import AnsweringSettings, GeriSettings
-from geri.validation import ValidatedRequest, validate_request
+from geri.structured.contract import OutputContract
+from geri.validation import ValidatedRequest, model_type_name, validate_request
 from wolf_service.errors import InvalidArgument
 
 _OPTION_FIELDS = ("min_score", "max_sources", "max_citations", "min_support", "model_abstains")
@@ -54,6 +56,12 @@ def answer_policy(settings: AnsweringSettings, options: geri_pb2.AnswerOptions) 
                         model_abstains=merged.model_abstains, max_tokens=merged.max_tokens)
 
 
+def has_text(text: str) -> bool:
+    """Whether ``text`` holds a character that shows: not whitespace, a control or format character (zero-width
+    space, BOM, direction marks), nor unassigned — a chunk of only those has nothing a sentence could quote."""
+    return any(not ch.isspace() and unicodedata.category(ch)[0] not in "CZ" for ch in text)
+
+
 def check_request(request: common_pb2.WolfRequest, settings: GeriSettings, *, what: str) -> ValidatedRequest:
     """The nested WolfRequest, validated as for Generate (model_type may be left unset) and for a grounded
     call: a question, no caller-set instructions, schema, tools or stops, and usable context documents.
@@ -62,10 +70,11 @@ def check_request(request: common_pb2.WolfRequest, settings: GeriSettings, *, wh
         what: What the prompt is, for the error ("the question", "the follow-up question").
     """
     if request.model_type not in (common_pb2.MODEL_TYPE_UNSPECIFIED, common_pb2.LLM):
-        got = common_pb2.ModelType.Name(request.model_type)
+        got = model_type_name(request.model_type)
         raise InvalidArgument(f"request.model_type must be LLM or unset (got {got})")
-    if not request.prompt.strip():
-        raise InvalidArgument(f"request.prompt must be non-empty: it is {what}")
+    if not has_text(request.prompt):
+        raise InvalidArgument(f"request.prompt must be non-empty: it is {what} (whitespace, control and invisible "
+                              "format characters are not text)")
     gen = request.generation
     for name in _RESERVED:
         if getattr(gen, name).strip():
@@ -74,12 +83,19 @@ def check_request(request: common_pb2.WolfRequest, settings: GeriSettings, *, wh
         raise InvalidArgument("request.generation.tools must be empty: a grounded answer calls no tools")
     if gen.stop:
         raise InvalidArgument("request.generation.stop must be empty: a stop sequence would cut the answer's JSON")
+    threshold = request.context.score_threshold
+    if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
+        raise InvalidArgument(f"request.context.score_threshold must be in [0, 1] (got {threshold})")
+    if request.context.below_threshold < 0:
+        raise InvalidArgument(f"request.context.below_threshold must not be negative (got "
+                              f"{request.context.below_threshold})")
     for i, doc in enumerate(request.context.documents):
         field = f"request.context.documents[{i}]"
         if not doc.document_id.strip():
             raise InvalidArgument(f"{field}.document_id must be non-empty: a citation names it")
-        if not doc.content.strip():
-            raise InvalidArgument(f"{field}.content is empty: every context document needs its text")
+        if not has_text(doc.content):
+            raise InvalidArgument(f"{field}.content is empty: every context document needs its text (whitespace, "
+                                  "control and invisible format characters are not text)")
         score = doc.relevance_score
         if not math.isfinite(score) or not 0.0 <= score <= 1.0:
             raise InvalidArgument(f"{field}.relevance_score must be in [0, 1] (got {score})")
@@ -117,9 +133,17 @@ def gate_reason(context: common_pb2.RAGContext, policy: AnswerPolicy) -> str:
 
 
 def answer_generation(request: common_pb2.WolfRequest, sources: list[common_pb2.RetrievedDocument],
-                      policy: AnswerPolicy) -> tuple[list[NumberedSource], common_pb2.WolfRequest]:
-    """The numbered sources and the generation request that asks for a cited answer over them."""
+                      policy: AnswerPolicy
+                      ) -> tuple[list[NumberedSource], common_pb2.WolfRequest, Callable[[int], OutputContract]]:
+    """The numbered sources, the generation request that asks for a cited answer over them, and the answer's
+    contract when the window keeps only the first ``k`` of them (``GenerationPipeline.run``'s ``grounded``)."""
     numbered, context = number_sources(sources)
+    # The window fitting gives up the lowest-scored documents first, and the schema's numbers stay the prompt's
+    # only while it gives them up from the end: after the source rerank the order is no longer by score, so
+    # each document the model is shown scores at most as its predecessor (equal scores: the later one goes).
+    ceiling = 1.0
+    for shown in context.documents:
+        ceiling = shown.relevance_score = min(shown.relevance_score, ceiling)
     schema = answer_schema(numbered, max_citations=policy.max_citations, model_abstains=policy.model_abstains)
     inner = common_pb2.WolfRequest()
     inner.CopyFrom(request)
@@ -131,7 +155,17 @@ def answer_generation(request: common_pb2.WolfRequest, sources: list[common_pb2.
         inner.metadata.max_tokens = policy.max_tokens
     if not inner.metadata.HasField("temperature"):
         inner.metadata.temperature = 0.0  # the answer is a choice of evidence, not creative writing
-    return numbered, inner
+    return numbered, inner, kept_sources_contract(numbered, policy)
+
+
+def kept_sources_contract(numbered: Sequence[NumberedSource], policy: AnswerPolicy
+                          ) -> Callable[[int], OutputContract]:
+    """The answer's contract when the window keeps only the first ``k`` of ``numbered`` (it drops the last):
+    a schema that admits citations of those alone."""
+    def contract(kept: int) -> OutputContract:
+        return OutputContract(schema=answer_schema(numbered[:kept], max_citations=policy.max_citations,
+                                                   model_abstains=policy.model_abstains))
+    return contract
 
 
 def side_generation(request: common_pb2.WolfRequest, prompt: str, *, schema: dict[str, Any], system: str,

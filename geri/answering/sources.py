@@ -45,7 +45,8 @@ def split_sentences(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class NumberedSource:
-    """A context document as the model sees it: number ``index`` (from 1) and its numbered sentences."""
+    """A context document as the model sees it: number ``index`` (from 1) and its numbered sentences (each at
+    most MAX_SENTENCE_CHARS)."""
 
     index: int
     document: common_pb2.RetrievedDocument
@@ -53,7 +54,7 @@ class NumberedSource:
 
     def prompt_text(self) -> str:
         """The chunk with each sentence prefixed by its number: ``(1) First. (2) Second.``"""
-        return " ".join(f"({i}) {s[:MAX_SENTENCE_CHARS]}" for i, s in enumerate(self.sentences, 1))
+        return " ".join(f"({i}) {s}" for i, s in enumerate(self.sentences, 1))
 
 
 def number_sources(documents: Sequence[common_pb2.RetrievedDocument]
@@ -62,7 +63,10 @@ def number_sources(documents: Sequence[common_pb2.RetrievedDocument]
 
     The prompt shows each document as ``[Document N: id]``, in this order, so N is the source number.
     """
-    numbered = [NumberedSource(i, doc, tuple(split_sentences(doc.content)) or ("(empty)",))
+    # A sentence is cut to what the prompt shows: a quote, a short answer and its scoring rest only on text
+    # the model saw, and a chunk without sentence ends cannot make a reply (or its span search) huge.
+    numbered = [NumberedSource(i, doc, tuple(s[:MAX_SENTENCE_CHARS] for s in split_sentences(doc.content))
+                               or ("(empty)",))
                 for i, doc in enumerate(documents, 1)]
     context = common_pb2.RAGContext()
     for item in numbered:

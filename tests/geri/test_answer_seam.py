@@ -35,7 +35,7 @@ class ScriptedGeneration:
         return self.beside.get(name)
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
-            drafts: bool = False, user: str = "") -> Iterator[StreamEvent]:
+            drafts: bool = False, user: str = "", grounded: Any = None) -> Iterator[StreamEvent]:
         assert not remember  # the answer pipeline stores its own turns
         self.requests.append(request)
         reply = self.replies.pop(0)
@@ -316,7 +316,7 @@ class ReloadedWhileGenerating(ScriptedGeneration):
         self.settings, self.changed = settings, changed
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
-            drafts: bool = False, user: str = "") -> Iterator[StreamEvent]:
+            drafts: bool = False, user: str = "", grounded: Any = None) -> Iterator[StreamEvent]:
         self.settings.answering = self.settings.answering.model_copy(update=self.changed)
         yield from super().run(request, cancel, remember=remember, drafts=drafts, user=user)
 

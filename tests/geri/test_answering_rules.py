@@ -12,7 +12,7 @@ from wolf.v1 import common_pb2
 from geri.answering.grounding import ground, support
 from geri.answering.queries import grounded_rewrite, history_turns, parse_rewrite, parse_variants
 from geri.answering.schema import answer_schema
-from geri.answering.sources import NumberedSource, number_sources, split_sentences
+from geri.answering.sources import MAX_SENTENCE_CHARS, NumberedSource, number_sources, split_sentences
 
 DOCS = [
     common_pb2.RetrievedDocument(
@@ -114,6 +114,32 @@ def test_a_citation_of_a_source_not_shown_is_dropped() -> None:
     assert not verdict.answered
 
 
+@pytest.mark.parametrize(("citations", "text", "grounded"), [
+    # The model's [2] was its second citation; its first (a source left out to fit the window) is dropped.
+    ([{"source": 2, "sentence": 1}, {"source": 1, "sentence": 1}], "Port 9427 [2].", "Port 9427 [1]."),
+    ([{"source": 1, "sentence": 1}], "Port 9427 [7].", "Port 9427. [1]"),  # a marker of no citation at all
+    ([{"source": 1, "sentence": 1}, {"source": 1, "sentence": 1}], "Port [1] 9427 [2].", "Port [1] 9427 [1]."),
+])
+def test_the_answer_markers_point_at_the_citations_that_remain(citations: list[dict[str, int]], text: str,
+                                                                grounded: str) -> None:
+    verdict = ground(answer(citations=citations, answer=text), numbered()[:1], min_support=0.5)
+    assert verdict.answered and [c.marker for c in verdict.citations] == [1]
+    assert verdict.text == grounded
+
+
+def test_a_citation_quotes_no_more_of_a_sentence_than_the_model_was_shown() -> None:
+    # A chunk without sentence ends (or with more sentences than are numbered) is one huge last sentence:
+    # quoting all of it made a 5 MB chunk a 10 MB reply (quote and summary), past a caller's 4 MB default.
+    doc = common_pb2.RetrievedDocument(document_id="big", relevance_score=0.9,
+                                       content="The relay has many settings. Word " + "word " * 100_000)
+    (source,), shown = number_sources([doc])
+    assert [len(s) for s in source.sentences] == [len("The relay has many settings."), MAX_SENTENCE_CHARS]
+    assert all(f"({i}) {s}" in shown.documents[0].content for i, s in enumerate(source.sentences, 1))
+    verdict = ground(answer(citations=[{"source": 1, "sentence": 2}], answer="word"), [source], min_support=0.5)
+    (cite,) = verdict.citations
+    assert cite.quote == source.sentences[1] and doc.content.startswith(f"The relay has many settings. {cite.quote}")
+
+
 def test_history_keeps_the_last_question_and_answer_turns_as_text() -> None:
     turns = [common_pb2.ChatTurn(role="user", content="q1"), common_pb2.ChatTurn(role="tool", content="x"),
              common_pb2.ChatTurn(role="assistant", content='{"answered": true, "answer": "a1 [1]"}'),
@@ -140,3 +166,13 @@ def test_a_rewrite_is_used_only_when_it_restates_the_conversation() -> None:
         "Where does the Hrafn relay write its logs?", "")
     kept, warning = grounded_rewrite("https://api.hrafn.com/v2/admin/logs/1", question, turns)
     assert kept == question and "was not used" in warning and "of its words occur" in warning and "below 75%" in warning
+
+
+@pytest.mark.parametrize("language", ["en", "en-US", "EN", "eng", "en_GB"])
+def test_a_rewrite_is_judged_in_the_language_whatever_the_tag_spells_it(language: str) -> None:
+    # "ports", "APIs" and "listening" meet what was said only through the English stemmer and stop words: a tag
+    # read as no language kept the question.
+    turns = [common_pb2.ChatTurn(role="user", content="Which port does the Hrafn relay admin API use?"),
+             common_pb2.ChatTurn(role="assistant", content="It listens on TCP port 9427 [1].")]
+    query = "Which ports are the Hrafn relay's admin APIs listening on?"
+    assert grounded_rewrite(query, "And the other ones?", turns, language) == (query, "")

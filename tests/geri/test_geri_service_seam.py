@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import grpc
 import pytest
@@ -40,6 +41,7 @@ class ScriptedBackend:
         self.started = threading.Event()
         self.messages: list[ChatMessage] = []
         self.scopes: list[str] = []  # whose cached prompts each call may reuse
+        self.schemas: list[dict[str, Any] | None] = []  # the JSON schema each call was constrained to
 
     @property
     def default_model(self) -> str:
@@ -67,6 +69,7 @@ class ScriptedBackend:
     ) -> Iterator[Delta | Completion]:
         self.messages = list(messages)
         self.scopes.append(params.cache_scope)
+        self.schemas.append(params.json_schema)
         self.cancel = cancel
         self.started.set()
         try:
@@ -202,3 +205,22 @@ def test_list_models_reports_backend_models() -> None:
         listing = stub.ListModels(geri_pb2.ListModelsRequest(), timeout=10)
         assert listing.default_model == "scripted-1"
         assert [(m.name, m.backend, m.context_length) for m in listing.models] == [("scripted-1", "scripted", 4096)]
+
+
+def test_an_answer_whose_window_drops_a_source_may_cite_only_the_sources_shown() -> None:
+    reply = ('{"answered": true, "citations": [{"source": 1, "sentence": 1}], "answer": "port 50051", '
+             '"summary": "s", "key_details": [], "confidence": 0.5}')
+    backend = ScriptedBackend([reply])
+    shown = common_pb2.RetrievedDocument(document_id="geri", relevance_score=1.0, content="Geri listens on port 50051.")
+    # 40 numbered sentences of 113 words: past the scripted window of 4,096 (one token a word).
+    big = common_pb2.RetrievedDocument(document_id="big", relevance_score=0.9, content=" ".join(
+        f"Setting {i} is {'x ' * 110}on." for i in range(45)))
+    with stub_for(backend) as stub:
+        answer = stub.Answer(geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+            request_id="a", prompt="Which port does Geri listen on?",
+            context=common_pb2.RAGContext(documents=[shown, big]))), timeout=30)
+    assert list(answer.metadata.dropped_document_ids) == ["big"] and answer.answer.answered
+    (schema,) = backend.schemas
+    assert schema is not None
+    cited = [c["properties"]["source"]["const"] for c in schema["properties"]["citations"]["items"]["anyOf"]]
+    assert cited == [1]  # source 2 was not shown: the model may not cite it
