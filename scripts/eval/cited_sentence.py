@@ -30,7 +30,7 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from geri.answering.grounding import support
+from geri.answering.grounding import content_words, support
 from geri.answering.sentence_choice import WEIGHT, sentence_prompt
 from geri.answering.source_rerank import asked_text, question_likelihoods
 from geri.answering.span_scoring import model_span
@@ -109,6 +109,12 @@ def supported(item: dict[str, Any]) -> bool:
         support(item["model_answer"], [item["sentences"][item["cited"] - 1]]) >= MIN_SUPPORT
 
 
+def supported_beyond(item: dict[str, Any]) -> bool:
+    """The model's answer words that are not the question's are carried by its cited sentence (at least one)."""
+    new = content_words(item["model_answer"]) - content_words(item["question"])
+    return bool(new) and support(" ".join(sorted(new)), [item["sentences"][item["cited"] - 1]]) >= MIN_SUPPORT
+
+
 def holds_span(item: dict[str, Any]) -> bool:
     """The model's answer text contains a span candidate of its cited sentence."""
     said = f" {normalize(item['model_answer'])} "
@@ -148,6 +154,8 @@ def rules() -> dict[str, Rule]:
             item["ranked"], got),
         "cited if supported, else today": lambda item, got: item["cited"] if _spanned(item) and supported(item)
         else _choose(item["ranked"], got),
+        "cited if supported beyond the question, else today": lambda item, got: item["cited"]
+        if _spanned(item) and supported_beyond(item) else _choose(item["ranked"], got),
         "cited if the answer holds its span, else today": lambda item, got: item["cited"]
         if _spanned(item) and holds_span(item) else _choose(item["ranked"], got),
         "cited as a third candidate of the chooser": lambda item, got: _choose(item["ranked"], got, item["cited"]),
@@ -158,6 +166,7 @@ def rules() -> dict[str, Rule]:
     for weight in (2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0):
         out[f"chooser bonus {weight:g} on the cited sentence"] = _chooser_bonus(weight)
         out[f"chooser bonus {weight:g} on the cited sentence if supported"] = _chooser_bonus(weight, supported)
+        out[f"chooser bonus {weight:g} if supported beyond the question"] = _chooser_bonus(weight, supported_beyond)
     return out
 
 
