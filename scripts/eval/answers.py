@@ -51,7 +51,7 @@ from geri.answering.evidence import Gate
 from geri.server import build_server
 from geri.settings import GeriSettings
 from odin_client import OdinClient, OdinError, OdinSettings
-from scripts.evalsets.answer_records import evidence_of, gate_answers, model_answer, short_of
+from scripts.evalsets.answer_records import cited_of, evidence_of, gate_answers, model_answer, short_of
 from scripts.evalsets.harness import data_dir_for, eval_settings, freki_server, index_corpus, running_freki
 from scripts.evalsets.squad_answers import f1, load, normalize, split_of
 
@@ -180,6 +180,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         f1=max((f1(phrase, a) for a in q["answers"]), default=0.0) if answer.answered else 0.0,
                         em=float(any(normalize(phrase) == normalize(a) for a in q["answers"])),
                         **evidence_of(q["question"], answer.sources, odin.answer_max_sources),
+                        answers=q["answers"], **cited_of(answer),
                     )
                 record["seconds"] = time.perf_counter() - started
                 keep(record)

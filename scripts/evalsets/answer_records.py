@@ -34,6 +34,24 @@ def short_of(question: str, answer: Any) -> tuple[str, str]:
     return (span, sentences[number - 1]) if span else (answer.text, cited.quote)
 
 
+def cited_of(answer: Any) -> dict[str, Any]:
+    """The model's raw citations (its JSON, before Geri's checks), the sentences of the source Geri's first
+    citation names as the model saw them numbered (geri/answering/sources.py), and which of them Geri's
+    answer quotes (1-based; 0 when none): to compare the model's cited sentence with the one Geri chose."""
+    gen = answer.generation
+    try:
+        raw = (json.loads(gen.json).get("citations") or []) if gen and gen.json else []
+    except ValueError:
+        raw = []
+    if not answer.answered or not answer.citations:
+        return {"raw_citations": raw, "cited_sentences": [], "final_sentence": 0}
+    cited = answer.citations[0]
+    source = next((s for s in answer.sources if s.chunk_id == cited.chunk_id), None)
+    sentences = split_sentences(source.content) if source is not None else []
+    final = sentences.index(cited.quote) + 1 if cited.quote in sentences else 0
+    return {"raw_citations": raw, "cited_sentences": sentences, "final_sentence": final}
+
+
 def evidence_of(question: str, sources: list[Any], max_sources: int | None) -> dict[str, Any]:
     """What the answer gate sees of the top ``max_sources`` sources (geri/answering/evidence.py)."""
     ev = assess(question, [Passage(s.content, s.score, s.metadata.get("language", "en"))
