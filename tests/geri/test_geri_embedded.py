@@ -219,6 +219,7 @@ def test_a_held_model_serves_its_threads_scores_and_a_cancelled_wait_for_it_is_c
 
     def hold() -> None:
         with embedded_backend.held():
+            embedded_backend.score_continuations(prompt, port)  # the hold's first call takes the model
             inside_hold.set()
             let_go.wait(60)
 
@@ -227,11 +228,34 @@ def test_a_held_model_serves_its_threads_scores_and_a_cancelled_wait_for_it_is_c
     assert inside_hold.wait(60)
     left = threading.Event()
     left.set()  # another caller, gone while it waited for the held model
-    with pytest.raises(Cancelled), embedded_backend.held(left):
-        pass
+    with pytest.raises(Cancelled), embedded_backend.held(left):  # its first call waits, with the hold's cancel
+        embedded_backend.score_continuations(prompt, port)
     with pytest.raises(Cancelled):
         embedded_backend.score_continuations(prompt, port, cancel=left)
     let_go.set()
     holder.join(60)
     with embedded_backend.held():  # this thread's own calls do not queue behind its hold
         assert embedded_backend.score_continuations(prompt, port) == alone
+
+
+def test_a_hold_whose_block_scores_nothing_never_waits_for_the_model(
+        embedded_backend: EmbeddedBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An answer the model abstained from, or cited no English source for, has nothing to score: waiting for the
+    # model would put it behind another caller's whole generation for nothing.
+    waits: list[str] = []
+    wait = embedded_backend._wait_for_model  # noqa: SLF001 - counting the queue, the model still runs
+
+    def counted(cancel: threading.Event | None) -> bool:
+        waits.append("wait")
+        return wait(cancel)
+
+    monkeypatch.setattr(embedded_backend, "_wait_for_model", counted)
+    with embedded_backend.held():
+        pass
+    assert waits == []
+    with embedded_backend.held():
+        for _ in range(2):
+            embedded_backend.score_continuations("The relay listens on port 9427. It listens on port", [" 9427"])
+    assert waits == ["wait"], "a hold's first call takes the model, the next ones keep it"
+    assert embedded_backend._generate_lock.acquire(blocking=False), "the hold let the model go"  # noqa: SLF001
+    embedded_backend._generate_lock.release()  # noqa: SLF001
