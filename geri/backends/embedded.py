@@ -266,10 +266,12 @@ class EmbeddedBackend:
     @contextlib.contextmanager
     def _model_taken(self, cancel: threading.Event | None) -> Iterator[None]:
         """The model for one scoring call, taken for it alone or kept for the rest of this thread's hold; raises
-        Cancelled when ``cancel`` is set while the call waits for the model."""
+        Cancelled once ``cancel`` is set (in a hold, a caller that left stops at its next call)."""
         state = self._holding
         block = getattr(state, "block", False)
         cancel = state.cancel if cancel is None and block else cancel
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("scoring continuations: the request was cancelled")
         if not (block and state.owns) and not self._wait_for_model(cancel):
             raise Cancelled("scoring continuations: the request was cancelled while it waited for the model")
         if block:
@@ -290,7 +292,7 @@ class EmbeddedBackend:
 
         Raises:
             InvalidArgument: the prompt is empty, or it and the longest continuation exceed the window.
-            Cancelled: ``cancel`` was set while the call waited for the model.
+            Cancelled: ``cancel`` was set, before the call ran or while it waited for the model.
         """
         loaded = self._loaded()
         # Plain text: a special token's text in a source or a question is read as text, never as a marker.

@@ -259,3 +259,19 @@ def test_a_hold_whose_block_scores_nothing_never_waits_for_the_model(
     assert waits == ["wait"], "a hold's first call takes the model, the next ones keep it"
     assert embedded_backend._generate_lock.acquire(blocking=False), "the hold let the model go"  # noqa: SLF001
     embedded_backend._generate_lock.release()  # noqa: SLF001
+
+
+def test_a_caller_that_leaves_while_it_holds_the_model_stops_at_its_next_scoring_call(
+        embedded_backend: EmbeddedBackend) -> None:
+    # Its place is kept for the whole run (every near source, or the sentences and the span): a client gone
+    # mid-run must not keep the model from the callers still waiting.
+    prompt, port, gone = "The relay listens on port 9427. It listens on port", [" 9427"], threading.Event()
+    with embedded_backend.held(gone):
+        embedded_backend.score_continuations(prompt, port, cancel=gone)
+        gone.set()
+        with pytest.raises(Cancelled):
+            embedded_backend.score_continuations(prompt, port, cancel=gone)
+        with pytest.raises(Cancelled):
+            embedded_backend.score_continuations(prompt, port)  # the hold's cancel, for a call that passes none
+    assert embedded_backend._generate_lock.acquire(blocking=False), "the hold let the model go"  # noqa: SLF001
+    embedded_backend._generate_lock.release()  # noqa: SLF001
