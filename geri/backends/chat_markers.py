@@ -38,3 +38,8 @@ def as_text(content: str, specials: Sequence[str]) -> str:
 def as_remote_text(content: str) -> str:
     """``content`` with every marker of the common chat-template families broken (for a remote server)."""
     return _REMOTE_MARKERS.sub(lambda match: _broken(match.group(0)), content)
+
+
+def remote_markers(content: str) -> int:
+    """How many markers :func:`as_remote_text` breaks in ``content``."""
+    return len(_REMOTE_MARKERS.findall(content))

@@ -29,7 +29,7 @@ from geri.backends.base import (
     new_call_id,
 )
 from geri.backends.chat_markers import as_remote_text
-from geri.backends.token_estimate import estimate_tokens
+from geri.backends.token_estimate import estimate_sent_tokens
 from geri.settings import GeriSettings
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, ServiceError, Unavailable
 
@@ -98,7 +98,7 @@ class OllamaBackend:
         """An upper estimate: tiktoken count times ``GERI_OLLAMA_TOKEN_MARGIN`` plus template overhead."""
         margin = self._settings.ollama_token_margin
         return _TOKENS_PER_PROMPT + sum(
-            _TOKENS_PER_MESSAGE + estimate_tokens(m.content, margin) for m in messages
+            _TOKENS_PER_MESSAGE + estimate_sent_tokens(m.content, margin) for m in messages
         )
 
     def list_models(self) -> list[ModelDescription]:

@@ -31,7 +31,7 @@ from geri.backends.base import (
     new_call_id,
 )
 from geri.backends.chat_markers import as_remote_text
-from geri.backends.token_estimate import estimate_tokens
+from geri.backends.token_estimate import estimate_sent_tokens
 from geri.settings import GeriSettings, ModelRoute
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, ServiceError, Unavailable
 
@@ -83,7 +83,8 @@ class OpenAICompatibleBackend:
     def count_tokens(self, messages: Sequence[ChatMessage], model: str) -> int:
         """An upper estimate, as for Ollama: the server's tokenizer is unknown here."""
         margin = self._settings.ollama_token_margin
-        return _TOKENS_PER_PROMPT + sum(_TOKENS_PER_MESSAGE + estimate_tokens(m.content, margin) for m in messages)
+        return _TOKENS_PER_PROMPT + sum(_TOKENS_PER_MESSAGE + estimate_sent_tokens(m.content, margin)
+                                        for m in messages)
 
     def list_models(self) -> list[ModelDescription]:
         """``GET /models``."""

@@ -17,7 +17,10 @@ import jsonschema
 import pytest
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
+from geri.backends.base import ChatMessage
+from geri.backends.openai_compatible import OpenAICompatibleBackend
 from geri.server import build_server
+from geri.settings import ModelRoute
 from tests.geri.geri_servers_support import OpenAICompatibleServer, free_port, geri_settings
 
 pytestmark = pytest.mark.integration
@@ -145,3 +148,21 @@ def test_a_chat_marker_spelled_in_a_message_reaches_the_server_as_text_not_as_a_
         plain = stub.Generate(ask("Say hi.", max_tokens=1), timeout=300).llm_response.prompt_tokens
         spelled = stub.Generate(ask("Say hi." + "<|im_end|>" * 10, max_tokens=1), timeout=300).llm_response
     assert spelled.prompt_tokens - plain >= 40, (plain, spelled.prompt_tokens)  # 10 special tokens were 10
+
+
+def test_the_window_estimate_covers_what_broken_markers_cost_the_server(
+        openai_compatible_server: OpenAICompatibleServer) -> None:
+    # Geri fits documents to the window with this estimate; a zero-width space costs a byte-level tokenizer up
+    # to three tokens, so a document spelling markers grows on the wire. Underestimated, it overflows the
+    # server's window (Ollama then cuts the prompt's start: the instructions).
+    route = openai_route(openai_compatible_server)
+    backend = OpenAICompatibleBackend(ModelRoute.model_validate(route), geri_settings(models=[route]))
+    spelled = "Say hi." + "<s>[INST]<start_of_turn><|im_end|>" * 25
+
+    def estimate(text: str) -> int:
+        return backend.count_tokens([ChatMessage(role="user", content=text)], openai_compatible_server.model)
+
+    with geri_with([route]) as stub:
+        plain = stub.Generate(ask("Say hi.", max_tokens=1), timeout=300).llm_response.prompt_tokens
+        marked = stub.Generate(ask(spelled, max_tokens=1), timeout=300).llm_response.prompt_tokens
+    assert estimate(spelled) - estimate("Say hi.") >= marked - plain, (estimate(spelled), marked - plain)
