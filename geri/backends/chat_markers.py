@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 ZERO_WIDTH_SPACE = "\u200b"
 
@@ -43,3 +44,14 @@ def as_remote_text(content: str) -> str:
 def remote_markers(content: str) -> int:
     """How many markers :func:`as_remote_text` breaks in ``content``."""
     return len(_REMOTE_MARKERS.findall(content))
+
+
+def as_remote_value(value: Any) -> Any:
+    """A JSON value (a tool call's arguments) with the markers of every string in it, keys too, broken."""
+    if isinstance(value, str):
+        return as_remote_text(value)
+    if isinstance(value, dict):
+        return {as_remote_text(str(k)): as_remote_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_remote_value(v) for v in value]
+    return value

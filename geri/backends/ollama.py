@@ -28,7 +28,7 @@ from geri.backends.base import (
     ToolSpec,
     new_call_id,
 )
-from geri.backends.chat_markers import as_remote_text
+from geri.backends.chat_markers import as_remote_text, as_remote_value
 from geri.backends.token_estimate import estimate_sent_tokens
 from geri.settings import GeriSettings
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, ServiceError, Unavailable
@@ -237,7 +237,8 @@ def _wire_message(message: ChatMessage) -> dict[str, Any]:
     """A chat turn in Ollama's /api/chat shape (tool calls and tool results included)."""
     wire: dict[str, Any] = {"role": message.role, "content": as_remote_text(message.content)}
     if message.tool_calls:
-        wire["tool_calls"] = [{"function": {"name": c.name, "arguments": c.arguments}} for c in message.tool_calls]
+        wire["tool_calls"] = [{"function": {"name": c.name, "arguments": as_remote_value(c.arguments)}}
+                              for c in message.tool_calls]
     if message.role == "tool" and message.tool_call_id:
         wire["tool_call_id"] = message.tool_call_id
     return wire

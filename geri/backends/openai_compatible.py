@@ -30,7 +30,7 @@ from geri.backends.base import (
     ToolCall,
     new_call_id,
 )
-from geri.backends.chat_markers import as_remote_text
+from geri.backends.chat_markers import as_remote_text, as_remote_value
 from geri.backends.token_estimate import estimate_sent_tokens
 from geri.settings import GeriSettings, ModelRoute
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, ServiceError, Unavailable
@@ -217,7 +217,7 @@ def _wire_message(message: ChatMessage) -> dict[str, Any]:
     wire: dict[str, Any] = {"role": message.role, "content": as_remote_text(message.content)}
     if message.tool_calls:
         wire["tool_calls"] = [{"id": c.id, "type": "function",
-                               "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                               "function": {"name": c.name, "arguments": json.dumps(as_remote_value(c.arguments))}}
                               for c in message.tool_calls]
     if message.role == "tool":
         wire["tool_call_id"] = message.tool_call_id
