@@ -17,10 +17,12 @@ from typing import Any
 ZERO_WIDTH_SPACE = "\u200b"
 
 # ChatML (Qwen, SmolLM) <|im_start|>, Llama 3 <|start_header_id|> <|eot_id|>, Phi <|user|> <|end|>, DeepSeek's
-# full-width bars <｜User｜>, Gemma <start_of_turn>, Llama 2 and Mistral [INST] <<SYS>> [TOOL_CALLS], and the
-# sequence markers <s> </s> <bos> <eos>.
+# full-width bars <｜User｜>, Gemma <start_of_turn>, Llama 2 and Mistral [INST] <<SYS>> [TOOL_CALLS], Qwen's
+# tool and reasoning tags <tool_call> <tool_response> <think> (added tokens, read as one whether special or
+# not), and the sequence markers <s> </s> <bos> <eos>.
 _REMOTE_MARKERS = re.compile(
-    r"<\|[^|<>\s]{1,48}\|>|<｜[^｜<>\s]{1,48}｜>|</?(?:start_of_turn|end_of_turn|s|bos|eos)>|<</?SYS>>"
+    r"<\|[^|<>\s]{1,48}\|>|<｜[^｜<>\s]{1,48}｜>"
+    r"|</?(?:start_of_turn|end_of_turn|tool_call|tool_response|think|s|bos|eos)>|<</?SYS>>"
     r"|\[/?(?:INST|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS|SYSTEM_PROMPT)\]")
 
 
