@@ -11,7 +11,7 @@ breaks the markers of the common template families instead.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 ZERO_WIDTH_SPACE = "\u200b"
@@ -48,12 +48,32 @@ def remote_markers(content: str) -> int:
     return len(_REMOTE_MARKERS.findall(content))
 
 
+def _strings_mapped(value: Any, text: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, dict):
+        return {text(str(k)): _strings_mapped(v, text) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strings_mapped(v, text) for v in value]
+    return value
+
+
 def as_remote_value(value: Any) -> Any:
     """A JSON value (a tool call's arguments) with the markers of every string in it, keys too, broken."""
-    if isinstance(value, str):
-        return as_remote_text(value)
-    if isinstance(value, dict):
-        return {as_remote_text(str(k)): as_remote_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [as_remote_value(v) for v in value]
-    return value
+    return _strings_mapped(value, as_remote_text)
+
+
+# A marker's break is a zero-width space right after its first character, "<" or "[".
+_BREAK = re.compile(f"(?<=[<\\[]){ZERO_WIDTH_SPACE}")
+
+
+def as_reply_text(piece: str, before: str = "") -> str:
+    """A piece of a remote model's reply with the breaks of the markers it copied from its prompt taken out:
+    the reply says what the sources said (``before``: the reply's text just before the piece)."""
+    head = before[-1:]
+    return _BREAK.sub("", head + piece)[len(head):]
+
+
+def as_reply_value(value: Any) -> Any:
+    """A JSON value of a remote model's reply (a tool call's arguments) with the breaks taken out."""
+    return _strings_mapped(value, as_reply_text)
