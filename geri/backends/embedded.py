@@ -156,6 +156,8 @@ class EmbeddedBackend:
         cancel: threading.Event,
     ) -> Iterator[Delta | Completion]:
         """Stream the answer; see :meth:`geri.backends.base.Backend.generate`."""
+        if getattr(self._holding, "owns", False):  # it would wait for this thread's own hold, for ever
+            raise RuntimeError("a generation inside a scoring hold of the same thread (EmbeddedBackend.held)")
         loaded = self._loaded()
         input_ids = loaded.encode_chat(messages)
         if not self._wait_for_model(cancel):

@@ -11,7 +11,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
-from geri.backends.base import ChatMessage
+from geri.backends.base import ChatMessage, GenerationParams
 from geri.backends.embedded import EmbeddedBackend
 from geri.service import SERVICE_NAME
 from geri.settings import GeriSettings
@@ -275,3 +275,16 @@ def test_a_caller_that_leaves_while_it_holds_the_model_stops_at_its_next_scoring
             embedded_backend.score_continuations(prompt, port)  # the hold's cancel, for a call that passes none
     assert embedded_backend._generate_lock.acquire(blocking=False), "the hold let the model go"  # noqa: SLF001
     embedded_backend._generate_lock.release()  # noqa: SLF001
+
+
+def test_a_generation_asked_for_inside_the_threads_own_hold_is_refused_not_left_waiting_for_ever(
+        embedded_backend: EmbeddedBackend) -> None:
+    # The generation lock is not re-entrant: the thread would wait for its own hold, and a cancel is its only
+    # way out. No step does this; if one ever does, it is a bug to report, not a stuck request.
+    gone = threading.Event()
+    gone.set()  # so the old code's wait ends instead of hanging the test
+    with embedded_backend.held():
+        embedded_backend.score_continuations("The relay listens on port 9427. It listens on port", [" 9427"])
+        with pytest.raises(RuntimeError, match="inside a scoring hold"):
+            list(embedded_backend.generate([ChatMessage("user", "Hi")], GenerationParams(max_tokens=1, temperature=0),
+                                           embedded_backend.default_model, gone))
