@@ -182,7 +182,8 @@ class AnswerPipeline:
         response = report.complete(geri_pb2.AnswerResponse(
             request_id=req.request_id, answer=grounded, llm_response=llm, metadata=metadata), request,
             shown=(s.document.document_id for s in shown), backends=backends, llm=llm, metadata=metadata)
-        if key and not backends:  # a degraded answer (the first backend failed) is not kept
+        # A degraded answer is not kept: the first backend failed, or no model could score as scoring_model asks.
+        if key and not backends and (answerer is not None or not answering.scoring_model):
             kept = geri_pb2.GroundedAnswer()
             kept.CopyFrom(grounded)
             kept.revised = False  # a hit streams the checked text itself

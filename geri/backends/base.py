@@ -224,7 +224,7 @@ class HoldsModel(Protocol):
     """A scorer whose model one thread can keep for a run of scoring calls (the embedded backend)."""
 
     def held(self, cancel: threading.Event | None = None) -> contextlib.AbstractContextManager[None]:
-        """Keep the model until the block ends; raises Cancelled when ``cancel`` is set while waiting."""
+        """Keep the model, from the block's first scoring call until the block ends (``cancel``: the caller's)."""
         ...
 
 

@@ -68,7 +68,7 @@ class EmbeddedBackend:
         self._load_lock = threading.Lock()
         # Two generations at once would only halve each one's speed on a small CPU box.
         self._generate_lock = threading.Lock()
-        # Set in a thread that holds the model for a run of scoring calls (held): they do not queue again.
+        # A thread's run of scoring calls (held): ``block`` inside one, ``owns`` once its first call took the model.
         self._holding = threading.local()
         self._prompt_cache = PromptCache(settings.embedded_prompt_cache_entries)
         self._shared_prefixes = SharedPrefixes()
@@ -156,6 +156,8 @@ class EmbeddedBackend:
         cancel: threading.Event,
     ) -> Iterator[Delta | Completion]:
         """Stream the answer; see :meth:`geri.backends.base.Backend.generate`."""
+        if getattr(self._holding, "owns", False):  # it would wait for this thread's own hold, for ever
+            raise RuntimeError("a generation inside a scoring hold of the same thread (EmbeddedBackend.held)")
         loaded = self._loaded()
         input_ids = loaded.encode_chat(messages)
         if not self._wait_for_model(cancel):
@@ -248,21 +250,39 @@ class EmbeddedBackend:
     @contextlib.contextmanager
     def held(self, cancel: threading.Event | None = None) -> Iterator[None]:
         """Keep the model for this thread's scoring calls until the block ends, so a run of them (the sources
-        of one answer, or its sentences and spans) queues once and no generation runs between them.
-
-        Raises:
-            Cancelled: ``cancel`` was set while the block waited for the model.
-        """
-        if getattr(self._holding, "active", False):
+        of one answer, or its sentences and spans) queues once and no generation runs between them. Its first
+        call takes the model: a block that scores nothing (an abstention) never waits. ``cancel``: the caller's,
+        for the calls of the block that pass none."""
+        state = self._holding
+        if getattr(state, "block", False):
             yield
             return
-        if not self._wait_for_model(cancel):
-            raise Cancelled("scoring continuations: the request was cancelled while it waited for the model")
-        self._holding.active = True
+        state.block, state.owns, state.cancel = True, False, cancel
         try:
             yield
         finally:
-            self._holding.active = False
+            if state.owns:
+                self._generate_lock.release()
+            state.block, state.owns, state.cancel = False, False, None
+
+    @contextlib.contextmanager
+    def _model_taken(self, cancel: threading.Event | None) -> Iterator[None]:
+        """The model for one scoring call, taken for it alone or kept for the rest of this thread's hold; raises
+        Cancelled once ``cancel`` is set (in a hold, a caller that left stops at its next call)."""
+        state = self._holding
+        block = getattr(state, "block", False)
+        cancel = state.cancel if cancel is None and block else cancel
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("scoring continuations: the request was cancelled")
+        if not (block and state.owns) and not self._wait_for_model(cancel):
+            raise Cancelled("scoring continuations: the request was cancelled while it waited for the model")
+        if block:
+            state.owns = True  # released when the hold ends
+            yield
+            return
+        try:
+            yield
+        finally:
             self._generate_lock.release()
 
     def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = "",
@@ -274,7 +294,7 @@ class EmbeddedBackend:
 
         Raises:
             InvalidArgument: the prompt is empty, or it and the longest continuation exceed the window.
-            Cancelled: ``cancel`` was set while the call waited for the model.
+            Cancelled: ``cancel`` was set, before the call ran or while it waited for the model.
         """
         loaded = self._loaded()
         # Plain text: a special token's text in a source or a question is read as text, never as a marker.
@@ -292,7 +312,7 @@ class EmbeddedBackend:
         if shared_prefix and prompt.startswith(shared_prefix):
             fixed = loaded.tokenizer.encode(shared_prefix, add_special_tokens=False, split_special_tokens=True)
             shared = min(common_prefix(fixed, prefix), len(prefix) - 1)
-        with self.held(cancel):
+        with self._model_taken(cancel):
             # The model now, not the one before the wait: a generation may have switched it to float32.
             model = self._loaded().model
             start = (self._shared_prefixes.copy_for(model, prefix[:shared]), shared) \

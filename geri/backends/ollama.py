@@ -28,8 +28,8 @@ from geri.backends.base import (
     ToolSpec,
     new_call_id,
 )
-from geri.backends.chat_markers import as_remote_text
-from geri.backends.token_estimate import estimate_tokens
+from geri.backends.chat_markers import as_remote_text, as_remote_value, as_reply_text, as_reply_value
+from geri.backends.token_estimate import estimate_sent_tokens
 from geri.settings import GeriSettings
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, ServiceError, Unavailable
 
@@ -98,7 +98,7 @@ class OllamaBackend:
         """An upper estimate: tiktoken count times ``GERI_OLLAMA_TOKEN_MARGIN`` plus template overhead."""
         margin = self._settings.ollama_token_margin
         return _TOKENS_PER_PROMPT + sum(
-            _TOKENS_PER_MESSAGE + estimate_tokens(m.content, margin) for m in messages
+            _TOKENS_PER_MESSAGE + estimate_sent_tokens(m.content, margin) for m in messages
         )
 
     def list_models(self) -> list[ModelDescription]:
@@ -150,6 +150,7 @@ class OllamaBackend:
         completion_tokens = 0
         finish: FinishReason = "stop"
         stream: Iterator[ollama.ChatResponse] | None = None
+        said = thought = ""  # the end of the reply's text and reasoning so far, as the server sent them
         try:
             stream = self._client.chat(
                 model=model,
@@ -164,10 +165,12 @@ class OllamaBackend:
                 if cancel.is_set():
                     finish = "cancelled"
                     break
-                thinking = part.message.thinking or ""
-                text = part.message.content or ""
+                thinking = as_reply_text(part.message.thinking or "", thought)
+                text = as_reply_text(part.message.content or "", said)
+                said, thought = said[-1:] + (part.message.content or ""), thought[-1:] + (part.message.thinking or "")
                 calls = tuple(
-                    ToolCall(id=new_call_id(), name=c.function.name, arguments=dict(c.function.arguments or {}))
+                    ToolCall(id=new_call_id(), name=c.function.name,
+                             arguments=as_reply_value(dict(c.function.arguments or {})))
                     for c in part.message.tool_calls or ()
                 )
                 if thinking or text or calls:
@@ -237,7 +240,8 @@ def _wire_message(message: ChatMessage) -> dict[str, Any]:
     """A chat turn in Ollama's /api/chat shape (tool calls and tool results included)."""
     wire: dict[str, Any] = {"role": message.role, "content": as_remote_text(message.content)}
     if message.tool_calls:
-        wire["tool_calls"] = [{"function": {"name": c.name, "arguments": c.arguments}} for c in message.tool_calls]
+        wire["tool_calls"] = [{"function": {"name": c.name, "arguments": as_remote_value(c.arguments)}}
+                              for c in message.tool_calls]
     if message.role == "tool" and message.tool_call_id:
         wire["tool_call_id"] = message.tool_call_id
     return wire

@@ -30,8 +30,8 @@ from geri.backends.base import (
     ToolCall,
     new_call_id,
 )
-from geri.backends.chat_markers import as_remote_text
-from geri.backends.token_estimate import estimate_tokens
+from geri.backends.chat_markers import as_remote_text, as_remote_value, as_reply_text
+from geri.backends.token_estimate import estimate_sent_tokens
 from geri.settings import GeriSettings, ModelRoute
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, ServiceError, Unavailable
 
@@ -83,7 +83,8 @@ class OpenAICompatibleBackend:
     def count_tokens(self, messages: Sequence[ChatMessage], model: str) -> int:
         """An upper estimate, as for Ollama: the server's tokenizer is unknown here."""
         margin = self._settings.ollama_token_margin
-        return _TOKENS_PER_PROMPT + sum(_TOKENS_PER_MESSAGE + estimate_tokens(m.content, margin) for m in messages)
+        return _TOKENS_PER_PROMPT + sum(_TOKENS_PER_MESSAGE + estimate_sent_tokens(m.content, margin)
+                                        for m in messages)
 
     def list_models(self) -> list[ModelDescription]:
         """``GET /models``."""
@@ -135,6 +136,7 @@ class OpenAICompatibleBackend:
         finish: FinishReason = "stop"
         prompt_tokens = completion_tokens = chunks = 0
         calls: dict[int, dict[str, str]] = {}
+        said = thought = ""  # the end of the reply's text and reasoning so far, as the server sent them
         try:
             stream = self._client.chat.completions.create(**self._request(messages, params, model))
             for chunk in stream:
@@ -158,7 +160,9 @@ class OpenAICompatibleBackend:
                 if delta.content or thinking:
                     chunks += 1
                     self.stats.produced(1)
-                    yield Delta(text=delta.content or "", thinking=thinking)
+                    yield Delta(text=as_reply_text(delta.content or "", said),
+                                thinking=as_reply_text(thinking, thought))
+                    said, thought = said[-1:] + (delta.content or ""), thought[-1:] + thinking
                 if choice.finish_reason == "length":
                     finish = "length"
         except ServiceError:
@@ -176,7 +180,7 @@ class OpenAICompatibleBackend:
 
     def _tool_call(self, slot: dict[str, str]) -> ToolCall:
         try:
-            arguments = json.loads(slot["arguments"] or "{}")
+            arguments = json.loads(as_reply_text(slot["arguments"]) or "{}")
         except ValueError:
             arguments = None
         if not isinstance(arguments, dict):
@@ -216,7 +220,7 @@ def _wire_message(message: ChatMessage) -> dict[str, Any]:
     wire: dict[str, Any] = {"role": message.role, "content": as_remote_text(message.content)}
     if message.tool_calls:
         wire["tool_calls"] = [{"id": c.id, "type": "function",
-                               "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                               "function": {"name": c.name, "arguments": json.dumps(as_remote_value(c.arguments))}}
                               for c in message.tool_calls]
     if message.role == "tool":
         wire["tool_call_id"] = message.tool_call_id

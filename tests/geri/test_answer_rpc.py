@@ -347,7 +347,7 @@ def test_scoring_queued_behind_a_generation_stops_waiting_when_its_caller_leaves
         assert not waiting.is_alive() and len(raised) == 1
     finally:
         running.close()
-    assert embedded_backend.score_continuations("The Rhine flows", [" north"], cancel=left)  # the model is free
+    assert embedded_backend.score_continuations("The Rhine flows", [" north"])  # the model is free
 
 
 def test_a_shared_prefix_runs_once_and_scores_as_the_whole_prompt_does(embedded_backend: EmbeddedBackend) -> None:

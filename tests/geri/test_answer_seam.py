@@ -199,6 +199,26 @@ def test_a_backend_that_cannot_score_is_reranked_and_its_span_chosen_by_the_scor
         assert final.answer.citations[0].document_id == first  # type: ignore[union-attr]
 
 
+def test_an_answer_made_while_the_scoring_model_cannot_score_is_not_cached() -> None:
+    # Its breaker open, the scoring_model entry scores nothing: Freki's order, the rules' span. Kept under the key
+    # that names scoring_model, that lesser answer would be served until the TTL, long after the model is back.
+    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "It listens on port 9427.",
+             "summary": "s", "key_details": [], "confidence": 0.7}
+    docs = [common_pb2.RetrievedDocument(document_id=name, content=text, relevance_score=score)
+            for name, text, score in (("faq", "The relay FAQ lists questions.", 0.9),
+                                      ("relay", "The relay listens on port 9427.", 0.88))]
+    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+        request_id="a", prompt="Which port does the relay listen on?", context=common_pb2.RAGContext(documents=docs)))
+    generation = ScriptedGeneration(reply, reply, reply)
+    answers, _ = pipeline(generation, scoring_model="smollm2-135m-instruct")
+    unscored = list(answers.answer(request, threading.Event()))[-1].response
+    assert unscored.answer.citations[0].document_id == "faq"  # type: ignore[union-attr]  # Freki's order
+    generation.beside = {"smollm2-135m-instruct": QuestionAfter("port 9427")}  # its breaker closed again
+    scored = list(answers.answer(request, threading.Event()))[-1].response
+    assert not scored.cache_hit and scored.answer.citations[0].document_id == "relay"  # type: ignore[union-attr]
+    assert list(answers.answer(request, threading.Event()))[-1].response.cache_hit  # type: ignore[union-attr]
+
+
 def test_the_gate_judges_the_source_the_rerank_puts_first_and_no_rerank_runs_when_none_near_could_pass() -> None:
     reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "Sainte-Foy",
              "summary": "s", "key_details": [], "confidence": 0.7}

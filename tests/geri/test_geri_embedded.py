@@ -11,7 +11,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
-from geri.backends.base import ChatMessage
+from geri.backends.base import ChatMessage, GenerationParams
 from geri.backends.embedded import EmbeddedBackend
 from geri.service import SERVICE_NAME
 from geri.settings import GeriSettings
@@ -219,6 +219,7 @@ def test_a_held_model_serves_its_threads_scores_and_a_cancelled_wait_for_it_is_c
 
     def hold() -> None:
         with embedded_backend.held():
+            embedded_backend.score_continuations(prompt, port)  # the hold's first call takes the model
             inside_hold.set()
             let_go.wait(60)
 
@@ -227,11 +228,63 @@ def test_a_held_model_serves_its_threads_scores_and_a_cancelled_wait_for_it_is_c
     assert inside_hold.wait(60)
     left = threading.Event()
     left.set()  # another caller, gone while it waited for the held model
-    with pytest.raises(Cancelled), embedded_backend.held(left):
-        pass
+    with pytest.raises(Cancelled), embedded_backend.held(left):  # its first call waits, with the hold's cancel
+        embedded_backend.score_continuations(prompt, port)
     with pytest.raises(Cancelled):
         embedded_backend.score_continuations(prompt, port, cancel=left)
     let_go.set()
     holder.join(60)
     with embedded_backend.held():  # this thread's own calls do not queue behind its hold
         assert embedded_backend.score_continuations(prompt, port) == alone
+
+
+def test_a_hold_whose_block_scores_nothing_never_waits_for_the_model(
+        embedded_backend: EmbeddedBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An answer the model abstained from, or cited no English source for, has nothing to score: waiting for the
+    # model would put it behind another caller's whole generation for nothing.
+    waits: list[str] = []
+    wait = embedded_backend._wait_for_model  # noqa: SLF001 - counting the queue, the model still runs
+
+    def counted(cancel: threading.Event | None) -> bool:
+        waits.append("wait")
+        return wait(cancel)
+
+    monkeypatch.setattr(embedded_backend, "_wait_for_model", counted)
+    with embedded_backend.held():
+        pass
+    assert waits == []
+    with embedded_backend.held():
+        for _ in range(2):
+            embedded_backend.score_continuations("The relay listens on port 9427. It listens on port", [" 9427"])
+    assert waits == ["wait"], "a hold's first call takes the model, the next ones keep it"
+    assert embedded_backend._generate_lock.acquire(blocking=False), "the hold let the model go"  # noqa: SLF001
+    embedded_backend._generate_lock.release()  # noqa: SLF001
+
+
+def test_a_caller_that_leaves_while_it_holds_the_model_stops_at_its_next_scoring_call(
+        embedded_backend: EmbeddedBackend) -> None:
+    # Its place is kept for the whole run (every near source, or the sentences and the span): a client gone
+    # mid-run must not keep the model from the callers still waiting.
+    prompt, port, gone = "The relay listens on port 9427. It listens on port", [" 9427"], threading.Event()
+    with embedded_backend.held(gone):
+        embedded_backend.score_continuations(prompt, port, cancel=gone)
+        gone.set()
+        with pytest.raises(Cancelled):
+            embedded_backend.score_continuations(prompt, port, cancel=gone)
+        with pytest.raises(Cancelled):
+            embedded_backend.score_continuations(prompt, port)  # the hold's cancel, for a call that passes none
+    assert embedded_backend._generate_lock.acquire(blocking=False), "the hold let the model go"  # noqa: SLF001
+    embedded_backend._generate_lock.release()  # noqa: SLF001
+
+
+def test_a_generation_asked_for_inside_the_threads_own_hold_is_refused_not_left_waiting_for_ever(
+        embedded_backend: EmbeddedBackend) -> None:
+    # The generation lock is not re-entrant: the thread would wait for its own hold, and a cancel is its only
+    # way out. No step does this; if one ever does, it is a bug to report, not a stuck request.
+    gone = threading.Event()
+    gone.set()  # so the old code's wait ends instead of hanging the test
+    with embedded_backend.held():
+        embedded_backend.score_continuations("The relay listens on port 9427. It listens on port", [" 9427"])
+        with pytest.raises(RuntimeError, match="inside a scoring hold"):
+            list(embedded_backend.generate([ChatMessage("user", "Hi")], GenerationParams(max_tokens=1, temperature=0),
+                                           embedded_backend.default_model, gone))

@@ -17,7 +17,10 @@ import jsonschema
 import pytest
 from wolf.v1 import common_pb2, geri_pb2, geri_pb2_grpc
 
+from geri.backends.base import ChatMessage
+from geri.backends.openai_compatible import OpenAICompatibleBackend
 from geri.server import build_server
+from geri.settings import ModelRoute
 from tests.geri.geri_servers_support import OpenAICompatibleServer, free_port, geri_settings
 
 pytestmark = pytest.mark.integration
@@ -145,3 +148,66 @@ def test_a_chat_marker_spelled_in_a_message_reaches_the_server_as_text_not_as_a_
         plain = stub.Generate(ask("Say hi.", max_tokens=1), timeout=300).llm_response.prompt_tokens
         spelled = stub.Generate(ask("Say hi." + "<|im_end|>" * 10, max_tokens=1), timeout=300).llm_response
     assert spelled.prompt_tokens - plain >= 40, (plain, spelled.prompt_tokens)  # 10 special tokens were 10
+
+
+def test_the_window_estimate_covers_what_broken_markers_cost_the_server(
+        openai_compatible_server: OpenAICompatibleServer) -> None:
+    # Geri fits documents to the window with this estimate; a zero-width space costs a byte-level tokenizer up
+    # to three tokens, so a document spelling markers grows on the wire. Underestimated, it overflows the
+    # server's window (Ollama then cuts the prompt's start: the instructions).
+    route = openai_route(openai_compatible_server)
+    backend = OpenAICompatibleBackend(ModelRoute.model_validate(route), geri_settings(models=[route]))
+    spelled = "Say hi." + "<s>[INST]<start_of_turn><|im_end|>" * 25
+
+    def estimate(text: str) -> int:
+        return backend.count_tokens([ChatMessage(role="user", content=text)], openai_compatible_server.model)
+
+    with geri_with([route]) as stub:
+        plain = stub.Generate(ask("Say hi.", max_tokens=1), timeout=300).llm_response.prompt_tokens
+        marked = stub.Generate(ask(spelled, max_tokens=1), timeout=300).llm_response.prompt_tokens
+    assert estimate(spelled) - estimate("Say hi.") >= marked - plain, (estimate(spelled), marked - plain)
+
+
+class Echoing(BaseHTTPRequestHandler):
+    """An OpenAI-shaped server whose model copies the markers of its prompt, breaks and all, in split pieces."""
+
+    pieces = ("Use <", "\u200b|im_start|> or [\u200bINST]", " and <", "\u200bs>.")
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def do_GET(self) -> None:  # noqa: N802 - /v1/models, for the health probe
+        self._send(b'{"object": "list", "data": []}', "application/json")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        chunks = [{"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                  for piece in self.pieces]
+        chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}})
+        head = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+        body = "".join(f"data: {json.dumps({**head, **c})}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        self._send(body.encode(), "text/event-stream")
+
+    def _send(self, body: bytes, kind: str) -> None:
+        self.send_response(200)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_markers_the_model_copies_from_its_prompt_reach_the_client_as_the_text_it_was_given() -> None:
+    # Geri breaks them on the way out; a reply that copies one (code, a quote of a prompt format) must give the
+    # user the characters of the source, not an invisible zero-width space inside them.
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echoing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        route = {"name": "echo", "backend": "openai", "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1"}
+        with geri_with([route]) as stub:
+            llm = stub.Generate(ask("How do I open a turn?"), timeout=60).llm_response
+            streamed = "".join(e.text_delta for e in stub.GenerateStream(ask("How do I open a turn?"), timeout=60))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert llm.text == streamed == "Use <|im_start|> or [INST] and <s>.", (llm.text, streamed)
