@@ -8,6 +8,7 @@ health service and stops with a grace period so in-flight calls finish.
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import signal
 import threading
@@ -137,6 +138,9 @@ class StopSignals:
     def __init__(self) -> None:
         self.requested = threading.Event()
         self._previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        # For a service that does not answer or does not stop: `kill -USR1 <pid>` writes every thread's stack
+        # to stderr, for the rest of the process's life (also while it exits).
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         name = signal.Signals(signum).name

@@ -45,6 +45,20 @@ class Process:
             except json.JSONDecodeError:
                 pass  # collected in raw; tests assert there are none
 
+    def stops(self, timeout: float = 60.0) -> int:
+        """SIGTERM, then the exit code; a process still running after ``timeout`` is asked for its threads'
+        stacks (SIGUSR1) and killed, and the assertion carries them."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            self.proc.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+            stderr = "".join(self.raw)[-6000:]
+            raise AssertionError(f"still running {timeout:.0f} s after SIGTERM; stderr:\n{stderr}") from exc
+
     def wait_for(self, text: str, timeout: float = 120.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -102,8 +116,7 @@ def test_freki_serve_reloads_on_sighup_and_stops_on_sigterm(tmp_path: Path) -> N
         assert last["level"] == "ERROR" and "is in use by another process" in last["msg"]
         assert all(json.loads(line) for line in second.stderr.splitlines())
 
-        proc.proc.send_signal(signal.SIGTERM)
-        assert proc.proc.wait(timeout=60) == 0
+        assert proc.stops() == 0
         proc.wait_for("stopped")
         assert [line for line in proc.raw if not line.startswith("{")] == []  # JSON lines only: no bars
     finally:
@@ -145,11 +158,20 @@ def test_geri_serve_writes_json_lines_only(tmp_path: Path) -> None:
             except Exception as exc:  # the server's own account of the failure, for whoever reads the report
                 time.sleep(0.5)
                 raise AssertionError(f"{exc}; geri's stderr:\n{''.join(proc.raw)[-4000:]}") from exc
-        proc.proc.send_signal(signal.SIGTERM)
-        assert proc.proc.wait(timeout=60) == 0
+        assert proc.stops() == 0
     finally:
         if proc.proc.poll() is None:
             proc.proc.kill()
             proc.proc.wait(timeout=30)
     time.sleep(0.2)  # the reader thread drains the pipe
     assert proc.raw and [line for line in proc.raw if not line.startswith("{")] == []
+
+
+def test_sigusr1_writes_every_threads_stack_to_stderr() -> None:
+    # The operator's view into a service that does not answer or does not stop (wolf_service.serving).
+    code = ("import os, signal, threading, time; from wolf_service.serving import StopSignals; StopSignals(); "
+            "threading.Thread(target=time.sleep, args=(30,), name='stuck', daemon=True).start(); "
+            "os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.5); print('alive')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr  # the dump does not stop it
+    assert "Thread 0x" in done.stderr and "Current thread 0x" in done.stderr  # the stuck thread and this one
