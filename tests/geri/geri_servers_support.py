@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,3 +179,16 @@ def ollama_protocol_server(
         yield OllamaProtocolServer(host=f"http://127.0.0.1:{port}", model=OLLAMA_MODEL)
     finally:
         stop(proc)
+
+
+def count_waits(backend: EmbeddedBackend, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A list that gets an entry each time ``backend`` queues for its model (the model still runs)."""
+    waits: list[str] = []
+    wait = backend._wait_for_model  # noqa: SLF001 - counting the queue
+
+    def counted(cancel: threading.Event | None) -> bool:
+        waits.append("wait")
+        return wait(cancel)
+
+    monkeypatch.setattr(backend, "_wait_for_model", counted)
+    return waits

@@ -26,6 +26,7 @@ from geri.answering.spans import scored_spans
 from geri.backends.base import ChatMessage, GenerationParams
 from geri.backends.embedded import EmbeddedBackend
 from geri.prompting import ContextDocument, build_messages
+from tests.geri.geri_servers_support import count_waits
 from wolf_service.errors import Cancelled, InvalidArgument
 
 pytestmark = pytest.mark.integration
@@ -297,6 +298,10 @@ RHINE = common_pb2.RetrievedDocument(
     document_id="rhine", chunk_id="rhine#0", relevance_score=0.8,
     content="The Rhine is a European river. The biggest city on the river Rhine is Cologne, Germany with a "
             "population of more than 1,050,000 people.")
+# Ranked above RHINE by the retrieval, but the question is likelier after RHINE.
+ALPS = common_pb2.RetrievedDocument(
+    document_id="alps", chunk_id="alps#0", relevance_score=0.84,
+    content="The Rhine is a European river. Its source is in the Swiss Alps and it flows into the North Sea.")
 
 
 def test_the_answering_model_picks_the_short_answer_among_the_span_rules_best(stub) -> None:  # type: ignore[no-untyped-def]
@@ -378,13 +383,10 @@ def test_a_whole_phrase_the_rules_rank_low_is_among_what_the_model_weighs(embedd
 def test_the_source_after_which_the_model_finds_the_question_likeliest_is_numbered_first(  # type: ignore[no-untyped-def]
         stub, embedded_backend: EmbeddedBackend) -> None:
     # answering.source_reranker "model" (the default): Freki ranked the source that does not answer first.
-    alps = common_pb2.RetrievedDocument(
-        document_id="alps", chunk_id="alps#0", relevance_score=0.84,
-        content="The Rhine is a European river. Its source is in the Swiss Alps and it flows into the North Sea.")
     question = "What is the largest city the Rhine runs through?"
-    assert [d.document_id for d in rerank_sources(question, [alps, RHINE], embedded_backend, 0.07)] == ["rhine",
+    assert [d.document_id for d in rerank_sources(question, [ALPS, RHINE], embedded_backend, 0.07)] == ["rhine",
                                                                                                          "alps"]
-    reply = stub.Answer(ask(question, docs=(alps, RHINE)), timeout=600)
+    reply = stub.Answer(ask(question, docs=(ALPS, RHINE)), timeout=600)
     assert reply.answer.answered and reply.answer.citations[0].document_id == "rhine"
     assert reply.answer.text == "Cologne [1]"
 
@@ -409,18 +411,8 @@ def test_the_short_answer_comes_from_the_rules_sentence_after_which_the_question
 def test_an_answer_queues_for_the_model_once_for_its_rerank_and_once_for_its_sentence_and_span(  # type: ignore[no-untyped-def]
         stub, embedded_backend: EmbeddedBackend, monkeypatch: pytest.MonkeyPatch) -> None:
     # Each wait lets a queued generation of another caller run first: a run of scoring calls waits once.
-    alps = common_pb2.RetrievedDocument(
-        document_id="alps", chunk_id="alps#0", relevance_score=0.84,
-        content="The Rhine is a European river. Its source is in the Swiss Alps and it flows into the North Sea.")
-    waits: list[str] = []
-    wait = embedded_backend._wait_for_model  # noqa: SLF001 - counting the queue, the model still runs
-
-    def counted(cancel: threading.Event | None) -> bool:
-        waits.append("wait")
-        return wait(cancel)
-
-    monkeypatch.setattr(embedded_backend, "_wait_for_model", counted)
-    reply = stub.Answer(ask("What is the largest city the Rhine runs through?", docs=(alps, RHINE),
+    waits = count_waits(embedded_backend, monkeypatch)
+    reply = stub.Answer(ask("What is the largest city the Rhine runs through?", docs=(ALPS, RHINE),
                             min_score=0.3), timeout=600)
     assert reply.answer.answered and reply.answer.text == "Cologne [1]"
     assert len(waits) == 3  # the two sources' rerank, the generation, the sentences' and the span's scores

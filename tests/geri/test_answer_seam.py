@@ -179,14 +179,19 @@ def test_sources_near_the_best_are_numbered_in_the_order_the_backend_scores_the_
         assert len(generation.scorer.prompts) == (2 if reranker == "model" else 0)  # "far" is beyond the margin
 
 
-def test_a_backend_that_cannot_score_is_reranked_and_its_span_chosen_by_the_scoring_model_beside_it() -> None:
+def port_question() -> tuple[dict[str, Any], geri_pb2.AnswerRequest]:
+    """A reply citing source 1, and a question whose answer is in Freki's second source (FAQ first)."""
     reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "It listens on port 9427.",
              "summary": "s", "key_details": [], "confidence": 0.7}
     docs = [common_pb2.RetrievedDocument(document_id=name, content=text, relevance_score=score)
             for name, text, score in (("faq", "The relay FAQ lists questions.", 0.9),
                                       ("relay", "The relay listens on port 9427.", 0.88))]
-    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
+    return reply, geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
         request_id="a", prompt="Which port does the relay listen on?", context=common_pb2.RAGContext(documents=docs)))
+
+
+def test_a_backend_that_cannot_score_is_reranked_and_its_span_chosen_by_the_scoring_model_beside_it() -> None:
+    reply, request = port_question()
     for scoring_model, first in (("smollm2-135m-instruct", "relay"), ("", "faq")):
         beside = QuestionAfter("port 9427")
         generation = ScriptedGeneration(reply, beside={"smollm2-135m-instruct": beside})
@@ -202,13 +207,7 @@ def test_a_backend_that_cannot_score_is_reranked_and_its_span_chosen_by_the_scor
 def test_an_answer_made_while_the_scoring_model_cannot_score_is_not_cached() -> None:
     # Its breaker open, the scoring_model entry scores nothing: Freki's order, the rules' span. Kept under the key
     # that names scoring_model, that lesser answer would be served until the TTL, long after the model is back.
-    reply = {"answered": True, "citations": [{"source": 1, "sentence": 1}], "answer": "It listens on port 9427.",
-             "summary": "s", "key_details": [], "confidence": 0.7}
-    docs = [common_pb2.RetrievedDocument(document_id=name, content=text, relevance_score=score)
-            for name, text, score in (("faq", "The relay FAQ lists questions.", 0.9),
-                                      ("relay", "The relay listens on port 9427.", 0.88))]
-    request = geri_pb2.AnswerRequest(request=common_pb2.WolfRequest(
-        request_id="a", prompt="Which port does the relay listen on?", context=common_pb2.RAGContext(documents=docs)))
+    reply, request = port_question()
     generation = ScriptedGeneration(reply, reply, reply)
     answers, _ = pipeline(generation, scoring_model="smollm2-135m-instruct")
     unscored = list(answers.answer(request, threading.Event()))[-1].response

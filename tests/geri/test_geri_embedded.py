@@ -15,7 +15,7 @@ from geri.backends.base import ChatMessage, GenerationParams
 from geri.backends.embedded import EmbeddedBackend
 from geri.service import SERVICE_NAME
 from geri.settings import GeriSettings
-from tests.geri.geri_servers_support import geri_settings, start_geri
+from tests.geri.geri_servers_support import count_waits, geri_settings, start_geri
 from wolf_service.errors import Cancelled
 from wolf_service.serving import ServerHandle
 
@@ -242,14 +242,7 @@ def test_a_hold_whose_block_scores_nothing_never_waits_for_the_model(
         embedded_backend: EmbeddedBackend, monkeypatch: pytest.MonkeyPatch) -> None:
     # An answer the model abstained from, or cited no English source for, has nothing to score: waiting for the
     # model would put it behind another caller's whole generation for nothing.
-    waits: list[str] = []
-    wait = embedded_backend._wait_for_model  # noqa: SLF001 - counting the queue, the model still runs
-
-    def counted(cancel: threading.Event | None) -> bool:
-        waits.append("wait")
-        return wait(cancel)
-
-    monkeypatch.setattr(embedded_backend, "_wait_for_model", counted)
+    waits = count_waits(embedded_backend, monkeypatch)
     with embedded_backend.held():
         pass
     assert waits == []
