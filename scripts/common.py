@@ -89,3 +89,10 @@ def p50_p90(values: Sequence[float]) -> tuple[float, float]:
     """The median of ``values`` and the value at 90 % of their sorted order (non-empty)."""
     ordered = sorted(values)
     return statistics.median(ordered), ordered[int(0.9 * len(ordered))]
+
+
+def print_latencies(ms: dict[str, list[float]]) -> None:
+    """One line per way: its p50 and p90 in milliseconds (:func:`p50_p90`)."""
+    for way, times in ms.items():
+        p50, p90 = p50_p90(times)
+        print(f"{way:16s} p50 {p50:.0f} ms  p90 {p90:.0f} ms")

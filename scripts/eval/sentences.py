@@ -36,7 +36,7 @@ from geri.answering.source_rerank import asked_text
 from geri.answering.sources import split_sentences
 from geri.answering.span_scoring import model_span
 from geri.answering.spans import ranked_sentences, scored_spans
-from scripts.common import p50_p90
+from scripts.common import p50_p90, print_latencies
 from scripts.evalsets.replica import paired_bootstrap
 from scripts.evalsets.squad_answers import f1, load, normalize, split_of
 
@@ -181,9 +181,7 @@ def cost(split: str) -> None:
         model_span(q["question"], ranked[chosen][0], backend)
         ms["span choice"].append(1000 * (time.perf_counter() - started))
     print(f"{len(ms['span choice'])} questions; load {os.getloadavg()[0]:.2f}")
-    for way, times in ms.items():
-        p50, p90 = p50_p90(times)
-        print(f"{way:16s} p50 {p50:.0f} ms  p90 {p90:.0f} ms")
+    print_latencies(ms)
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ from geri.answering.phrases import whole_phrases
 from geri.answering.sources import split_sentences
 from geri.answering.span_scoring import EXAMPLES, candidate_pool, consensus, model_prompt
 from geri.answering.spans import ranked_sentences, scored_spans
-from scripts.common import p50_p90
+from scripts.common import p50_p90, print_latencies
 from scripts.evalsets.squad_answers import f1, load, normalize, split_of
 
 PROMPTS: dict[str, Callable[[str, str], str]] = {
@@ -254,9 +254,7 @@ def cost(split: str) -> None:
                 started = time.perf_counter()
                 backend.score_continuations(model_prompt(q["question"], sentence, examples), pool, shared)
                 ms[way].append(1000 * (time.perf_counter() - started))
-    for way, times in ms.items():
-        p50, p90 = p50_p90(times)
-        print(f"{way:16s} p50 {p50:.0f} ms  p90 {p90:.0f} ms")
+    print_latencies(ms)
 
 
 def main() -> None:
