@@ -15,6 +15,7 @@ from geri.answering.pipeline import AnswerPipeline
 from geri.generation import StreamEvent
 from geri.sessions import MemorySessionStore, Turn
 from geri.settings import GeriSettings
+from tests.geri.scorer_support import RecordingScorer
 from wolf_service.errors import Cancelled, FailedPrecondition
 
 
@@ -148,16 +149,15 @@ def test_a_source_that_does_not_say_what_is_asked_abstains_without_asking_the_mo
 
 
 
-class QuestionAfter:
-    """Scores the question -1 per token after a prompt holding ``liked``, else -5; records the prompts."""
+class QuestionAfter(RecordingScorer):
+    """Scores the question -1 per token after a prompt holding ``liked``, else -5."""
 
     def __init__(self, liked: str) -> None:
-        self.liked, self.prompts = liked, []  # type: ignore[var-annotated]
+        super().__init__()
+        self.liked = liked
 
-    def score_continuations(self, prompt: str, continuations: list[str], shared_prefix: str = "",
-                            cancel: object = None) -> list[list[float]]:
-        self.prompts.append(prompt)
-        return [[-1.0 if self.liked in prompt else -5.0] * len(c.split()) for c in continuations]
+    def scores(self, prompt: str, continuation: str) -> list[float]:
+        return [-1.0 if self.liked in prompt else -5.0] * len(continuation.split())
 
 
 def test_sources_near_the_best_are_numbered_in_the_order_the_backend_scores_the_question_after_them() -> None:

@@ -3,8 +3,6 @@ with a scorer stand-in at the backend seam; tests/geri/test_answer_rpc.py runs i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 from wolf.v1 import common_pb2
 
@@ -12,6 +10,7 @@ from geri.answering.grounding import ground
 from geri.answering.sentence_choice import WEIGHT, likeliest_sentence
 from geri.answering.source_rerank import in_english, question_prompt
 from geri.answering.sources import MAX_SENTENCE_CHARS, number_sources
+from tests.geri.scorer_support import RecordingScorer
 from wolf_service.errors import Cancelled, Unavailable
 
 QUESTION = "What is the largest city the Rhine flows through?"
@@ -19,20 +18,15 @@ ALPS = "The Rhine flows from the Swiss Alps to the North Sea."
 COLOGNE = "The biggest city on the river is Cologne, with more than a million people."
 
 
-class Likes:
-    """Scores the question ``likes`` per token after a sentence holding ``word``, -3 otherwise; records what it
-    was asked."""
+class Likes(RecordingScorer):
+    """Scores the question ``likes`` per token after a sentence holding ``word``, -3 otherwise."""
 
     def __init__(self, word: str, likes: float = -1.0, error: Exception | None = None) -> None:
-        self.word, self.likes, self.error = word, likes, error
-        self.calls: list[tuple[str, list[str]]] = []
+        super().__init__(error)
+        self.word, self.likes = word, likes
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = "",
-                            cancel: object = None) -> list[list[float]]:
-        self.calls.append((prompt, list(continuations)))
-        if self.error is not None:
-            raise self.error
-        return [[self.likes if self.word in prompt else -3.0] * len(c.split()) for c in continuations]
+    def scores(self, prompt: str, continuation: str) -> list[float]:
+        return [self.likes if self.word in prompt else -3.0] * len(continuation.split())
 
 
 def test_a_clearly_likelier_question_overturns_a_small_lead_of_the_rules_only() -> None:

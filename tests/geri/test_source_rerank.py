@@ -9,6 +9,7 @@ import pytest
 from wolf.v1 import common_pb2
 
 from geri.answering.source_rerank import question_prompt, rerank_sources
+from tests.geri.scorer_support import RecordingScorer
 from wolf_service.errors import Cancelled, Unavailable
 
 QUESTION = "Which port does the relay listen on?"
@@ -20,20 +21,16 @@ def doc(name: str, score: float, language: str = "") -> common_pb2.RetrievedDocu
                                         metadata=metadata)
 
 
-class Likes:
-    """Scores the question ``likes[name]`` per token after the source ``name``; records what it was asked."""
+class Likes(RecordingScorer):
+    """Scores the question ``likes[name]`` per token after the source ``name``."""
 
     def __init__(self, likes: dict[str, float], error: Exception | None = None) -> None:
-        self.likes, self.error = likes, error
-        self.calls: list[tuple[str, list[str]]] = []
+        super().__init__(error)
+        self.likes = likes
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = "",
-                            cancel: object = None) -> list[list[float]]:
-        self.calls.append((prompt, list(continuations)))
-        if self.error is not None:
-            raise self.error
+    def scores(self, prompt: str, continuation: str) -> list[float]:
         name = prompt.split("About ", 1)[-1].split(".", 1)[0]
-        return [[self.likes.get(name, -9.0)] * len(c.split()) for c in continuations]
+        return [self.likes.get(name, -9.0)] * len(continuation.split())
 
 
 def ids(docs: Sequence[common_pb2.RetrievedDocument]) -> list[str]:

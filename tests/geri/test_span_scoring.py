@@ -3,8 +3,6 @@ stand-in at the backend seam; tests/geri/test_answer_rpc.py runs it with the rea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 from wolf.v1 import common_pb2
 
@@ -22,28 +20,22 @@ from geri.answering.span_scoring import (
     overlap,
 )
 from geri.answering.spans import best_span, scored_spans
+from tests.geri.scorer_support import RecordingScorer
 from wolf_service.errors import Cancelled, Unavailable
 
 SENTENCE = "The biggest city on the river Rhine is Cologne, Germany with a population of more than 1,050,000 people."
 QUESTION = "What is the largest city the Rhine runs through?"
 
 
-class Favouring:
-    """Scores every continuation -5 per token, except ``liked`` (-1); records what it was asked."""
+class Favouring(RecordingScorer):
+    """Scores every continuation -5 per token, except ``liked`` (-1)."""
 
     def __init__(self, liked: str, error: Exception | None = None) -> None:
-        self.liked, self.error = liked, error
-        self.calls: list[tuple[str, list[str]]] = []
-        self.shared: list[str] = []
+        super().__init__(error)
+        self.liked = liked
 
-    def score_continuations(self, prompt: str, continuations: Sequence[str], shared_prefix: str = "",
-                            cancel: object = None) -> list[list[float]]:
-        assert prompt.startswith(shared_prefix)
-        self.shared.append(shared_prefix)
-        self.calls.append((prompt, list(continuations)))
-        if self.error is not None:
-            raise self.error
-        return [[-1.0] if c.strip() == self.liked else [-5.0] * len(c.split()) for c in continuations]
+    def scores(self, prompt: str, continuation: str) -> list[float]:
+        return [-1.0] if continuation.strip() == self.liked else [-5.0] * len(continuation.split())
 
 
 def test_the_answer_is_the_candidate_the_weighted_field_agrees_with_most() -> None:
