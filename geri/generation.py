@@ -68,19 +68,13 @@ class GenerationPipeline:
         """The backend the model list tries first for ``model`` when it can score continuations (the embedded
         one) and its circuit breaker is closed, else None."""
         candidates = self._router.candidates(model)
-        if not candidates or candidates[0][0].breaker.state != "closed":
-            return None
-        backend = candidates[0][0].backend
-        return backend if isinstance(backend, ContinuationScorer) else None
+        return _scoring(candidates[0][0]) if candidates else None
 
     def named_scorer(self, name: str) -> ContinuationScorer | None:
         """The backend of the model-list entry ``name`` when it can score continuations and its circuit breaker
         is closed, else None (also for ``""``)."""
-        for route in self._router.routes:
-            if name and route.config.name == name and route.breaker.state == "closed" \
-                    and isinstance(route.backend, ContinuationScorer):
-                return route.backend
-        return None
+        named = (_scoring(route) for route in self._router.routes if name and route.config.name == name)
+        return next((backend for backend in named if backend is not None), None)
 
     def run(self, request: common_pb2.WolfRequest, cancel: threading.Event, *, remember: bool = True,
             drafts: bool = False, user: str = "", grounded: Callable[[int], OutputContract] | None = None
@@ -237,3 +231,9 @@ class GenerationPipeline:
         )
         return common_pb2.WolfResponse(request_id=req.request_id, model_type=common_pb2.LLM, llm_response=llm,
                                        metadata=metadata)
+
+
+def _scoring(route: Route) -> ContinuationScorer | None:
+    """``route``'s backend when it can score continuations and its circuit breaker is closed."""
+    backend = route.backend
+    return backend if route.breaker.state == "closed" and isinstance(backend, ContinuationScorer) else None
