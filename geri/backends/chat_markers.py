@@ -74,6 +74,20 @@ def as_reply_text(piece: str, before: str = "") -> str:
     return _BREAK.sub("", head + piece)[len(head):]
 
 
+class ReplyStream:
+    """A remote model's streamed text (its reply, or its reasoning) with the breaks taken out piece by piece
+    (:func:`as_reply_text`); a break may follow the ``<`` or ``[`` that ended the previous piece."""
+
+    def __init__(self) -> None:
+        self._last = ""  # the last character the server sent
+
+    def restore(self, piece: str) -> str:
+        """``piece`` as the model meant it."""
+        restored = as_reply_text(piece, self._last)
+        self._last = (self._last + piece)[-1:]
+        return restored
+
+
 def as_reply_value(value: Any) -> Any:
     """A JSON value of a remote model's reply (a tool call's arguments) with the breaks taken out."""
     return _strings_mapped(value, as_reply_text)

@@ -28,7 +28,7 @@ from geri.backends.base import (
     ToolSpec,
     new_call_id,
 )
-from geri.backends.chat_markers import as_remote_text, as_remote_value, as_reply_text, as_reply_value
+from geri.backends.chat_markers import ReplyStream, as_remote_text, as_remote_value, as_reply_value
 from geri.backends.token_estimate import estimate_sent_tokens
 from geri.settings import GeriSettings
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, ServiceError, Unavailable
@@ -150,7 +150,7 @@ class OllamaBackend:
         completion_tokens = 0
         finish: FinishReason = "stop"
         stream: Iterator[ollama.ChatResponse] | None = None
-        said = thought = ""  # the end of the reply's text and reasoning so far, as the server sent them
+        said, thought = ReplyStream(), ReplyStream()
         try:
             stream = self._client.chat(
                 model=model,
@@ -165,9 +165,8 @@ class OllamaBackend:
                 if cancel.is_set():
                     finish = "cancelled"
                     break
-                thinking = as_reply_text(part.message.thinking or "", thought)
-                text = as_reply_text(part.message.content or "", said)
-                said, thought = said[-1:] + (part.message.content or ""), thought[-1:] + (part.message.thinking or "")
+                thinking = thought.restore(part.message.thinking or "")
+                text = said.restore(part.message.content or "")
                 calls = tuple(
                     ToolCall(id=new_call_id(), name=c.function.name,
                              arguments=as_reply_value(dict(c.function.arguments or {})))

@@ -30,7 +30,7 @@ from geri.backends.base import (
     ToolCall,
     new_call_id,
 )
-from geri.backends.chat_markers import as_remote_text, as_remote_value, as_reply_text
+from geri.backends.chat_markers import ReplyStream, as_remote_text, as_remote_value, as_reply_text
 from geri.backends.token_estimate import estimate_sent_tokens
 from geri.settings import GeriSettings, ModelRoute
 from wolf_service.errors import DeadlineExceeded, FailedPrecondition, ServiceError, Unavailable
@@ -136,7 +136,7 @@ class OpenAICompatibleBackend:
         finish: FinishReason = "stop"
         prompt_tokens = completion_tokens = chunks = 0
         calls: dict[int, dict[str, str]] = {}
-        said = thought = ""  # the end of the reply's text and reasoning so far, as the server sent them
+        said, thought = ReplyStream(), ReplyStream()
         try:
             stream = self._client.chat.completions.create(**self._request(messages, params, model))
             for chunk in stream:
@@ -160,9 +160,7 @@ class OpenAICompatibleBackend:
                 if delta.content or thinking:
                     chunks += 1
                     self.stats.produced(1)
-                    yield Delta(text=as_reply_text(delta.content or "", said),
-                                thinking=as_reply_text(thinking, thought))
-                    said, thought = said[-1:] + (delta.content or ""), thought[-1:] + thinking
+                    yield Delta(text=said.restore(delta.content or ""), thinking=thought.restore(thinking))
                 if choice.finish_reason == "length":
                     finish = "length"
         except ServiceError:

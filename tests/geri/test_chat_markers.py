@@ -9,7 +9,14 @@ import pytest
 
 from geri.backends import ollama, openai_compatible
 from geri.backends.base import ChatMessage, ToolCall
-from geri.backends.chat_markers import ZERO_WIDTH_SPACE, as_remote_text, as_remote_value, as_reply_text, as_reply_value
+from geri.backends.chat_markers import (
+    ZERO_WIDTH_SPACE,
+    ReplyStream,
+    as_remote_text,
+    as_remote_value,
+    as_reply_text,
+    as_reply_value,
+)
 
 
 @pytest.mark.parametrize("marker", ["<|im_start|>", "<|eot_id|>", "<|start_header_id|>", "<|user|>", "<｜User｜>",
@@ -49,10 +56,8 @@ def test_a_reply_that_copies_broken_markers_gets_them_back_as_written_even_split
     # The integration check with a streaming server is in test_geri_openai.py.
     written = "Code: <|im_start|>user [INST] <s> x</s> <｜User｜>; a \u200b not after < or [ stays"
     sent = as_remote_text(written)
-    reply, before = "", ""
-    for i in range(0, len(sent), 3):  # a server streams a few characters at a time
-        reply += as_reply_text(sent[i:i + 3], before)
-        before = sent[i:i + 3]
+    stream = ReplyStream()
+    reply = "".join(stream.restore(sent[i:i + 3]) for i in range(0, len(sent), 3))  # a few characters at a time
     assert reply == written
     assert as_reply_text(ZERO_WIDTH_SPACE) == ZERO_WIDTH_SPACE
     arguments = {"q": "<|im_end|>", "<s>": ["[INST]"], "n": 2}
