@@ -21,12 +21,11 @@ from geri.settings import GeriSettings
 from geri.structured.contract import OutputContract
 from geri.structured.schemas import check_tool_choice, load_schema, load_tools
 from wolf_service.errors import InvalidArgument
+from wolf_service.identifiers import MAX_REQUEST_ID_CHARS
 
 MAX_PROMPT_CHARS = 1_000_000
 MAX_STOP_SEQUENCES = 16
 MAX_ID_CHARS = 128
-# As Freki's: a request id names the call in logs, audit and error details, and comes back in the reply.
-MAX_REQUEST_ID_CHARS = 256
 ROLES = ("user", "assistant", "tool")
 # A BCP-47 tag's shape (primary subtag, then subtags of 1-8 letters or digits; "_" as some tools write it), at
 # most 35 characters (RFC 5646's practical limit). It is written into the system prompt, so anything else

@@ -19,14 +19,12 @@ import grpc
 from wolf_service import status_details
 from wolf_service.audit_log import identifier
 from wolf_service.errors import status_code_of
+from wolf_service.identifiers import MAX_REQUEST_ID_CHARS
 from wolf_service.wrapping import StreamCall, UnaryCall, WrappingInterceptor, envelope_of
 
 log = logging.getLogger("wolf_service.errors")
 
 REQUEST_ID_HEADER = "x-request-id"
-# A request id names the call in every log line, the audit trail and error details: one a caller made as long
-# as a message may be must not be written out whole on each of them (Freki refuses ids over this length).
-MAX_LOGGED_REQUEST_ID = 256
 # Error details are meant to be read; a message quoting client input at length is a bug, never a feature.
 MAX_DETAILS = 2000
 
@@ -65,13 +63,13 @@ def bounded(text: str, limit: int = MAX_DETAILS) -> str:
 
 def request_id_of(request: Any, context: grpc.ServicerContext) -> str:
     """Find the request id, as it is logged: the message's ``request_id`` field, then ``x-request-id``
-    metadata; one over MAX_LOGGED_REQUEST_ID characters is cut and tagged with its digest."""
+    metadata; one over MAX_REQUEST_ID_CHARS characters is cut and tagged with its digest."""
     rid = getattr(envelope_of(request), "request_id", "") or ""
     if rid:
-        return identifier(str(rid), MAX_LOGGED_REQUEST_ID)
+        return identifier(str(rid), MAX_REQUEST_ID_CHARS)
     for key, value in context.invocation_metadata() or ():
         if key == REQUEST_ID_HEADER and value:
-            return identifier(str(value), MAX_LOGGED_REQUEST_ID)
+            return identifier(str(value), MAX_REQUEST_ID_CHARS)
     return f"gen-{uuid.uuid4().hex[:12]}"
 
 

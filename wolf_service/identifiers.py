@@ -12,6 +12,9 @@ from __future__ import annotations
 import unicodedata
 
 MAX_ID_BYTES = 1024
+# A request id names the call in every log line, the audit trail and error details, and comes back in the reply:
+# both services refuse a longer one, and logs cut one to this length.
+MAX_REQUEST_ID_CHARS = 256
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
 

@@ -16,7 +16,7 @@ from freki.search.filters import BOUNDS, CallerFilter, to_condition
 from freki.settings import FrekiSettings
 from freki.store.metadata import Metadata
 from wolf_service.errors import InvalidArgument, ResourceExhausted
-from wolf_service.identifiers import MAX_ID_BYTES, id_problem
+from wolf_service.identifiers import MAX_ID_BYTES, MAX_REQUEST_ID_CHARS, id_problem
 
 _TENANT_RE = re.compile(r"^[A-Za-z0-9_.\-@]{1,128}$")
 _META_KEY_RE = METADATA_KEY
@@ -28,8 +28,8 @@ def require_request_id(request_id: str) -> None:
     """request_id is mandatory so every call can be traced in logs and audit."""
     if not request_id.strip():
         raise InvalidArgument(f"request_id must be non-empty (got {_describe(request_id)})")
-    if len(request_id) > 256:
-        raise InvalidArgument(f"request_id must be at most 256 characters (got {len(request_id)})")
+    if len(request_id) > MAX_REQUEST_ID_CHARS:
+        raise InvalidArgument(f"request_id must be at most {MAX_REQUEST_ID_CHARS} characters (got {len(request_id)})")
 
 
 def tenant_of(tenant_id: str, settings: FrekiSettings) -> str:
